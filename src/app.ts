@@ -1,0 +1,67 @@
+/**
+ * createApp(deps): the HTTP application. Middleware, the error contract, health, and every
+ * module's API and pages mounted from the module list.
+ */
+import { Hono } from "hono";
+import { requestId } from "hono/request-id";
+import { HTTPException } from "hono/http-exception";
+import type { Deps } from "./deps.ts";
+import { ApiError } from "./http/errors.ts";
+import { M } from "./http/messages.ts";
+import { accessLog } from "./http/logger.ts";
+import { healthRoutes, type ReadinessCheck } from "./http/health.ts";
+import type { AppModule } from "./modules/index.ts";
+
+export type AppEnv = { Variables: { requestId: string } };
+
+export interface AppOptions {
+  modules: AppModule[];
+  readinessChecks: ReadinessCheck[];
+}
+
+export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const log = deps.log.child({ component: "http" });
+
+  app.use(requestId({
+    headerName: "X-Request-Id",
+    // A caller's plain X-Request-Id (hono checks length and characters) is kept for tracing.
+    generator: () => crypto.randomUUID(),
+  }));
+  app.use(accessLog(log));
+
+  app.onError((err, c) => {
+    if (err instanceof ApiError) {
+      for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
+      return c.json(err.body(), err.status);
+    }
+    if (err instanceof HTTPException) {
+      const status = err.status;
+      const message = status === 400 ? M.malformedJson : err.message || M.internal;
+      return c.json({ success: false, error: message }, status);
+    }
+    if (err instanceof SyntaxError) {
+      return c.json({ success: false, error: M.malformedJson, hint: M.malformedJsonHint }, 400);
+    }
+    log.error("unhandled error", {
+      requestId: c.get("requestId"),
+      path: c.req.path,
+      error: err,
+    });
+    return c.json({ success: false, error: M.internal }, 500);
+  });
+
+  app.notFound((c) => {
+    if (c.req.path.startsWith("/api/") || c.req.path === "/api") {
+      return c.json({ success: false, error: M.routeNotFound }, 404);
+    }
+    return c.text("Not found", 404);
+  });
+
+  app.route("/", healthRoutes(opts.readinessChecks));
+  for (const mod of opts.modules) {
+    if (mod.api) app.route("/", mod.api(deps));
+    if (mod.pages) app.route("/", mod.pages(deps));
+  }
+  return app;
+}

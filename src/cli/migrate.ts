@@ -1,0 +1,24 @@
+/** `deno task migrate`: apply pending migrations to DATABASE_URL (or the embedded database). */
+import { loadConfig } from "../config.ts";
+import { createLogger } from "../log.ts";
+import { createSql } from "../db/client.ts";
+import { startEmbeddedPostgres } from "../db/embedded.ts";
+import { migrate } from "../db/migrate.ts";
+
+const config = loadConfig(Deno.env.toObject());
+const log = createLogger({ level: config.LOG_LEVEL });
+const embedded = config.DATABASE_URL
+  ? undefined
+  : await startEmbeddedPostgres({ dataDir: config.DATA_DIR, log });
+const sql = createSql(config.DATABASE_URL ?? embedded!.url, { max: 1 });
+try {
+  const result = await migrate(sql, { log });
+  console.log(
+    result.applied.length
+      ? `Applied ${result.applied.length} migration(s); now at ${result.current}.`
+      : `Up to date at ${result.current}.`,
+  );
+} finally {
+  await sql.end();
+  await embedded?.stop();
+}

@@ -1,0 +1,136 @@
+/**
+ * Configuration: the process environment parsed by one zod schema. Every variable is documented
+ * in the README. `loadConfig` is pure (environment in, config out) so its failures are testable;
+ * `resolveSecrets` fills the development secrets that are generated once under DATA_DIR.
+ */
+import { z } from "zod";
+import { join, resolve } from "node:path";
+
+export const APP_ENVS = ["development", "test", "production"] as const;
+export type AppEnv = typeof APP_ENVS[number];
+
+const optionalString = z.preprocess(
+  (v) => (typeof v === "string" && v.trim() === "" ? undefined : v),
+  z.string().optional(),
+);
+
+const port = z.coerce.number().int().min(0).max(65535);
+
+const envSchema = z.object({
+  APP_ENV: z.enum(APP_ENVS).default("development"),
+  PORT: port.default(3000),
+  HOST: z.string().default("0.0.0.0"),
+  BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  DATABASE_URL: optionalString.pipe(
+    z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL").optional(),
+  ),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  DATA_DIR: z.string().min(1).default("./.data"),
+  JWT_SECRET: optionalString.pipe(
+    z.string().min(32, "must be at least 32 characters").optional(),
+  ),
+  WALLET_MASTER_KEY: optionalString.pipe(
+    z.string().regex(/^(0x)?[0-9a-fA-F]{64}$/, "must be 32 bytes as 64 hex characters").optional(),
+  ),
+  SMTP_URL: optionalString.pipe(
+    z.string().regex(/^smtps?:\/\//, "must be an smtp:// or smtps:// URL").optional(),
+  ),
+  MAIL_FROM: z.string().default("Settlement <no-reply@localhost>"),
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+});
+
+export type RawEnv = z.infer<typeof envSchema>;
+
+export interface Config extends Omit<RawEnv, "BASE_URL" | "DATA_DIR"> {
+  BASE_URL: string;
+  /** Absolute path. */
+  DATA_DIR: string;
+  isProduction: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** Parses the environment. Throws ConfigError naming every problem at once. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((i) => `${i.path.join(".") || "environment"}: ${i.message}`),
+    );
+  }
+  const raw = parsed.data;
+  const isProduction = raw.APP_ENV === "production";
+  const problems: string[] = [];
+  if (isProduction) {
+    if (!raw.JWT_SECRET) problems.push("JWT_SECRET: required when APP_ENV=production");
+    if (!raw.WALLET_MASTER_KEY) {
+      problems.push("WALLET_MASTER_KEY: required when APP_ENV=production");
+    }
+    if (!raw.BASE_URL) problems.push("BASE_URL: required when APP_ENV=production");
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return {
+    ...raw,
+    BASE_URL: (raw.BASE_URL ?? `http://localhost:${raw.PORT}`).replace(/\/+$/, ""),
+    DATA_DIR: resolve(raw.DATA_DIR),
+    isProduction,
+  };
+}
+
+export const DEV_SECRETS_FILE = "dev-secrets.json";
+
+interface DevSecrets {
+  JWT_SECRET: string;
+  WALLET_MASTER_KEY: string;
+}
+
+/**
+ * Outside production, a missing JWT_SECRET or WALLET_MASTER_KEY is generated once and kept in
+ * DATA_DIR/dev-secrets.json (mode 0600), so sessions and wallets survive restarts. Returns the
+ * names that came from that file so the caller can warn about them.
+ */
+export async function resolveSecrets(
+  config: Config,
+): Promise<{ config: Config; generated: string[] }> {
+  if (config.JWT_SECRET && config.WALLET_MASTER_KEY) return { config, generated: [] };
+  if (config.isProduction) throw new ConfigError(["secrets missing in production"]);
+  const file = join(config.DATA_DIR, DEV_SECRETS_FILE);
+  let stored: Partial<DevSecrets> = {};
+  try {
+    stored = JSON.parse(await Deno.readTextFile(file));
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  const next: DevSecrets = {
+    JWT_SECRET: stored.JWT_SECRET ?? randomHex(32),
+    WALLET_MASTER_KEY: stored.WALLET_MASTER_KEY ?? randomHex(32),
+  };
+  if (
+    next.JWT_SECRET !== stored.JWT_SECRET || next.WALLET_MASTER_KEY !== stored.WALLET_MASTER_KEY
+  ) {
+    await Deno.mkdir(config.DATA_DIR, { recursive: true });
+    await Deno.writeTextFile(file, JSON.stringify(next, null, 2) + "\n", { mode: 0o600 });
+  }
+  const generated: string[] = [];
+  const out = { ...config };
+  if (!config.JWT_SECRET) {
+    out.JWT_SECRET = next.JWT_SECRET;
+    generated.push("JWT_SECRET");
+  }
+  if (!config.WALLET_MASTER_KEY) {
+    out.WALLET_MASTER_KEY = next.WALLET_MASTER_KEY;
+    generated.push("WALLET_MASTER_KEY");
+  }
+  return { config: out, generated };
+}
+
+function randomHex(bytes: number): string {
+  const b = crypto.getRandomValues(new Uint8Array(bytes));
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}

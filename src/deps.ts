@@ -1,0 +1,17 @@
+/**
+ * Deps: what every module receives. Built once in `src/service.ts`; tests build their own with
+ * an isolated database and a manual clock.
+ */
+import type { Clock } from "./clock.ts";
+import type { Config } from "./config.ts";
+import type { Sql } from "./db/client.ts";
+import type { Logger } from "./log.ts";
+import type { Queue } from "./queue/queue.ts";
+
+export interface Deps {
+  config: Config;
+  sql: Sql;
+  queue: Queue;
+  clock: Clock;
+  log: Logger;
+}

@@ -1,0 +1,54 @@
+/** Entry point: `deno task start`. */
+import { ConfigError, loadConfig, resolveSecrets } from "./config.ts";
+import { createLogger } from "./log.ts";
+import { startService } from "./service.ts";
+
+async function main(): Promise<number> {
+  let config;
+  try {
+    config = loadConfig(Deno.env.toObject());
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(e.message);
+      return 78; // EX_CONFIG
+    }
+    throw e;
+  }
+  const log = createLogger({ level: config.LOG_LEVEL, base: { service: "settlement" } });
+  const secrets = await resolveSecrets(config);
+  config = secrets.config;
+  if (secrets.generated.length) {
+    log.warn("secrets not configured; using development values kept in DATA_DIR", {
+      names: secrets.generated,
+      dataDir: config.DATA_DIR,
+    });
+  }
+
+  const service = await startService(config, { log });
+  const done = Promise.withResolvers<void>();
+  const onSignal = (signal: Deno.Signal) => () => {
+    service.stop(signal).then(done.resolve, done.reject);
+  };
+  Deno.addSignalListener("SIGINT", onSignal("SIGINT"));
+  Deno.addSignalListener("SIGTERM", onSignal("SIGTERM"));
+  await done.promise;
+  return 0;
+}
+
+if (import.meta.main) {
+  try {
+    Deno.exit(await main());
+  } catch (e) {
+    console.error(
+      JSON.stringify({
+        ts: new Date().toISOString(),
+        level: "error",
+        msg: "startup failed",
+        error: e instanceof Error
+          ? { message: e.message, cause: String(e.cause ?? "") }
+          : String(e),
+      }),
+    );
+    Deno.exit(1);
+  }
+}

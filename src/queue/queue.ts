@@ -1,0 +1,110 @@
+/**
+ * pg-boss in the application database. Jobs are sent inside the caller's postgres.js transaction
+ * when one is given, so a rolled-back write enqueues nothing.
+ */
+import { PgBoss, type SendOptions } from "pg-boss";
+import type { Db } from "../db/client.ts";
+import type { Logger } from "../log.ts";
+import type { JobDefinition } from "./registry.ts";
+
+export interface SendJobOptions {
+  /** Enqueue inside this transaction. */
+  tx?: Db;
+  startAfter?: Date | number;
+  singletonKey?: string;
+  /** A stable id makes sending twice a no-op. */
+  id?: string;
+  retryLimit?: number;
+  priority?: number;
+}
+
+// deno-lint-ignore no-explicit-any
+type AnyJob<T = any, D = any> = JobDefinition<T, D>;
+
+export interface Queue {
+  readonly boss: PgBoss;
+  send<T>(job: AnyJob<T> | string, data: T, opts?: SendJobOptions): Promise<string | null>;
+  /** Creates the queues of these jobs; with `work`, also starts their workers. */
+  // deno-lint-ignore no-explicit-any
+  register<D>(jobs: AnyJob<any, D>[], deps: D, opts?: { work?: boolean }): Promise<void>;
+  stop(opts?: { timeoutMs?: number }): Promise<void>;
+}
+
+export const QUEUE_SCHEMA = "pgboss";
+
+/** The adapter pg-boss needs to run its statements on a postgres.js transaction. */
+export function txAdapter(tx: Db) {
+  return {
+    executeSql: async (text: string, values?: unknown[]) => {
+      // deno-lint-ignore no-explicit-any
+      const rows = await tx.unsafe(text, (values ?? []) as any[]);
+      return { rows: [...rows] };
+    },
+  };
+}
+
+export async function startQueue(
+  opts: { url: string; log: Logger; max?: number; schema?: string },
+): Promise<Queue> {
+  const log = opts.log.child({ component: "queue" });
+  const boss = new PgBoss({
+    connectionString: opts.url,
+    schema: opts.schema ?? QUEUE_SCHEMA,
+    max: opts.max ?? 5,
+    application_name: "settlement-queue",
+    useListenNotify: true,
+  });
+  boss.on("error", (e: unknown) => log.error("queue error", { error: e }));
+  await boss.start();
+  const schemas = new Map<string, AnyJob>();
+
+  const queue: Queue = {
+    boss,
+    async send(job, data, o = {}) {
+      const name = typeof job === "string" ? job : job.name;
+      const def = typeof job === "string" ? schemas.get(name) : job;
+      const payload = def ? def.schema.parse(data) : data;
+      const options: SendOptions = {};
+      if (o.tx) options.db = txAdapter(o.tx);
+      if (o.startAfter !== undefined) {
+        options.startAfter = o.startAfter instanceof Date
+          ? o.startAfter
+          : Math.max(0, Math.ceil(o.startAfter / 1000));
+      }
+      if (o.singletonKey) options.singletonKey = o.singletonKey;
+      if (o.id) options.id = o.id;
+      if (o.retryLimit !== undefined) options.retryLimit = o.retryLimit;
+      if (o.priority !== undefined) options.priority = o.priority;
+      return await boss.send(name, payload as object, options);
+    },
+    async register(jobs, deps, { work = true } = {}) {
+      for (const def of jobs) {
+        schemas.set(def.name, def);
+        const { policy, ...queueOptions } = def.queue ?? {};
+        await boss.createQueue(def.name, { policy, notify: true, ...queueOptions });
+        if (def.cron) await boss.schedule(def.name, def.cron, {}, { tz: "UTC" });
+        if (!work) continue;
+        await boss.work<unknown>(
+          def.name,
+          { pollingIntervalSeconds: 1, ...def.work },
+          async (batch) => {
+            for (const job of batch) {
+              const data = def.schema.parse(job.data ?? {});
+              await def.handler(data, {
+                deps,
+                jobId: job.id,
+                retryCount: job.retryCount,
+                signal: job.signal,
+              });
+            }
+          },
+        );
+      }
+    },
+    async stop({ timeoutMs = 10_000 } = {}) {
+      await boss.stop({ graceful: true, timeout: timeoutMs, close: true });
+      log.info("queue stopped");
+    },
+  };
+  return queue;
+}

@@ -1,0 +1,139 @@
+/**
+ * startService: config → database → migrations → queue → HTTP, and the reverse on stop.
+ * `main.ts` runs it with signal handling; tests run it in-process.
+ */
+import type { Config } from "./config.ts";
+import { type Clock, systemClock } from "./clock.ts";
+import { createSql, describeUrl, type Sql } from "./db/client.ts";
+import { type EmbeddedDatabase, startEmbeddedPostgres } from "./db/embedded.ts";
+import { migrate, readMigrations } from "./db/migrate.ts";
+import { type Queue, startQueue } from "./queue/queue.ts";
+import type { Logger } from "./log.ts";
+import type { Deps } from "./deps.ts";
+import { createApp } from "./app.ts";
+import { databaseCheck } from "./http/health.ts";
+import { allJobs, type AppModule, modules as defaultModules } from "./modules/index.ts";
+
+export interface ServiceOptions {
+  log: Logger;
+  clock?: Clock;
+  modules?: AppModule[];
+  /** Listen for HTTP (default true). */
+  serve?: boolean;
+  /** Run job workers in this process (default true). */
+  workers?: boolean;
+}
+
+export interface Service {
+  deps: Deps;
+  app: ReturnType<typeof createApp>;
+  /** The bound port when serving. */
+  port?: number;
+  databaseUrl: string;
+  stop(reason?: string): Promise<void>;
+}
+
+export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
+  const log = opts.log;
+  const started = performance.now();
+  const cleanups: Array<() => Promise<void>> = [];
+  const runCleanups = async () => {
+    for (const fn of cleanups.splice(0).reverse()) {
+      await fn().catch((e) => log.error("shutdown step failed", { error: e }));
+    }
+  };
+
+  try {
+    let databaseUrl = config.DATABASE_URL;
+    let embedded: EmbeddedDatabase | undefined;
+    if (!databaseUrl) {
+      embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, log });
+      cleanups.push(() => embedded!.stop());
+      databaseUrl = embedded.url;
+    }
+    log.info("database", { url: describeUrl(databaseUrl), embedded: !!embedded });
+
+    const sql: Sql = createSql(databaseUrl, { max: config.DATABASE_POOL_MAX });
+    cleanups.push(() => sql.end({ timeout: 5 }));
+    const migrations = await readMigrations();
+    await migrate(sql, { log });
+
+    const queue: Queue = await startQueue({ url: databaseUrl, log });
+    cleanups.push(() => queue.stop({ timeoutMs: config.SHUTDOWN_TIMEOUT_MS }));
+
+    const deps: Deps = { config, sql, queue, clock: opts.clock ?? systemClock, log };
+    const modules = opts.modules ?? defaultModules;
+    await queue.register(allJobs(modules), deps, { work: opts.workers ?? true });
+
+    const app = createApp(deps, {
+      modules,
+      readinessChecks: [databaseCheck(sql, migrations.map((m) => m.version))],
+    });
+
+    let port: number | undefined;
+    if (opts.serve ?? true) {
+      const server = await listen(app.fetch, config);
+      port = server.port;
+      cleanups.push(async () => {
+        await server.shutdown(config.SHUTDOWN_TIMEOUT_MS);
+        log.info("http server stopped");
+      });
+      log.info("listening", {
+        port,
+        baseUrl: config.BASE_URL,
+        readyInMs: Math.round(performance.now() - started),
+      });
+    }
+
+    let stopping: Promise<void> | undefined;
+    return {
+      deps,
+      app,
+      port,
+      databaseUrl,
+      stop: (reason = "stop") => {
+        stopping ??= (async () => {
+          log.info("shutting down", { reason });
+          await runCleanups();
+          log.info("stopped");
+        })();
+        return stopping;
+      },
+    };
+  } catch (e) {
+    await runCleanups();
+    throw e;
+  }
+}
+
+interface Listening {
+  port: number;
+  /** Stops accepting, lets in-flight requests finish (bounded), then closes. */
+  shutdown(timeoutMs: number): Promise<void>;
+}
+
+function listen(handler: Deno.ServeHandler, config: Config): Promise<Listening> {
+  return new Promise((resolve, reject) => {
+    try {
+      const server = Deno.serve({
+        port: config.PORT,
+        hostname: config.HOST,
+        onListen: ({ port }) => {
+          resolve({
+            port,
+            shutdown: async (timeoutMs) => {
+              const graceful = server.shutdown();
+              const timer = setTimeout(() => {
+                // In-flight requests past the deadline are cut off.
+                server.unref();
+              }, timeoutMs);
+              await graceful.finally(() => clearTimeout(timer));
+            },
+          });
+        },
+      }, handler);
+    } catch (e) {
+      reject(e);
+    }
+  });
+}

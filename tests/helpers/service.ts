@@ -1,0 +1,67 @@
+/** A whole service in-process on an isolated database, a free port and a manual clock. */
+import { type Config, loadConfig } from "../../src/config.ts";
+import { ManualClock } from "../../src/clock.ts";
+import { type Logger, silentLogger } from "../../src/log.ts";
+import { type Service, startService } from "../../src/service.ts";
+import type { AppModule } from "../../src/modules/index.ts";
+import { createTestDatabase, type TestDatabase } from "./db.ts";
+
+export interface TestService extends Service {
+  db: TestDatabase;
+  clock: ManualClock;
+  baseUrl: string;
+  /** Stops the service and drops its database. */
+  close(): Promise<void>;
+}
+
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  const port = freePort();
+  return loadConfig({
+    APP_ENV: "test",
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    BASE_URL: `http://127.0.0.1:${port}`,
+    DATA_DIR: Deno.makeTempDirSync({ prefix: "settlement-test-" }),
+    JWT_SECRET: "test-jwt-secret-0123456789abcdef0123456789",
+    WALLET_MASTER_KEY: "11".repeat(32),
+    LOG_LEVEL: "error",
+    ...overrides,
+  });
+}
+
+export async function startTestService(
+  opts: {
+    modules?: AppModule[];
+    env?: Record<string, string>;
+    log?: Logger;
+    db?: TestDatabase;
+    workers?: boolean;
+  } = {},
+): Promise<TestService> {
+  const db = opts.db ?? await createTestDatabase();
+  const config = testConfig({ DATABASE_URL: db.url, ...opts.env });
+  const clock = new ManualClock();
+  const service = await startService(config, {
+    log: opts.log ?? silentLogger,
+    clock,
+    modules: opts.modules,
+    workers: opts.workers,
+  });
+  return {
+    ...service,
+    db,
+    clock,
+    baseUrl: config.BASE_URL,
+    close: async () => {
+      await service.stop("test done");
+      if (!opts.db) await db.drop();
+    },
+  };
+}

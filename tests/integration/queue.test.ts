@@ -1,0 +1,98 @@
+import assert from "node:assert/strict";
+import { z } from "zod";
+import { startQueue } from "../../src/queue/queue.ts";
+import { defineJob } from "../../src/queue/registry.ts";
+import { silentLogger } from "../../src/log.ts";
+import { createTestDatabase } from "../helpers/db.ts";
+import { waitFor } from "../helpers/poll.ts";
+
+Deno.test("queue: a job sent inside a transaction exists only if the transaction commits", async () => {
+  const db = await createTestDatabase();
+  const queue = await startQueue({ url: db.url, log: silentLogger });
+  const seen: number[] = [];
+  const job = defineJob({
+    name: "test.record",
+    schema: z.object({ n: z.number().int() }),
+    handler: (data: { n: number }) => {
+      seen.push(data.n);
+      return Promise.resolve();
+    },
+  });
+  try {
+    await queue.register([job], {});
+    await db.sql`create table things (n int)`;
+
+    await assert.rejects(
+      db.sql.begin(async (tx) => {
+        await tx`insert into things values (1)`;
+        await queue.send(job, { n: 1 }, { tx });
+        throw new Error("roll back");
+      }),
+      /roll back/,
+    );
+    await db.sql.begin(async (tx) => {
+      await tx`insert into things values (2)`;
+      await queue.send(job, { n: 2 }, { tx });
+    });
+
+    await waitFor(() => seen.includes(2), { what: "the committed job" });
+    const created = await db.sql`select data from pgboss.job where name = 'test.record'`;
+    assert.deepEqual(
+      created.map((r) => r.data),
+      [{ n: 2 }],
+      "the rolled-back job was never stored",
+    );
+    assert.deepEqual(seen, [2]);
+  } finally {
+    await queue.stop();
+    await db.drop();
+  }
+});
+
+Deno.test("queue: a payload that breaks the job's schema is refused at send time", async () => {
+  const db = await createTestDatabase();
+  const queue = await startQueue({ url: db.url, log: silentLogger });
+  const job = defineJob({
+    name: "test.strict",
+    schema: z.object({ n: z.number() }),
+    handler: () => Promise.resolve(),
+  });
+  try {
+    await queue.register([job], {}, { work: false });
+    await assert.rejects(() => queue.send(job, { n: "one" } as unknown as { n: number }));
+    const rows = await db.sql`select 1 from pgboss.job where name = 'test.strict'`;
+    assert.equal(rows.length, 0);
+  } finally {
+    await queue.stop();
+    await db.drop();
+  }
+});
+
+Deno.test("queue: two processes sharing a database each take distinct jobs", async () => {
+  const db = await createTestDatabase();
+  const a = await startQueue({ url: db.url, log: silentLogger });
+  const b = await startQueue({ url: db.url, log: silentLogger });
+  const handled: string[] = [];
+  const make = () =>
+    defineJob({
+      name: "test.shared",
+      schema: z.object({ i: z.number() }),
+      handler: (d: { i: number }) => {
+        handled.push(`${d.i}`);
+        return Promise.resolve();
+      },
+      work: { localConcurrency: 2 },
+    });
+  try {
+    await a.register([make()], {});
+    await b.register([make()], {});
+    for (let i = 0; i < 30; i++) await a.send("test.shared", { i });
+    await waitFor(() => handled.length >= 30, { what: "30 jobs" });
+    assert.equal(new Set(handled).size, 30);
+    assert.equal(handled.length, 30, "no job ran twice");
+  } finally {
+    await a.stop();
+    await b.stop();
+    await db.drop();
+  }
+});

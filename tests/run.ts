@@ -1,0 +1,35 @@
+/**
+ * `deno task test`: runs the whole suite against real parts.
+ *
+ * With DATABASE_URL set, test databases are created on that server. Without it, one embedded
+ * PostgreSQL is started for the run (under .data/test) and shared by every test file; each file
+ * still gets its own database. Extra arguments go to `deno test` (e.g. a file or `--filter`).
+ */
+import { createLogger } from "../src/log.ts";
+import { startEmbeddedPostgres } from "../src/db/embedded.ts";
+
+const log = createLogger({ level: "warn" });
+let adminUrl = Deno.env.get("DATABASE_URL");
+let stopEmbedded: (() => Promise<void>) | undefined;
+if (!adminUrl) {
+  const dataDir = Deno.env.get("TEST_DATA_DIR") ?? "./.data/test";
+  const db = await startEmbeddedPostgres({ dataDir, log });
+  adminUrl = db.adminUrl;
+  stopEmbedded = db.stop;
+  console.log(`test run: embedded PostgreSQL on port ${db.port}`);
+}
+
+const args = Deno.args.length ? Deno.args : ["tests/"];
+const child = new Deno.Command(Deno.execPath(), {
+  args: ["test", "--allow-all", "--parallel", ...args],
+  env: { TEST_DATABASE_URL: adminUrl, APP_ENV: "test" },
+  stdin: "inherit",
+  stdout: "inherit",
+  stderr: "inherit",
+}).spawn();
+
+// Ctrl-C reaches the child through the process group; wait for it, then clean up.
+Deno.addSignalListener("SIGINT", () => {});
+const status = await child.status;
+await stopEmbedded?.();
+Deno.exit(status.code);
