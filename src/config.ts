@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { join, resolve } from "node:path";
+import { type ChainConfig, parseChainConfig } from "./chain/profiles.ts";
 
 export const APP_ENVS = ["development", "test", "production"] as const;
 export type AppEnv = typeof APP_ENVS[number];
@@ -47,6 +48,7 @@ export interface Config extends Omit<RawEnv, "BASE_URL" | "DATA_DIR"> {
   /** Absolute path. */
   DATA_DIR: string;
   isProduction: boolean;
+  chain: ChainConfig;
 }
 
 export class ConfigError extends Error {
@@ -74,13 +76,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     }
     if (!raw.BASE_URL) problems.push("BASE_URL: required when APP_ENV=production");
   }
+  const baseUrl = (raw.BASE_URL ?? `http://localhost:${raw.PORT}`).replace(/\/+$/, "");
+  const chain = parseChainConfig(env, { baseUrl, isProduction }, problems);
   if (problems.length) throw new ConfigError(problems);
-  return {
-    ...raw,
-    BASE_URL: (raw.BASE_URL ?? `http://localhost:${raw.PORT}`).replace(/\/+$/, ""),
-    DATA_DIR: resolve(raw.DATA_DIR),
-    isProduction,
-  };
+  return { ...raw, BASE_URL: baseUrl, DATA_DIR: resolve(raw.DATA_DIR), isProduction, chain };
 }
 
 export const DEV_SECRETS_FILE = "dev-secrets.json";

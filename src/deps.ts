@@ -7,11 +7,13 @@ import type { Config } from "./config.ts";
 import type { Sql } from "./db/client.ts";
 import type { Logger } from "./log.ts";
 import type { Queue } from "./queue/queue.ts";
+import type { Chain } from "./chain/index.ts";
 
 export interface Deps {
   config: Config;
   sql: Sql;
   queue: Queue;
+  chain: Chain;
   clock: Clock;
   log: Logger;
 }

@@ -13,6 +13,8 @@ import type { Deps } from "./deps.ts";
 import { createApp } from "./app.ts";
 import { databaseCheck } from "./http/health.ts";
 import { allJobs, type AppModule, modules as defaultModules } from "./modules/index.ts";
+import { Chain } from "./chain/index.ts";
+import type { SenderHooks } from "./chain/sender.ts";
 
 export interface ServiceOptions {
   log: Logger;
@@ -20,8 +22,12 @@ export interface ServiceOptions {
   modules?: AppModule[];
   /** Listen for HTTP (default true). */
   serve?: boolean;
-  /** Run job workers in this process (default true). */
+  /** Run job workers and the chain log watcher in this process (default true). */
   workers?: boolean;
+  /** Keep local chain state under DATA_DIR (default true; tests use throwaway nodes). */
+  persistChains?: boolean;
+  /** Fault injection for the transaction sender (tests only). */
+  senderHooks?: SenderHooks;
 }
 
 export interface Service {
@@ -58,16 +64,37 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     const migrations = await readMigrations();
     await migrate(sql, { log });
 
+    const chain = await Chain.start({
+      config: config.chain,
+      masterKey: config.WALLET_MASTER_KEY!,
+      sql,
+      log,
+      dataDir: (opts.persistChains ?? true) ? config.DATA_DIR : undefined,
+      hooks: opts.senderHooks,
+    });
+    cleanups.push(() => chain.stop());
+
     const queue: Queue = await startQueue({ url: databaseUrl, log });
     cleanups.push(() => queue.stop({ timeoutMs: config.SHUTDOWN_TIMEOUT_MS }));
 
-    const deps: Deps = { config, sql, queue, clock: opts.clock ?? systemClock, log };
+    const deps: Deps = { config, sql, queue, chain, clock: opts.clock ?? systemClock, log };
     const modules = opts.modules ?? defaultModules;
-    await queue.register(allJobs(modules), deps, { work: opts.workers ?? true });
+    const workers = opts.workers ?? true;
+    await queue.register(allJobs(modules), deps, { work: workers });
+    for (const mod of modules) {
+      for (const handler of mod.logHandlers?.(deps) ?? []) chain.watcher.register(handler);
+    }
+    if (workers) {
+      chain.watcher.start();
+      cleanups.push(() => chain.watcher.stop());
+      for (const profile of chain.profiles()) {
+        chain.recover(profile).catch((e) => log.warn("startup recovery failed", { error: e }));
+      }
+    }
 
     const app = createApp(deps, {
       modules,
-      readinessChecks: [databaseCheck(sql, migrations.map((m) => m.version))],
+      readinessChecks: [databaseCheck(sql, migrations.map((m) => m.version)), chain.readiness()],
     });
 
     let port: number | undefined;

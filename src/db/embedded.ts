@@ -46,6 +46,19 @@ export interface EmbeddedOptions {
 }
 
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedDatabase> {
+  // Processes sharing a DATA_DIR take turns starting, so the second finds the first's server.
+  await Deno.mkdir(opts.dataDir, { recursive: true });
+  const lock = await Deno.open(join(opts.dataDir, ".postgres.lock"), { create: true, write: true });
+  try {
+    await lock.lock(true);
+    return await start(opts);
+  } finally {
+    await lock.unlock().catch(() => {});
+    lock.close();
+  }
+}
+
+async function start(opts: EmbeddedOptions): Promise<EmbeddedDatabase> {
   const clusterDir = resolve(opts.dataDir, "postgres");
   const ownerFile = resolve(opts.dataDir, "postgres.owner");
   const database = opts.database ?? EMBEDDED_DATABASE;

@@ -11,6 +11,14 @@ export const M = {
   bodyNotObject: "The request body must be a JSON object.",
   internal: "Internal server error.",
   methodNotAllowed: "Method not allowed.",
+
+  // Chain
+  chainTimeout: "Timed out waiting for the blockchain transaction to confirm.",
+  chainTimeoutHint: "The transaction may still confirm; retry with backoff or check its hash.",
+  chainReverted: "The on-chain transaction was reverted by the contract.",
+  chainRejected: "The blockchain node refused the transaction.",
+  chainUnavailable: "The blockchain node is not reachable.",
+  chainNotConfigured: "That chain is not configured on this service.",
 } as const;
 
 export type MessageKey = keyof typeof M;

@@ -32,6 +32,8 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     JWT_SECRET: "test-jwt-secret-0123456789abcdef0123456789",
     WALLET_MASTER_KEY: "11".repeat(32),
     LOG_LEVEL: "error",
+    CHAIN_POLL_INTERVAL_MS: "50",
+    CHAIN_RECEIPT_TIMEOUT_MS: "20000",
     ...overrides,
   });
 }
@@ -53,6 +55,7 @@ export async function startTestService(
     clock,
     modules: opts.modules,
     workers: opts.workers,
+    persistChains: false,
   });
   return {
     ...service,

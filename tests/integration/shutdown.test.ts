@@ -30,7 +30,7 @@ Deno.test("shutdown: a request in flight finishes, then the service stops", asyn
   assert.equal(stopped, true);
 });
 
-function spawnService(databaseUrl: string, port: number) {
+function spawnService(databaseUrl: string, port: number, dataDir: string) {
   return new Deno.Command(Deno.execPath(), {
     args: ["run", "--allow-all", "src/main.ts"],
     env: {
@@ -40,7 +40,7 @@ function spawnService(databaseUrl: string, port: number) {
       APP_ENV: "test",
       JWT_SECRET: "s".repeat(40),
       WALLET_MASTER_KEY: "22".repeat(32),
-      DATA_DIR: Deno.makeTempDirSync(),
+      DATA_DIR: dataDir,
     },
     stdout: "piped",
     stderr: "piped",
@@ -58,7 +58,9 @@ async function ready(port: number) {
 Deno.test("shutdown: two processes start together on one database, then stop on SIGTERM", async () => {
   const db = await createTestDatabase({ migrate: false });
   const ports = [freePort(), freePort()];
-  const procs = ports.map((p) => spawnService(db.url, p));
+  // One database, one DATA_DIR: the second process shares the first one's local chains.
+  const dataDir = Deno.makeTempDirSync();
+  const procs = ports.map((p) => spawnService(db.url, p, dataDir));
   try {
     await Promise.all(ports.map(ready));
     const rows = await db.sql`select version from schema_migrations`;

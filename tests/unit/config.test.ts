@@ -36,12 +36,27 @@ Deno.test("config: production requires secrets and BASE_URL", () => {
       e.problems.some((p) => p.startsWith("WALLET_MASTER_KEY")) &&
       e.problems.some((p) => p.startsWith("BASE_URL")),
   );
+  assert.throws(
+    () =>
+      loadConfig({
+        APP_ENV: "production",
+        JWT_SECRET: "x".repeat(32),
+        WALLET_MASTER_KEY: "ab".repeat(32),
+        BASE_URL: "https://pay.example.com/",
+      }),
+    /TESTNET_RPC_URL: required when APP_ENV=production/,
+  );
   const ok = loadConfig({
     APP_ENV: "production",
     JWT_SECRET: "x".repeat(32),
     WALLET_MASTER_KEY: "ab".repeat(32),
     BASE_URL: "https://pay.example.com/",
+    CHAINS: "production",
+    PRODUCTION_RPC_URL: "https://rpc.example.com",
   });
+  assert.equal(ok.chain.profiles.length, 1);
+  assert.equal(ok.chain.profiles[0].confirmations, 2);
+  assert.equal(ok.chain.profiles[0].explorerUrl, "https://pay.example.com/explorer/production");
   assert.equal(ok.BASE_URL, "https://pay.example.com");
   assert.equal(ok.isProduction, true);
 });

@@ -1,0 +1,281 @@
+/**
+ * The chain module's face. Everything in the product that moves money goes through here; only
+ * files under src/chain/ import viem.
+ */
+import { encodeFunctionData, type Hex, type LocalAccount } from "viem";
+import type { Sql } from "../db/client.ts";
+import type { Logger } from "../log.ts";
+import type { ChainConfig, ContractName, ProfileName } from "./profiles.ts";
+import { explorerTxUrl } from "./profiles.ts";
+import { type ChainRuntime, startRuntime } from "./runtime.ts";
+import { type SenderHooks, type Signer, type TxRequest, TxSender } from "./sender.ts";
+import { LogWatcher } from "./watcher.ts";
+import { ensureContracts } from "./deploy.ts";
+import { recoverTransactions } from "./recovery.ts";
+import * as wallets from "./wallets.ts";
+import { TestUSDC } from "./contracts/artifacts/index.ts";
+import { ChainUnavailableError } from "./errors.ts";
+import type { ReadinessCheck } from "../http/health.ts";
+import type { TxRow } from "./transactions.repo.ts";
+
+export type { ChainEvent, LogHandler } from "./watcher.ts";
+export type { Signer, TxRequest } from "./sender.ts";
+export type { TxRow } from "./transactions.repo.ts";
+export type { ManagedWallet, WalletPurpose } from "./wallets.ts";
+export type { ProfileName } from "./profiles.ts";
+
+/** Gas a new managed wallet gets on a local chain (0.1 ETH). */
+const LOCAL_GAS_GRANT = 100_000_000_000_000_000n;
+
+export interface ChainOptions {
+  config: ChainConfig;
+  masterKey: string;
+  sql: Sql;
+  log: Logger;
+  /** Where local nodes keep state; omit in tests for throwaway nodes. */
+  dataDir?: string;
+  hooks?: SenderHooks;
+}
+
+export class Chain {
+  readonly runtimes: Map<ProfileName, ChainRuntime>;
+  readonly sender: TxSender;
+  readonly watcher: LogWatcher;
+
+  private constructor(readonly opts: ChainOptions, runtimes: ChainRuntime[]) {
+    this.runtimes = new Map(runtimes.map((r) => [r.profile.name, r]));
+    this.sender = new TxSender({
+      sql: opts.sql,
+      log: opts.log.child({ component: "tx-sender" }),
+      runtime: (p) => this.runtime(p),
+      account: (rt, signer) => this.#account(rt, signer),
+      receiptTimeoutMs: opts.config.receiptTimeoutMs,
+      hooks: opts.hooks,
+    });
+    this.watcher = new LogWatcher({
+      sql: opts.sql,
+      log: opts.log.child({ component: "log-watcher" }),
+      runtimes,
+      pollIntervalMs: opts.config.pollIntervalMs,
+    });
+  }
+
+  /** Starts or connects to every configured chain and makes sure our contracts are there. */
+  static async start(opts: ChainOptions): Promise<Chain> {
+    const runtimes: ChainRuntime[] = [];
+    try {
+      for (const profile of opts.config.profiles) {
+        runtimes.push(
+          await startRuntime(profile, {
+            sql: opts.sql,
+            log: opts.log,
+            dataDir: opts.dataDir,
+            stateIntervalSeconds: opts.config.localStateIntervalSeconds,
+          }),
+        );
+      }
+      const chain = new Chain(opts, runtimes);
+      for (const rt of runtimes) {
+        await ensureContracts(rt, chain.sender, opts.sql, opts.log.child({ component: "chain" }));
+      }
+      return chain;
+    } catch (e) {
+      await Promise.allSettled(runtimes.map((r) => r.node?.stop()));
+      throw e;
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.watcher.stop();
+    await Promise.allSettled([...this.runtimes.values()].map((r) => r.node?.stop()));
+  }
+
+  profiles(): ProfileName[] {
+    return [...this.runtimes.keys()];
+  }
+
+  has(profile: ProfileName): boolean {
+    return this.runtimes.has(profile);
+  }
+
+  runtime(profile: ProfileName): ChainRuntime {
+    const rt = this.runtimes.get(profile);
+    if (!rt) throw new ChainUnavailableError(`chain profile ${profile} is not configured`);
+    return rt;
+  }
+
+  chainId(profile: ProfileName): number {
+    return this.runtime(profile).chainId;
+  }
+
+  contract(profile: ProfileName, name: ContractName): `0x${string}` {
+    const address = this.runtime(profile).contracts[name];
+    if (!address) throw new ChainUnavailableError(`${name} is not deployed on ${profile}`);
+    return address;
+  }
+
+  explorerTxUrl(profile: ProfileName, hash: string): string {
+    return explorerTxUrl(this.runtime(profile).profile, hash);
+  }
+
+  // ---- wallets ----------------------------------------------------------------------------
+
+  /** A new managed wallet; on local chains it also gets gas. */
+  async createWallet(purpose: wallets.WalletPurpose): Promise<wallets.ManagedWallet> {
+    const w = await wallets.createWallet(this.opts.sql, this.opts.masterKey, purpose);
+    for (const rt of this.runtimes.values()) {
+      if (rt.node) await this.grantGas(rt.profile.name, w.address);
+    }
+    return w;
+  }
+
+  findWallet(id: string) {
+    return wallets.findWallet(this.opts.sql, id);
+  }
+
+  findWalletByAddress(address: string) {
+    return wallets.findWalletByAddress(this.opts.sql, address);
+  }
+
+  /** Native gas from the operator (local chains, and tests). */
+  async grantGas(
+    profile: ProfileName,
+    to: `0x${string}`,
+    amount = LOCAL_GAS_GRANT,
+  ): Promise<TxRow> {
+    return await this.sender.send({
+      profile,
+      from: "operator",
+      to,
+      value: amount,
+      intentKey: `gas:${to.toLowerCase()}:${crypto.randomUUID()}`,
+    });
+  }
+
+  /** Sign a message or typed data with a managed wallet (for flows that need a signature). */
+  async walletAccount(walletId: string): Promise<LocalAccount> {
+    return await wallets.walletAccount(this.opts.sql, this.opts.masterKey, walletId);
+  }
+
+  // ---- transactions -------------------------------------------------------------------------
+
+  send(req: TxRequest, wait?: { timeoutMs?: number }): Promise<TxRow> {
+    return this.sender.send(req, wait);
+  }
+
+  async recover(profile: ProfileName, opts?: { minAgeMs?: number }) {
+    return await recoverTransactions(
+      this.runtime(profile),
+      this.sender,
+      this.opts.sql,
+      this.opts.log.child({ component: "tx-recovery" }),
+      opts,
+    );
+  }
+
+  // ---- USDC -----------------------------------------------------------------------------------
+
+  async usdcBalance(profile: ProfileName, address: `0x${string}`): Promise<bigint> {
+    const rt = this.runtime(profile);
+    return await rt.client.readContract({
+      address: this.contract(profile, "TestUSDC"),
+      abi: TestUSDC.abi,
+      functionName: "balanceOf",
+      args: [address],
+    });
+  }
+
+  async nativeBalance(profile: ProfileName, address: `0x${string}`): Promise<bigint> {
+    return await this.runtime(profile).client.getBalance({ address });
+  }
+
+  async transferUsdc(req: {
+    profile: ProfileName;
+    from: Signer;
+    to: `0x${string}`;
+    amount: bigint;
+    intentKey: string;
+  }, wait?: { timeoutMs?: number }): Promise<TxRow> {
+    return await this.sender.send({
+      profile: req.profile,
+      from: req.from,
+      to: this.contract(req.profile, "TestUSDC"),
+      data: encodeFunctionData({
+        abi: TestUSDC.abi,
+        functionName: "transfer",
+        args: [req.to, req.amount],
+      }),
+      intentKey: req.intentKey,
+    }, wait);
+  }
+
+  /** The faucet: the operator mints test USDC. */
+  async mintUsdc(req: {
+    profile: ProfileName;
+    to: `0x${string}`;
+    amount: bigint;
+    intentKey?: string;
+  }): Promise<TxRow> {
+    return await this.sender.send({
+      profile: req.profile,
+      from: "operator",
+      to: this.contract(req.profile, "TestUSDC"),
+      data: encodeFunctionData({
+        abi: TestUSDC.abi,
+        functionName: "mint",
+        args: [req.to, req.amount],
+      }),
+      intentKey: req.intentKey ?? `mint:${req.to.toLowerCase()}:${crypto.randomUUID()}`,
+    });
+  }
+
+  /** Raw contract call data, for modules that build their own transactions. */
+  encode(...args: Parameters<typeof encodeFunctionData>): Hex {
+    return encodeFunctionData(...args);
+  }
+
+  // ---- health -----------------------------------------------------------------------------
+
+  readiness(): ReadinessCheck {
+    return {
+      name: "chains",
+      run: async () => {
+        const detail: Record<string, unknown> = {};
+        let ok = true;
+        for (const rt of this.runtimes.values()) {
+          try {
+            const head = await rt.client.getBlockNumber();
+            const missing = (["TestUSDC"] as const).filter((c) => !rt.contracts[c]);
+            if (missing.length) ok = false;
+            detail[rt.profile.name] = {
+              ok: missing.length === 0,
+              chainId: rt.chainId,
+              head: head.toString(),
+              local: !!rt.node,
+              contracts: rt.contracts,
+              ...(missing.length ? { missing } : {}),
+            };
+          } catch (e) {
+            ok = false;
+            detail[rt.profile.name] = {
+              ok: false,
+              chainId: rt.chainId,
+              error: String(e).slice(0, 200),
+            };
+          }
+        }
+        return { ok, detail };
+      },
+    };
+  }
+
+  async #account(rt: ChainRuntime, signer: Signer): Promise<LocalAccount> {
+    if (signer === "operator") {
+      if (!rt.operator) {
+        throw new ChainUnavailableError(`${rt.profile.envPrefix}_OPERATOR_KEY is not configured`);
+      }
+      return rt.operator;
+    }
+    return await wallets.walletAccount(this.opts.sql, this.opts.masterKey, signer.walletId);
+  }
+}

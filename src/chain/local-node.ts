@@ -1,0 +1,203 @@
+/**
+ * Local EVM nodes: one anvil per profile that has no RPC URL, on a free loopback port, with the
+ * profile's chain id and its state under DATA_DIR/chains/<profile>/ kept across restarts.
+ *
+ * anvil writes `--state` only on a clean exit unless `--state-interval` is set, so we set it:
+ * a killed node loses at most that many seconds of blocks. The node runs in its own session
+ * (detached) so a Ctrl-C aimed at the service does not kill it before the graceful shutdown
+ * has finished; we stop it last with SIGTERM, which makes it dump its state.
+ */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Logger } from "../log.ts";
+
+export const ANVIL_BIN = fileURLToPath(
+  new URL("../../node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil", import.meta.url),
+);
+
+/** anvil's default mnemonic: its account 0 is the local operator (deployer, faucet, gas). */
+export const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
+
+export interface LocalNode {
+  rpcUrl: string;
+  port: number;
+  pid: number;
+  /** False when another live process of ours runs this node (an operator task beside the service). */
+  owned: boolean;
+  stop(): Promise<void>;
+}
+
+interface NodeFile {
+  pid: number;
+  port: number;
+  owner: number;
+}
+
+export interface LocalNodeOptions {
+  name: string;
+  chainId: number;
+  /** Directory for state.json and the pid file; omit for a throwaway node (tests). */
+  stateDir?: string;
+  stateIntervalSeconds?: number;
+  log: Logger;
+  /** Seconds between automatic blocks; default: mine on every transaction only. */
+  blockTime?: number;
+}
+
+export async function startLocalNode(opts: LocalNodeOptions): Promise<LocalNode> {
+  if (!opts.stateDir) return await spawnNode(opts);
+  // Processes sharing a DATA_DIR take turns here, so a second one finds the first one's node.
+  await Deno.mkdir(opts.stateDir, { recursive: true });
+  const lock = await Deno.open(join(opts.stateDir, ".lock"), { create: true, write: true });
+  try {
+    await lock.lock(true);
+    const log = opts.log.child({ component: "anvil", chain: opts.name });
+    const running = await runningNode(opts.stateDir);
+    if (running && await isLiveRuntime(running.owner)) {
+      log.info("using the local chain node another process runs", { port: running.port });
+      return {
+        rpcUrl: `http://127.0.0.1:${running.port}`,
+        port: running.port,
+        pid: running.pid,
+        owned: false,
+        stop: () => Promise.resolve(),
+      };
+    }
+    if (running) await stopLeftover(running.pid, log);
+    return await spawnNode(opts);
+  } finally {
+    await lock.unlock().catch(() => {});
+    lock.close();
+  }
+}
+
+async function spawnNode(opts: LocalNodeOptions): Promise<LocalNode> {
+  const log = opts.log.child({ component: "anvil", chain: opts.name });
+  const port = freePort();
+  const args = [
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--chain-id",
+    String(opts.chainId),
+    "--mnemonic",
+    ANVIL_MNEMONIC,
+    "--silent",
+  ];
+  if (opts.blockTime) args.push("--block-time", String(opts.blockTime));
+  if (opts.stateDir) {
+    args.push(
+      "--state",
+      join(opts.stateDir, "state.json"),
+      "--state-interval",
+      String(opts.stateIntervalSeconds ?? 1),
+    );
+  }
+  const child = spawn(ANVIL_BIN, args, { detached: true, stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr?.on("data", (d: Uint8Array) => {
+    stderr = (stderr + new TextDecoder().decode(d)).slice(-4000);
+  });
+  let exited = false;
+  const exit = new Promise<void>((resolve) =>
+    child.on("exit", () => {
+      exited = true;
+      resolve();
+    })
+  );
+  const rpcUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  while (true) {
+    if (exited) throw new Error(`anvil for ${opts.name} exited at start: ${stderr.trim()}`);
+    if (await answers(rpcUrl)) break;
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`anvil for ${opts.name} did not answer within 30 s: ${stderr.trim()}`);
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  const pid = child.pid!;
+  if (opts.stateDir) {
+    const file: NodeFile = { pid, port, owner: Deno.pid };
+    await Deno.writeTextFile(join(opts.stateDir, NODE_FILE), JSON.stringify(file) + "\n");
+  }
+  log.info("local chain node ready", { rpcUrl, chainId: opts.chainId });
+  let stopping: Promise<void> | undefined;
+  return {
+    rpcUrl,
+    port,
+    pid,
+    owned: true,
+    stop: () => {
+      stopping ??= (async () => {
+        if (!exited) {
+          child.kill("SIGTERM"); // anvil dumps --state on a clean exit
+          const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+          await exit;
+          clearTimeout(timer);
+        }
+        if (opts.stateDir) await Deno.remove(join(opts.stateDir, NODE_FILE)).catch(() => {});
+        log.info("local chain node stopped");
+      })();
+      return stopping;
+    },
+  };
+}
+
+const NODE_FILE = "node.json";
+
+/** The node recorded in the state directory, if its process is still an anvil. */
+async function runningNode(stateDir: string): Promise<NodeFile | null> {
+  let file: NodeFile;
+  try {
+    file = JSON.parse(await Deno.readTextFile(join(stateDir, NODE_FILE)));
+  } catch {
+    return null;
+  }
+  const cmd = await Deno.readTextFile(`/proc/${file.pid}/cmdline`).catch(() => "");
+  return cmd.includes("anvil") && cmd.includes(stateDir) ? file : null;
+}
+
+async function isLiveRuntime(pid: number): Promise<boolean> {
+  if (pid === Deno.pid) return false;
+  const cmd = await Deno.readTextFile(`/proc/${pid}/cmdline`).catch(() => "");
+  return /deno|node/.test(cmd);
+}
+
+/** A node left running by a killed service is stopped (it saves its state) before we start. */
+async function stopLeftover(pid: number, log: Logger): Promise<void> {
+  log.warn("stopping a local chain node left running by a previous run", { pid });
+  try {
+    Deno.kill(pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 200; i++) {
+    if (!(await Deno.stat(`/proc/${pid}`).then(() => true, () => false))) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  Deno.kill(pid, "SIGKILL");
+}
+
+async function answers(rpcUrl: string): Promise<boolean> {
+  try {
+    const res = await fetch(rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+    });
+    const body = await res.json();
+    return typeof body.result === "string";
+  } catch {
+    return false;
+  }
+}
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}

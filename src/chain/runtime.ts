@@ -1,0 +1,134 @@
+/**
+ * A running chain profile: its RPC client, its local node when it has one, its operator account
+ * and its contract addresses.
+ */
+import {
+  type Chain as ViemChain,
+  createPublicClient,
+  defineChain,
+  http,
+  type LocalAccount,
+  type PublicClient,
+} from "viem";
+import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
+import { join } from "node:path";
+import type { Sql } from "../db/client.ts";
+import type { Logger } from "../log.ts";
+import { ANVIL_MNEMONIC, type LocalNode, startLocalNode } from "./local-node.ts";
+import type { ContractName, ProfileConfig } from "./profiles.ts";
+import * as contractsRepo from "./contracts.repo.ts";
+import * as txRepo from "./transactions.repo.ts";
+
+export interface ChainRuntime {
+  profile: ProfileConfig;
+  chainId: number;
+  rpcUrl: string;
+  viemChain: ViemChain;
+  client: PublicClient;
+  node?: LocalNode;
+  operator?: LocalAccount;
+  contracts: Partial<Record<ContractName, `0x${string}`>>;
+  /** Block the log watcher starts from on a fresh cursor. */
+  startBlock: bigint;
+}
+
+export interface RuntimeOptions {
+  sql: Sql;
+  log: Logger;
+  /** Where local nodes keep their state; omit for throwaway nodes (tests). */
+  dataDir?: string;
+  stateIntervalSeconds: number;
+}
+
+export async function startRuntime(
+  profile: ProfileConfig,
+  opts: RuntimeOptions,
+): Promise<ChainRuntime> {
+  const log = opts.log.child({ component: "chain", chain: profile.name });
+  let node: LocalNode | undefined;
+  let rpcUrl = profile.rpcUrl;
+  if (!rpcUrl) {
+    node = await startLocalNode({
+      name: profile.name,
+      chainId: profile.chainId,
+      stateDir: opts.dataDir ? join(opts.dataDir, "chains", profile.name) : undefined,
+      stateIntervalSeconds: opts.stateIntervalSeconds,
+      log: opts.log,
+    });
+    rpcUrl = node.rpcUrl;
+  }
+  try {
+    const viemChain = defineChain({
+      id: profile.chainId,
+      name: profile.label,
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [rpcUrl] } },
+      blockExplorers: { default: { name: "Explorer", url: profile.explorerUrl } },
+      testnet: profile.testnet,
+    });
+    const client = createPublicClient({
+      chain: viemChain,
+      // No block-number cache: the watcher and the sender need the head as it is now.
+      cacheTime: 0,
+      pollingInterval: 250,
+      transport: http(rpcUrl, { retryCount: 1, timeout: 15_000 }),
+    }) as PublicClient;
+    const actual = await client.getChainId();
+    if (actual !== profile.chainId) {
+      throw new Error(
+        `${profile.name}: the RPC at ${rpcUrl} serves chain ${actual}, expected ${profile.chainId}`,
+      );
+    }
+    const operator = node
+      ? mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 0 })
+      : profile.operatorKey
+      ? privateKeyToAccount(profile.operatorKey)
+      : undefined;
+
+    await detectReset(opts.sql, client, profile, log);
+    const stored = await contractsRepo.list(opts.sql, profile.chainId);
+    const contracts: ChainRuntime["contracts"] = { ...profile.contracts };
+    for (const c of stored) {
+      if (!contracts[c.name as ContractName]) {
+        contracts[c.name as ContractName] = c.address as `0x${string}`;
+      }
+    }
+    return {
+      profile,
+      chainId: profile.chainId,
+      rpcUrl,
+      viemChain,
+      client,
+      node,
+      operator,
+      contracts,
+      startBlock: profile.startBlock ?? (node ? 0n : await client.getBlockNumber()),
+    };
+  } catch (e) {
+    await node?.stop();
+    throw e;
+  }
+}
+
+/**
+ * A local node whose state was lost (deleted DATA_DIR/chains, or a kill before its first state
+ * dump) has a new genesis block. Everything the database remembers about that chain's
+ * transactions in flight, contracts and cursors is then void: say so loudly and start over.
+ */
+async function detectReset(sql: Sql, client: PublicClient, profile: ProfileConfig, log: Logger) {
+  const genesis = await client.getBlock({ blockNumber: 0n });
+  const key = `chain:${profile.chainId}:genesis`;
+  const [row] = await sql<{ value: string }[]>`select value from app_settings where key = ${key}`;
+  if (row && row.value !== genesis.hash) {
+    const failed = await txRepo.failAllOpen(sql, profile.chainId, "chain was reset");
+    await contractsRepo.forget(sql, profile.chainId);
+    await sql`delete from chain_cursors where chain_id = ${profile.chainId}`;
+    log.warn("chain was reset: its genesis block changed; contracts will be redeployed", {
+      chainId: profile.chainId,
+      openTransactionsFailed: failed,
+    });
+  }
+  await sql`
+    insert into app_settings (key, value) values (${key}, ${sql.json(genesis.hash)})
+    on conflict (key) do update set value = excluded.value, updated_at = now()`;
+}

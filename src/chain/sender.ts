@@ -1,0 +1,359 @@
+/**
+ * The transaction sender: the single path by which the service signs and sends transactions.
+ *
+ * 1. An intent key names the operation; a second call with it finds the first transaction
+ *    instead of signing another ("no money moves twice").
+ * 2. Nonces are serialised per sender address across processes by a PostgreSQL advisory lock
+ *    (and within a process by a mutex, so waiting holds at most one connection per address).
+ * 3. Under the lock: nonce = max(node's pending count, highest nonce we have in flight + 1);
+ *    sign; write the signed transaction to chain_transactions; broadcast; release.
+ *    A node that refuses the transaction outright frees the nonce (row → failed). A broadcast
+ *    that fails transiently keeps the row `signed`: the same bytes are re-broadcast by the
+ *    waiter or by the recovery job, so the nonce is never left as a gap.
+ * 4. The receipt is awaited outside the lock, polling with a bound (viem's waitFor… can hang on
+ *    an automining anvil). Timeout → 408, revert → 502.
+ */
+import {
+  BaseError,
+  decodeErrorResult,
+  type Hex,
+  HttpRequestError,
+  keccak256,
+  type LocalAccount,
+  TimeoutError,
+  TransactionReceiptNotFoundError,
+} from "viem";
+import type { Sql } from "../db/client.ts";
+import type { Logger } from "../log.ts";
+import type { ChainRuntime } from "./runtime.ts";
+import * as repo from "./transactions.repo.ts";
+import { ChainRejectedError, ChainRevertError, ChainTimeoutError } from "./errors.ts";
+import type { ProfileName } from "./profiles.ts";
+import * as ARTIFACTS from "./contracts/artifacts/index.ts";
+
+/** Who signs: the profile's operator key, or a managed wallet by id. */
+export type Signer = "operator" | { walletId: string };
+
+export interface TxRequest {
+  profile: ProfileName;
+  from: Signer;
+  /** null deploys a contract (data = bytecode + constructor arguments). */
+  to: `0x${string}` | null;
+  data?: Hex;
+  value?: bigint;
+  /** Unique per chain: the same key never produces a second transaction. */
+  intentKey: string;
+  gas?: bigint;
+}
+
+export interface SenderHooks {
+  /** Called after the signed transaction is recorded, before broadcast. */
+  afterRecord?: (row: repo.TxRow) => void | Promise<void>;
+  /** Called after a successful broadcast, before its bookkeeping. */
+  afterBroadcast?: (row: repo.TxRow) => void | Promise<void>;
+}
+
+export interface SenderOptions {
+  sql: Sql;
+  log: Logger;
+  runtime: (profile: ProfileName) => ChainRuntime;
+  account: (runtime: ChainRuntime, signer: Signer) => Promise<LocalAccount>;
+  receiptTimeoutMs: number;
+  receiptPollMs?: number;
+  hooks?: SenderHooks;
+}
+
+export type BroadcastOutcome = "accepted" | "transient" | { rejected: string };
+
+const LOCK_NAMESPACE = 5042;
+
+/** Fee estimates are reused for a second: they move per block, not per transaction. */
+const FEE_TTL_MS = 1000;
+
+export class TxSender {
+  #locks = new Map<string, Promise<void>>();
+  #feeCache = new Map<
+    number,
+    { at: number; fees: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> }
+  >();
+  constructor(readonly opts: SenderOptions) {}
+
+  /** Submit and wait for the receipt. Throws ChainTimeoutError (408) / ChainRevertError (502). */
+  async send(req: TxRequest, wait: { timeoutMs?: number } = {}): Promise<repo.TxRow> {
+    const row = await this.submit(req);
+    return await this.wait(req.profile, row, wait.timeoutMs);
+  }
+
+  /** Sign, record and broadcast; or return the transaction this intent already has. */
+  async submit(req: TxRequest): Promise<repo.TxRow> {
+    const rt = this.opts.runtime(req.profile);
+    const existing = await repo.findByIntent(this.opts.sql, rt.chainId, req.intentKey);
+    if (existing && existing.status !== "failed") return existing;
+
+    const account = await this.opts.account(rt, req.from);
+    const from = account.address.toLowerCase();
+    const value = req.value ?? 0n;
+    const data = req.data ?? "0x";
+    const gas = req.gas ?? await this.#estimateGas(rt, account.address, req.to, data, value);
+    const fees = await this.#fees(rt);
+
+    return await this.#withNonceLock(rt.chainId, from, async (db) => {
+      // Re-check under the lock: a concurrent call with the same intent may have won.
+      const again = await repo.findByIntent(db, rt.chainId, req.intentKey);
+      if (again && again.status !== "failed") return again;
+
+      const [count, open] = await Promise.all([
+        rt.client.getTransactionCount({ address: account.address, blockTag: "pending" }),
+        repo.maxOpenNonce(db, rt.chainId, from),
+      ]);
+      const pending = BigInt(count);
+      const nonce = open !== null && open + 1n > pending ? open + 1n : pending;
+      const raw = await account.signTransaction({
+        chainId: rt.chainId,
+        type: "eip1559",
+        nonce: Number(nonce),
+        to: req.to ?? undefined,
+        data,
+        value,
+        gas,
+        maxFeePerGas: fees.maxFeePerGas,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      });
+      let row = await repo.upsertSigned(db, {
+        chainId: rt.chainId,
+        intentKey: req.intentKey,
+        fromAddress: from,
+        toAddress: req.to?.toLowerCase() ?? null,
+        nonce,
+        value,
+        data,
+        gas,
+        maxFeePerGas: fees.maxFeePerGas,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+        rawTx: raw,
+        txHash: keccak256(raw),
+      });
+      await this.opts.hooks?.afterRecord?.(row);
+
+      const outcome = await this.broadcast(rt, row, { attempts: 3 });
+      if (typeof outcome === "object") {
+        await repo.markFailed(db, row.id, outcome.rejected);
+        throw new ChainRejectedError(outcome.rejected);
+      }
+      if (outcome === "accepted") {
+        await this.opts.hooks?.afterBroadcast?.(row);
+        await repo.markBroadcast(db, row.id);
+        row = { ...row, status: "broadcast" };
+      }
+      return row;
+    });
+  }
+
+  /**
+   * Sends the recorded bytes. Idempotent: the node answering "already known" counts as accepted.
+   * A refusal that can never succeed is reported as rejected; anything else is transient.
+   */
+  async broadcast(
+    rt: ChainRuntime,
+    row: repo.TxRow,
+    { attempts = 1 } = {},
+  ): Promise<BroadcastOutcome> {
+    let last = "";
+    for (let i = 0; i < attempts; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 50 * 4 ** (i - 1)));
+      try {
+        await rt.client.sendRawTransaction({ serializedTransaction: row.rawTx as Hex });
+        return "accepted";
+      } catch (e) {
+        const kind = classifyBroadcastError(e);
+        last = errorText(e);
+        if (kind === "known") return "accepted";
+        if (kind === "nonce-used") {
+          // Our own bytes may have been mined already; otherwise the nonce went elsewhere.
+          if (await this.#receipt(rt, row.txHash as Hex)) return "accepted";
+          return { rejected: `nonce ${row.nonce} already used: ${last}` };
+        }
+        if (kind === "permanent") return { rejected: last };
+      }
+    }
+    await repo.noteBroadcastAttempt(this.opts.sql, row.id, last).catch(() => {});
+    this.opts.log.warn("broadcast failed; will retry", { txHash: row.txHash, error: last });
+    return "transient";
+  }
+
+  /** Polls for the receipt (re-broadcasting a not-yet-accepted transaction) until the bound. */
+  async wait(profile: ProfileName, row: repo.TxRow, timeoutMs?: number): Promise<repo.TxRow> {
+    if (row.status === "confirmed") return row;
+    if (row.status === "reverted") throw new ChainRevertError("reverted", row.txHash);
+    const rt = this.opts.runtime(profile);
+    const deadline = Date.now() + (timeoutMs ?? this.opts.receiptTimeoutMs);
+    const pollMs = this.opts.receiptPollMs ?? 100;
+    let status = row.status;
+    let lastBroadcast = Date.now();
+    while (true) {
+      const receipt = await this.#receipt(rt, row.txHash as Hex).catch(() => null);
+      if (receipt) {
+        const done = await this.settle(row, receipt);
+        if (done.status === "reverted") throw new ChainRevertError("reverted", row.txHash);
+        return done;
+      }
+      if (status === "signed" && Date.now() - lastBroadcast > 1000) {
+        lastBroadcast = Date.now();
+        const outcome = await this.broadcast(rt, row);
+        if (outcome === "accepted") {
+          await repo.markBroadcast(this.opts.sql, row.id);
+          status = "broadcast";
+        } else if (typeof outcome === "object") {
+          await repo.markFailed(this.opts.sql, row.id, outcome.rejected);
+          throw new ChainRejectedError(outcome.rejected);
+        }
+      }
+      if (Date.now() >= deadline) throw new ChainTimeoutError(row.txHash);
+      await new Promise((r) => setTimeout(r, pollMs));
+    }
+  }
+
+  /** Records a receipt on the row. */
+  async settle(
+    row: repo.TxRow,
+    receipt: {
+      status: "success" | "reverted";
+      blockNumber: bigint;
+      gasUsed: bigint;
+      contractAddress?: string | null;
+    },
+  ): Promise<repo.TxRow> {
+    const updated = await repo.markMined(this.opts.sql, row.id, {
+      status: receipt.status === "success" ? "confirmed" : "reverted",
+      blockNumber: receipt.blockNumber,
+      gasUsed: receipt.gasUsed,
+      contractAddress: receipt.contractAddress?.toLowerCase() ?? null,
+    });
+    return updated ?? row;
+  }
+
+  #fees(rt: ChainRuntime) {
+    const hit = this.#feeCache.get(rt.chainId);
+    if (hit && Date.now() - hit.at < FEE_TTL_MS) return hit.fees;
+    const fees = rt.client.estimateFeesPerGas();
+    this.#feeCache.set(rt.chainId, { at: Date.now(), fees });
+    fees.catch(() => this.#feeCache.delete(rt.chainId));
+    return fees;
+  }
+
+  async #receipt(rt: ChainRuntime, hash: Hex) {
+    try {
+      return await rt.client.getTransactionReceipt({ hash });
+    } catch (e) {
+      if (e instanceof TransactionReceiptNotFoundError) return null;
+      throw e;
+    }
+  }
+
+  async #estimateGas(
+    rt: ChainRuntime,
+    from: `0x${string}`,
+    to: `0x${string}` | null,
+    data: Hex,
+    value: bigint,
+  ): Promise<bigint> {
+    try {
+      const est = await rt.client.estimateGas({ account: from, to: to ?? undefined, data, value });
+      return est + est / 5n; // 20% headroom
+    } catch (e) {
+      if (isTransient(e)) throw e;
+      if (e instanceof BaseError && /insufficient funds/i.test(errorText(e))) {
+        throw new ChainRejectedError(`insufficient funds for gas in ${from}`);
+      }
+      throw new ChainRevertError(revertReason(e));
+    }
+  }
+
+  /** In-process mutex, then a session advisory lock on a reserved connection. */
+  async #withNonceLock<T>(
+    chainId: number,
+    address: string,
+    fn: (db: Sql) => Promise<T>,
+  ): Promise<T> {
+    const key = `${chainId}:${address}`;
+    const prev = this.#locks.get(key) ?? Promise.resolve();
+    let release!: () => void;
+    const mine = new Promise<void>((r) => (release = r));
+    const chained = prev.then(() => mine);
+    this.#locks.set(key, chained);
+    await prev;
+    const conn = await this.opts.sql.reserve();
+    try {
+      await conn`select pg_advisory_lock(${LOCK_NAMESPACE}, hashtext(${key}))`;
+      try {
+        return await fn(conn as unknown as Sql);
+      } finally {
+        await conn`select pg_advisory_unlock(${LOCK_NAMESPACE}, hashtext(${key}))`;
+      }
+    } finally {
+      conn.release();
+      release();
+      if (this.#locks.get(key) === chained) this.#locks.delete(key);
+    }
+  }
+}
+
+type BroadcastErrorKind = "known" | "nonce-used" | "permanent" | "transient";
+
+export function classifyBroadcastError(e: unknown): BroadcastErrorKind {
+  const text = errorText(e);
+  if (/already known|already imported|known transaction|already exists/i.test(text)) {
+    return "known";
+  }
+  if (/nonce too low|nonce has already been used|old nonce/i.test(text)) return "nonce-used";
+  if (isTransient(e)) return "transient";
+  if (
+    /insufficient funds|intrinsic gas|gas limit|underpriced|fee cap|invalid (sender|signature|transaction|chain)|chain ?id|exceeds/i
+      .test(text)
+  ) {
+    return "permanent";
+  }
+  return "transient";
+}
+
+function isTransient(e: unknown): boolean {
+  if (!(e instanceof BaseError)) return true;
+  return !!e.walk((x) => x instanceof HttpRequestError || x instanceof TimeoutError);
+}
+
+export function errorText(e: unknown): string {
+  if (e instanceof BaseError) {
+    return [e.shortMessage, e.details].filter(Boolean).join(": ").slice(0, 500);
+  }
+  return e instanceof Error ? e.message.slice(0, 500) : String(e).slice(0, 500);
+}
+
+function revertReason(e: unknown): string {
+  const data = revertData(e);
+  if (data) {
+    for (const artifact of Object.values(ARTIFACTS)) {
+      try {
+        const d = decodeErrorResult({ abi: artifact.abi, data });
+        const args = (d.args ?? []).map((a) => String(a)).join(", ");
+        return `${d.errorName}(${args})`;
+      } catch { /* not this contract's error */ }
+    }
+  }
+  if (e instanceof BaseError) {
+    const inner = e.walk() as BaseError & { reason?: string };
+    return inner.reason ?? e.shortMessage;
+  }
+  return String(e);
+}
+
+/** The raw revert data of a failed call, wherever in the error chain the node put it. */
+function revertData(e: unknown): Hex | undefined {
+  if (e instanceof BaseError) {
+    const withData = e.walk((x) => typeof (x as { data?: unknown }).data === "string") as
+      | { data?: string }
+      | null;
+    if (withData?.data && /^0x[0-9a-f]{8,}$/i.test(withData.data)) return withData.data as Hex;
+  }
+  const m = /custom error (0x[0-9a-f]{8}):?\s*([0-9a-f]*)/i.exec(errorText(e));
+  return m ? (`${m[1]}${m[2]}` as Hex) : undefined;
+}

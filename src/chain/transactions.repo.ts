@@ -1,0 +1,176 @@
+/** SQL for chain_transactions. Every function takes `sql` (pool, transaction or reserved) first. */
+import type { Db } from "../db/client.ts";
+
+export type TxStatus = "signed" | "broadcast" | "confirmed" | "reverted" | "failed";
+
+export interface TxRow {
+  id: string;
+  chainId: number;
+  intentKey: string;
+  fromAddress: string;
+  toAddress: string | null;
+  nonce: bigint;
+  value: string;
+  data: string;
+  gas: bigint;
+  maxFeePerGas: string;
+  maxPriorityFeePerGas: string;
+  rawTx: string;
+  txHash: string;
+  status: TxStatus;
+  error: string | null;
+  blockNumber: bigint | null;
+  gasUsed: bigint | null;
+  contractAddress: string | null;
+  broadcastAttempts: number;
+  createdAt: Date;
+  updatedAt: Date;
+  confirmedAt: Date | null;
+}
+
+export interface NewTx {
+  chainId: number;
+  intentKey: string;
+  fromAddress: string;
+  toAddress: string | null;
+  nonce: bigint;
+  value: bigint;
+  data: string;
+  gas: bigint;
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
+  rawTx: string;
+  txHash: string;
+}
+
+export async function findByIntent(
+  sql: Db,
+  chainId: number,
+  intentKey: string,
+): Promise<TxRow | null> {
+  const [row] = await sql<TxRow[]>`
+    select * from chain_transactions where chain_id = ${chainId} and intent_key = ${intentKey}`;
+  return row ?? null;
+}
+
+export async function findById(sql: Db, id: string): Promise<TxRow | null> {
+  const [row] = await sql<TxRow[]>`select * from chain_transactions where id = ${id}`;
+  return row ?? null;
+}
+
+/** Highest nonce still in flight (signed or broadcast) for a sender; null when none. */
+export async function maxOpenNonce(
+  sql: Db,
+  chainId: number,
+  from: string,
+): Promise<bigint | null> {
+  const [row] = await sql<{ n: bigint | null }[]>`
+    select max(nonce) as n from chain_transactions
+    where chain_id = ${chainId} and from_address = ${from} and status in ('signed', 'broadcast')`;
+  return row.n;
+}
+
+/** Inserts a signed transaction, or re-signs a failed one with the same intent in place. */
+export async function upsertSigned(sql: Db, tx: NewTx): Promise<TxRow> {
+  const [row] = await sql<TxRow[]>`
+    insert into chain_transactions (
+      chain_id, intent_key, from_address, to_address, nonce, value, data, gas,
+      max_fee_per_gas, max_priority_fee_per_gas, raw_tx, tx_hash, status
+    ) values (
+      ${tx.chainId}, ${tx.intentKey}, ${tx.fromAddress}, ${tx.toAddress}, ${tx.nonce},
+      ${tx.value.toString()}, ${tx.data}, ${tx.gas}, ${tx.maxFeePerGas.toString()},
+      ${tx.maxPriorityFeePerGas.toString()}, ${tx.rawTx}, ${tx.txHash}, 'signed'
+    )
+    on conflict (chain_id, intent_key) do update set
+      from_address = excluded.from_address, to_address = excluded.to_address,
+      nonce = excluded.nonce, value = excluded.value, data = excluded.data, gas = excluded.gas,
+      max_fee_per_gas = excluded.max_fee_per_gas,
+      max_priority_fee_per_gas = excluded.max_priority_fee_per_gas,
+      raw_tx = excluded.raw_tx, tx_hash = excluded.tx_hash, status = 'signed', error = null,
+      broadcast_attempts = 0, updated_at = now()
+    where chain_transactions.status = 'failed'
+    returning *`;
+  if (!row) throw new Error(`intent ${tx.intentKey} already has a live transaction`);
+  return row;
+}
+
+export async function markBroadcast(sql: Db, id: string): Promise<void> {
+  await sql`
+    update chain_transactions
+    set status = 'broadcast', broadcast_attempts = broadcast_attempts + 1, updated_at = now()
+    where id = ${id} and status in ('signed', 'broadcast')`;
+}
+
+export async function noteBroadcastAttempt(sql: Db, id: string, error: string): Promise<void> {
+  await sql`
+    update chain_transactions
+    set broadcast_attempts = broadcast_attempts + 1, error = ${error}, updated_at = now()
+    where id = ${id}`;
+}
+
+export async function markFailed(sql: Db, id: string, error: string): Promise<void> {
+  await sql`
+    update chain_transactions set status = 'failed', error = ${error}, updated_at = now()
+    where id = ${id} and status in ('signed', 'broadcast')`;
+}
+
+export async function markMined(
+  sql: Db,
+  id: string,
+  r: {
+    status: "confirmed" | "reverted";
+    blockNumber: bigint;
+    gasUsed: bigint;
+    contractAddress: string | null;
+  },
+): Promise<TxRow | null> {
+  const [row] = await sql<TxRow[]>`
+    update chain_transactions
+    set status = ${r.status}, block_number = ${r.blockNumber}, gas_used = ${r.gasUsed},
+        contract_address = ${r.contractAddress}, confirmed_at = now(), updated_at = now(),
+        error = case when ${r.status} = 'reverted' then 'reverted' else null end
+    where id = ${id}
+    returning *`;
+  return row ?? null;
+}
+
+/** Transactions left open (signed or broadcast) for longer than `olderThanMs`. */
+export async function listOpen(
+  sql: Db,
+  chainId: number,
+  olderThanMs: number,
+): Promise<TxRow[]> {
+  return await sql<TxRow[]>`
+    select * from chain_transactions
+    where chain_id = ${chainId} and status in ('signed', 'broadcast')
+      and updated_at <= now() - make_interval(secs => ${olderThanMs / 1000})
+    order by from_address, nonce`;
+}
+
+export async function hasLaterNonce(
+  sql: Db,
+  chainId: number,
+  from: string,
+  nonce: bigint,
+): Promise<boolean> {
+  const [row] = await sql`
+    select 1 from chain_transactions
+    where chain_id = ${chainId} and from_address = ${from} and nonce > ${nonce}
+      and status <> 'failed'
+    limit 1`;
+  return !!row;
+}
+
+export async function failAllOpen(sql: Db, chainId: number, reason: string): Promise<number> {
+  const rows = await sql`
+    update chain_transactions set status = 'failed', error = ${reason}, updated_at = now()
+    where chain_id = ${chainId} and status in ('signed', 'broadcast')
+    returning id`;
+  return rows.length;
+}
+
+export async function statusCounts(sql: Db, chainId: number) {
+  return await sql<{ status: TxStatus; n: number }[]>`
+    select status, count(*)::int as n from chain_transactions
+    where chain_id = ${chainId} group by status order by status`;
+}

@@ -1,0 +1,33 @@
+/** `deno task chain:status`: heads, cursors, contracts and transactions in flight per chain. */
+import { withCli } from "./context.ts";
+import * as txRepo from "../chain/transactions.repo.ts";
+
+await withCli(async ({ chain, sql }) => {
+  for (const profile of chain.profiles()) {
+    const rt = chain.runtime(profile);
+    const head = await rt.client.getBlockNumber().catch((e) => `unreachable (${e.message})`);
+    const cursor = await chain.watcher.cursor(rt);
+    console.log(
+      `${profile} (chain ${rt.chainId}) ${rt.node ? "local node" : "remote"} ${rt.rpcUrl}`,
+    );
+    console.log(
+      `  head ${head}, log cursor ${
+        cursor ?? "not started"
+      }, confirmations ${rt.profile.confirmations}`,
+    );
+    console.log(`  operator ${rt.operator?.address ?? "(none configured)"}`);
+    for (const [name, address] of Object.entries(rt.contracts)) console.log(`  ${name} ${address}`);
+    const counts = await txRepo.statusCounts(sql, rt.chainId);
+    console.log(`  transactions: ${counts.map((c) => `${c.status} ${c.n}`).join(", ") || "none"}`);
+    const open = await txRepo.listOpen(sql, rt.chainId, 0);
+    for (const t of open.slice(0, 20)) {
+      console.log(
+        `    ${
+          t.status.padEnd(9)
+        } nonce ${t.nonce} from ${t.fromAddress} ${t.txHash} (${t.intentKey})` +
+          (t.error ? ` last error: ${t.error}` : ""),
+      );
+    }
+    if (open.length > 20) console.log(`    … ${open.length - 20} more in flight`);
+  }
+});

@@ -1,0 +1,77 @@
+/**
+ * Bootstrap for operator commands: the same configuration as the service, the database (the
+ * embedded one is shared with a running service), migrations, and the chains (a running
+ * service's local nodes are shared, never restarted).
+ */
+import { type Config, ConfigError, loadConfig, resolveSecrets } from "../config.ts";
+import { createLogger, type Logger } from "../log.ts";
+import { createSql, type Sql } from "../db/client.ts";
+import { startEmbeddedPostgres } from "../db/embedded.ts";
+import { migrate } from "../db/migrate.ts";
+import { Chain } from "../chain/index.ts";
+
+export interface CliContext {
+  config: Config;
+  sql: Sql;
+  chain: Chain;
+  log: Logger;
+}
+
+export async function withCli<T>(
+  fn: (ctx: CliContext) => Promise<T>,
+  opts: { env?: Record<string, string> } = {},
+): Promise<T> {
+  let config: Config;
+  try {
+    config = loadConfig({ ...Deno.env.toObject(), ...opts.env });
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(e.message);
+      Deno.exit(78);
+    }
+    throw e;
+  }
+  config = (await resolveSecrets(config)).config;
+  const log = createLogger({ level: config.LOG_LEVEL === "info" ? "warn" : config.LOG_LEVEL });
+  const embedded = config.DATABASE_URL
+    ? undefined
+    : await startEmbeddedPostgres({ dataDir: config.DATA_DIR, log });
+  const sql = createSql(config.DATABASE_URL ?? embedded!.url, { max: 4 });
+  let chain: Chain | undefined;
+  try {
+    await migrate(sql, { log });
+    chain = await Chain.start({
+      config: config.chain,
+      masterKey: config.WALLET_MASTER_KEY!,
+      sql,
+      log,
+      dataDir: config.DATA_DIR,
+    });
+    return await fn({ config, sql, chain, log });
+  } finally {
+    await chain?.stop();
+    await sql.end();
+    await embedded?.stop();
+  }
+}
+
+/** `--name value` and `--name=value` flags plus positional arguments. */
+export function parseArgs(args: string[]): { flags: Record<string, string>; positional: string[] } {
+  const flags: Record<string, string> = {};
+  const positional: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a.startsWith("--")) {
+      const [k, v] = a.slice(2).split("=", 2);
+      if (v !== undefined) flags[k] = v;
+      else if (args[i + 1] !== undefined && !args[i + 1].startsWith("--")) flags[k] = args[++i];
+      else flags[k] = "true";
+    } else positional.push(a);
+  }
+  return { flags, positional };
+}
+
+export function fail(message: string): never {
+  console.error(message);
+  Deno.exit(2);
+}

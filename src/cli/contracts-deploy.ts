@@ -1,0 +1,27 @@
+/**
+ * `deno task contracts:deploy --network <profile> [--force]`: deploy our contracts with the
+ * profile's operator key (<PROFILE>_RPC_URL and <PROFILE>_OPERATOR_KEY) and record the addresses
+ * in the database. Prints the environment lines that pin them in configuration.
+ */
+import { fail, parseArgs, withCli } from "./context.ts";
+import { deployContracts } from "../chain/deploy.ts";
+import { PROFILE_DEFS, type ProfileName } from "../chain/profiles.ts";
+
+const { flags } = parseArgs(Deno.args);
+const network = flags.network as ProfileName | undefined;
+if (!network || !PROFILE_DEFS[network]) {
+  fail("usage: deno task contracts:deploy --network testnet|production [--force]");
+}
+
+await withCli(async ({ chain, sql, log }) => {
+  const rt = chain.runtime(network);
+  const deployed = await deployContracts(rt, chain.sender, sql, log, {
+    force: flags.force === "true",
+  });
+  console.log(
+    deployed.length ? `Deployed on ${network}: ${deployed.join(", ")}` : "Nothing to deploy.",
+  );
+  const p = rt.profile.envPrefix;
+  console.log(`${p}_USDC_ADDRESS=${rt.contracts.TestUSDC ?? ""}`);
+  console.log(`${p}_PAYMENT_ROUTER_ADDRESS=${rt.contracts.PaymentRouter ?? ""}`);
+}, { env: { CHAINS: network } });

@@ -1,0 +1,253 @@
+import assert from "node:assert/strict";
+import { createPublicClient, http } from "viem";
+import { createTestDatabase } from "../helpers/db.ts";
+import { rpc, startTestChain } from "../helpers/chain.ts";
+import { ChainRevertError, ChainTimeoutError } from "../../src/chain/errors.ts";
+import { waitFor } from "../helpers/poll.ts";
+
+const USDC = 1_000_000n;
+
+Deno.test("sender: transfers settle once per intent; reverts are 502, timeouts 408", async (t) => {
+  const db = await createTestDatabase();
+  const chain = await startTestChain(db.sql);
+  try {
+    const payer = await chain.createWallet("test");
+    const payee = await chain.createWallet("test");
+    await chain.mintUsdc({ profile: "testnet", to: payer.address, amount: 100n * USDC });
+
+    await t.step(
+      "a transfer is recorded before broadcast and confirmed with its receipt",
+      async () => {
+        const row = await chain.transferUsdc({
+          profile: "testnet",
+          from: { walletId: payer.id },
+          to: payee.address,
+          amount: 5n * USDC,
+          intentKey: "test:transfer:1",
+        });
+        assert.equal(row.status, "confirmed");
+        assert.match(row.txHash, /^0x[0-9a-f]{64}$/);
+        assert.ok(row.blockNumber! > 0n);
+        assert.equal(row.fromAddress, payer.address);
+        assert.equal(await chain.usdcBalance("testnet", payee.address), 5n * USDC);
+      },
+    );
+
+    await t.step(
+      "the same intent again returns the first transaction and moves nothing",
+      async () => {
+        const again = await chain.transferUsdc({
+          profile: "testnet",
+          from: { walletId: payer.id },
+          to: payee.address,
+          amount: 5n * USDC,
+          intentKey: "test:transfer:1",
+        });
+        assert.equal(again.status, "confirmed");
+        assert.equal(await chain.usdcBalance("testnet", payee.address), 5n * USDC);
+        const [{ n }] = await db.sql`
+        select count(*)::int as n from chain_transactions where intent_key = 'test:transfer:1'`;
+        assert.equal(n, 1);
+      },
+    );
+
+    await t.step("a transfer the contract refuses → 502 before anything is signed", async () => {
+      const err = await chain.transferUsdc({
+        profile: "testnet",
+        from: { walletId: payer.id },
+        to: payee.address,
+        amount: 1_000n * USDC,
+        intentKey: "test:transfer:too-much",
+      }).then(() => null, (e) => e);
+      assert.ok(err instanceof ChainRevertError, String(err));
+      assert.equal(err.status, 502);
+      assert.equal(err.body().error, "The on-chain transaction was reverted by the contract.");
+      assert.match(String(err.body().hint), /ERC20InsufficientBalance/);
+      const rows = await db
+        .sql`select 1 from chain_transactions where intent_key = 'test:transfer:too-much'`;
+      assert.equal(rows.length, 0);
+    });
+
+    await t.step("a transaction that reverts when mined → 502 with its hash", async () => {
+      const err = await chain.send({
+        profile: "testnet",
+        from: { walletId: payer.id },
+        to: chain.contract("testnet", "TestUSDC"),
+        data: chain.encode({
+          abi: (await import("../../src/chain/contracts/artifacts/index.ts")).TestUSDC.abi,
+          functionName: "transfer",
+          args: [payee.address, 1_000n * USDC],
+        }),
+        gas: 100_000n, // skip estimation so it is mined and reverts
+        intentKey: "test:revert-mined",
+      }).then(() => null, (e) => e);
+      assert.ok(err instanceof ChainRevertError, String(err));
+      assert.equal(err.status, 502);
+      assert.match(String(err.body().txHash), /^0x[0-9a-f]{64}$/);
+      const [row] = await db
+        .sql`select status from chain_transactions where intent_key = 'test:revert-mined'`;
+      assert.equal(row.status, "reverted");
+    });
+
+    await t.step("no receipt within the bound → 408; recovery later records it", async () => {
+      const rt = chain.runtime("testnet");
+      await rpc(rt.rpcUrl, "evm_setAutomine", [false]);
+      try {
+        const err = await chain.transferUsdc({
+          profile: "testnet",
+          from: { walletId: payer.id },
+          to: payee.address,
+          amount: 1n * USDC,
+          intentKey: "test:slow",
+        }, { timeoutMs: 300 }).then(() => null, (e) => e);
+        assert.ok(err instanceof ChainTimeoutError, String(err));
+        assert.equal(err.status, 408);
+        const [row] = await db
+          .sql`select status, tx_hash from chain_transactions where intent_key = 'test:slow'`;
+        assert.equal(row.status, "broadcast");
+        assert.equal(err.body().txHash, row.txHash);
+      } finally {
+        await rpc(rt.rpcUrl, "evm_mine");
+        await rpc(rt.rpcUrl, "evm_setAutomine", [true]);
+      }
+      const report = await chain.recover("testnet", { minAgeMs: 0 });
+      assert.equal(report.confirmed, 1);
+      const [row] = await db
+        .sql`select status from chain_transactions where intent_key = 'test:slow'`;
+      assert.equal(row.status, "confirmed");
+      assert.equal(await chain.usdcBalance("testnet", payee.address), 6n * USDC);
+    });
+
+    await t.step("the wallet's key is stored sealed, never in the clear", async () => {
+      const account = await chain.walletAccount(payer.id);
+      const [w] = await db.sql`select * from wallets where id = ${payer.id}`;
+      const stored = JSON.stringify(w, (_k, v) => typeof v === "bigint" ? v.toString() : v);
+      assert.equal(account.address.toLowerCase(), payer.address);
+      assert.ok(w.keyCiphertext.length > 0);
+      assert.ok(!/[0-9a-f]{64}/.test(stored.replace(/"address":"[^"]*"/, "")));
+    });
+  } finally {
+    await chain.stop();
+    await db.drop();
+  }
+});
+
+Deno.test("sender: a node that fails every other broadcast leaves no nonce gap", async () => {
+  const db = await createTestDatabase();
+  const chain = await startTestChain(db.sql);
+  // A JSON-RPC proxy in front of anvil answering 502 to every other eth_sendRawTransaction.
+  const rt = chain.runtime("testnet");
+  let sends = 0;
+  let refused = 0;
+  const proxy = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    const body = await req.text();
+    if (body.includes("eth_sendRawTransaction") && sends++ % 2 === 0) {
+      refused++;
+      return new Response("upstream down", { status: 502 });
+    }
+    const res = await fetch(rt.rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+    return new Response(await res.text(), {
+      status: res.status,
+      headers: { "content-type": "application/json" },
+    });
+  });
+  const proxyUrl = `http://127.0.0.1:${proxy.addr.port}`;
+  const direct = rt.client;
+  rt.client = createPublicClient({
+    chain: rt.viemChain,
+    transport: http(proxyUrl, { retryCount: 0 }),
+  });
+  try {
+    const payer = await chain.createWallet("test");
+    const payee = await chain.createWallet("test");
+    await chain.mintUsdc({ profile: "testnet", to: payer.address, amount: 100n * USDC });
+    const rows = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        chain.transferUsdc({
+          profile: "testnet",
+          from: { walletId: payer.id },
+          to: payee.address,
+          amount: USDC,
+          intentKey: `flaky:${i}`,
+        })),
+    );
+    assert.ok(refused >= 5, `the proxy refused ${refused} broadcasts`);
+    assert.ok(rows.every((r) => r.status === "confirmed"));
+    const nonces = rows.map((r) => Number(r.nonce)).sort((a, b) => a - b);
+    assert.deepEqual(nonces, Array.from({ length: 10 }, (_, i) => i));
+    assert.equal(await direct.getTransactionCount({ address: payer.address }), 10);
+    assert.equal(await chain.usdcBalance("testnet", payee.address), 10n * USDC);
+  } finally {
+    rt.client = direct;
+    await proxy.shutdown();
+    await chain.stop();
+    await db.drop();
+  }
+});
+
+Deno.test("sender: a permanently refused transaction frees its nonce", async () => {
+  const db = await createTestDatabase();
+  const chain = await startTestChain(db.sql);
+  try {
+    const poor = await chain.createWallet("test");
+    const payee = await chain.createWallet("test");
+    await chain.mintUsdc({ profile: "testnet", to: poor.address, amount: 10n * USDC });
+    // Spend all its gas money but a little, so a big explicit gas limit cannot be paid for.
+    const err = await chain.send({
+      profile: "testnet",
+      from: { walletId: poor.id },
+      to: payee.address,
+      value: 10n ** 17n, // more ETH than the 0.1 ETH grant leaves after gas
+      gas: 21_000n,
+      intentKey: "poor:too-much-eth",
+    }).then(() => null, (e) => e);
+    assert.ok(err, "the node refuses it");
+    assert.equal(err.status, 502);
+    const [row] = await db
+      .sql`select status, nonce from chain_transactions where intent_key = 'poor:too-much-eth'`;
+    assert.equal(row.status, "failed");
+    // The next transaction takes the same nonce; nothing waits behind a hole.
+    const ok = await chain.transferUsdc({
+      profile: "testnet",
+      from: { walletId: poor.id },
+      to: payee.address,
+      amount: USDC,
+      intentKey: "poor:ok",
+    });
+    assert.equal(ok.nonce, row.nonce);
+    assert.equal(ok.status, "confirmed");
+  } finally {
+    await chain.stop();
+    await db.drop();
+  }
+});
+
+Deno.test("sender: concurrent sends from one wallet in one process get distinct nonces", async () => {
+  const db = await createTestDatabase();
+  const chain = await startTestChain(db.sql);
+  try {
+    const payer = await chain.createWallet("test");
+    const payee = await chain.createWallet("test");
+    await chain.mintUsdc({ profile: "testnet", to: payer.address, amount: 100n * USDC });
+    const rows = await Promise.all(Array.from({ length: 25 }, (_, i) =>
+      chain.transferUsdc({
+        profile: "testnet",
+        from: { walletId: payer.id },
+        to: payee.address,
+        amount: 2n * USDC,
+        intentKey: `burst:${i}`,
+      })));
+    assert.equal(new Set(rows.map((r) => r.nonce)).size, 25);
+    assert.equal(await chain.usdcBalance("testnet", payee.address), 50n * USDC);
+    await waitFor(async () =>
+      (await chain.runtime("testnet").client.getTransactionCount({ address: payer.address })) === 25
+    );
+  } finally {
+    await chain.stop();
+    await db.drop();
+  }
+});

@@ -1,0 +1,68 @@
+import assert from "node:assert/strict";
+import { parseChainConfig, profileForKey } from "../../src/chain/profiles.ts";
+import { explorerTxUrl } from "../../src/chain/profiles.ts";
+
+Deno.test("profiles: a key's prefix selects its chain", () => {
+  assert.equal(profileForKey("svc_sec_test_abc"), "testnet");
+  assert.equal(profileForKey("svc_pub_test_abc"), "testnet");
+  assert.equal(profileForKey("svc_sec_abc"), "production");
+  assert.equal(profileForKey("svc_pub_abc"), "production");
+  assert.equal(profileForKey("svc_live_" + "a".repeat(48)), "production");
+  assert.equal(profileForKey("sk_live_abc"), null);
+  assert.equal(profileForKey(""), null);
+});
+
+Deno.test("profiles: defaults are two local chains with their spec chain ids", () => {
+  const problems: string[] = [];
+  const c = parseChainConfig(
+    {},
+    { baseUrl: "http://localhost:3000", isProduction: false },
+    problems,
+  );
+  assert.deepEqual(problems, []);
+  assert.deepEqual(c.profiles.map((p) => [p.name, p.chainId, p.rpcUrl, p.confirmations]), [
+    ["testnet", 5042002, undefined, 0],
+    ["production", 5042, undefined, 0],
+  ]);
+  assert.equal(
+    explorerTxUrl(c.profiles[0], "0xabc"),
+    "http://localhost:3000/explorer/testnet/tx/0xabc",
+  );
+});
+
+Deno.test("profiles: configured chains and their problems", () => {
+  const problems: string[] = [];
+  const c = parseChainConfig(
+    {
+      CHAINS: "testnet",
+      TESTNET_RPC_URL: "https://rpc.testnet.example",
+      TESTNET_EXPLORER_URL: "https://scan.example/",
+      TESTNET_USDC_ADDRESS: "0x" + "a".repeat(40),
+      TESTNET_CONFIRMATIONS: "5",
+      TESTNET_START_BLOCK: "1200",
+    },
+    { baseUrl: "x", isProduction: true },
+    problems,
+  );
+  assert.deepEqual(problems, []);
+  const p = c.profiles[0];
+  assert.equal(p.explorerUrl, "https://scan.example");
+  assert.equal(p.confirmations, 5);
+  assert.equal(p.startBlock, 1200n);
+  assert.equal(p.contracts.TestUSDC, "0x" + "a".repeat(40));
+
+  const bad: string[] = [];
+  parseChainConfig(
+    {
+      CHAINS: "testnet,mainnet",
+      TESTNET_RPC_URL: "ws://x",
+      TESTNET_USDC_ADDRESS: "0x12",
+      TESTNET_OPERATOR_KEY: "abc",
+      TESTNET_CONFIRMATIONS: "-1",
+    },
+    { baseUrl: "x", isProduction: false },
+    bad,
+  );
+  assert.equal(bad.length, 5, bad.join("\n"));
+  assert.ok(bad.some((b) => b.includes('unknown chain profile "mainnet"')));
+});
