@@ -38,6 +38,13 @@ const envSchema = z.object({
   ),
   MAIL_FROM: z.string().default("Settlement <no-reply@localhost>"),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+  /** Use X-Forwarded-For for the client address (only behind a proxy you control). */
+  TRUST_PROXY: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+  RATE_LIMITS: z.enum(["on", "off"]).default("on"),
+  RATE_LIMIT_DEFAULT_PER_MINUTE: z.coerce.number().int().min(1).default(100),
+  RATE_LIMIT_PAYMENTS_PER_MINUTE: z.coerce.number().int().min(1).default(30),
+  RATE_LIMIT_GROUP_PER_MINUTE: z.coerce.number().int().min(1).default(30),
+  RATE_LIMIT_ANONYMOUS_PER_MINUTE: z.coerce.number().int().min(1).default(100),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
 });
 
@@ -75,6 +82,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       problems.push("WALLET_MASTER_KEY: required when APP_ENV=production");
     }
     if (!raw.BASE_URL) problems.push("BASE_URL: required when APP_ENV=production");
+    if (!raw.SMTP_URL) problems.push("SMTP_URL: required when APP_ENV=production");
   }
   const baseUrl = (raw.BASE_URL ?? `http://localhost:${raw.PORT}`).replace(/\/+$/, "");
   const chain = parseChainConfig(env, { baseUrl, isProduction }, problems);

@@ -43,6 +43,7 @@ Deno.test("config: production requires secrets and BASE_URL", () => {
         JWT_SECRET: "x".repeat(32),
         WALLET_MASTER_KEY: "ab".repeat(32),
         BASE_URL: "https://pay.example.com/",
+        SMTP_URL: "smtp://mail.example.com:587",
       }),
     /TESTNET_RPC_URL: required when APP_ENV=production/,
   );
@@ -51,6 +52,7 @@ Deno.test("config: production requires secrets and BASE_URL", () => {
     JWT_SECRET: "x".repeat(32),
     WALLET_MASTER_KEY: "ab".repeat(32),
     BASE_URL: "https://pay.example.com/",
+    SMTP_URL: "smtp://mail.example.com:587",
     CHAINS: "production",
     PRODUCTION_RPC_URL: "https://rpc.example.com",
   });
