@@ -8,12 +8,16 @@ import type { Sql } from "./db/client.ts";
 import type { Logger } from "./log.ts";
 import type { Queue } from "./queue/queue.ts";
 import type { Chain } from "./chain/index.ts";
+import type { RateLimiter } from "./http/rate-limit.ts";
+import type { Mailer } from "./modules/mail/mail.service.ts";
 
 export interface Deps {
   config: Config;
   sql: Sql;
   queue: Queue;
   chain: Chain;
+  limiter: RateLimiter;
+  mailer: Mailer;
   clock: Clock;
   log: Logger;
 }

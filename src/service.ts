@@ -15,6 +15,8 @@ import { databaseCheck } from "./http/health.ts";
 import { allJobs, type AppModule, modules as defaultModules } from "./modules/index.ts";
 import { Chain } from "./chain/index.ts";
 import type { SenderHooks } from "./chain/sender.ts";
+import { createRateLimiter } from "./http/rate-limit.ts";
+import { createMailer } from "./modules/mail/mail.service.ts";
 
 export interface ServiceOptions {
   log: Logger;
@@ -77,7 +79,17 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     const queue: Queue = await startQueue({ url: databaseUrl, log });
     cleanups.push(() => queue.stop({ timeoutMs: config.SHUTDOWN_TIMEOUT_MS }));
 
-    const deps: Deps = { config, sql, queue, chain, clock: opts.clock ?? systemClock, log };
+    const clock = opts.clock ?? systemClock;
+    const deps: Deps = {
+      config,
+      sql,
+      queue,
+      chain,
+      clock,
+      log,
+      limiter: createRateLimiter({ sql, clock, config }),
+      mailer: createMailer(queue),
+    };
     const modules = opts.modules ?? defaultModules;
     const workers = opts.workers ?? true;
     await queue.register(allJobs(modules), deps, { work: workers });

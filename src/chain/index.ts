@@ -17,12 +17,31 @@ import { TestUSDC } from "./contracts/artifacts/index.ts";
 import { ChainUnavailableError } from "./errors.ts";
 import type { ReadinessCheck } from "../http/health.ts";
 import type { TxRow } from "./transactions.repo.ts";
+import {
+  buildSiweMessage,
+  newSiweNonce,
+  type SiweCheck,
+  type SiweRequest,
+  verifySiwe,
+} from "./siwe.ts";
+import { parseAbiItem } from "viem";
 
 export type { ChainEvent, LogHandler } from "./watcher.ts";
 export type { Signer, TxRequest } from "./sender.ts";
 export type { TxRow } from "./transactions.repo.ts";
 export type { ManagedWallet, WalletPurpose } from "./wallets.ts";
 export type { ProfileName } from "./profiles.ts";
+
+export interface UsdcTransfer {
+  direction: "in" | "out";
+  from: `0x${string}`;
+  to: `0x${string}`;
+  amount: bigint;
+  txHash: `0x${string}`;
+  blockNumber: bigint;
+  logIndex: number;
+  timestamp?: Date;
+}
 
 /** Gas a new managed wallet gets on a local chain (0.1 ETH). */
 const LOCAL_GAS_GRANT = 100_000_000_000_000_000n;
@@ -232,6 +251,84 @@ export class Chain {
   /** Raw contract call data, for modules that build their own transactions. */
   encode(...args: Parameters<typeof encodeFunctionData>): Hex {
     return encodeFunctionData(...args);
+  }
+
+  // ---- sign-in with Ethereum ----------------------------------------------------------------
+
+  readonly siwe = {
+    nonce: () => newSiweNonce(),
+    message: (r: SiweRequest) => buildSiweMessage(r),
+    verify: (profile: ProfileName, check: SiweCheck) =>
+      verifySiwe(this.runtime(profile).client, check),
+  };
+
+  /** The settlement chain payouts are made on: production when configured, else the first. */
+  payoutProfile(): ProfileName {
+    return this.has("production") ? "production" : this.profiles()[0];
+  }
+
+  // ---- USDC history ------------------------------------------------------------------------
+
+  /** USDC transfers in and out of an address, newest first, from recent blocks. */
+  async usdcTransfers(
+    profile: ProfileName,
+    address: `0x${string}`,
+    opts: { limit?: number; blocks?: bigint } = {},
+  ): Promise<UsdcTransfer[]> {
+    const rt = this.runtime(profile);
+    const token = rt.contracts.TestUSDC;
+    if (!token) return [];
+    const head = await rt.client.getBlockNumber();
+    const span = opts.blocks ?? 100_000n;
+    const fromBlock = head > span ? head - span : 0n;
+    const event = parseAbiItem(
+      "event Transfer(address indexed from, address indexed to, uint256 value)",
+    );
+    const [outgoing, incoming] = await Promise.all([
+      rt.client.getLogs({
+        address: token,
+        event,
+        args: { from: address },
+        fromBlock,
+        toBlock: head,
+      }),
+      rt.client.getLogs({ address: token, event, args: { to: address }, fromBlock, toBlock: head }),
+    ]);
+    const seen = new Set<string>();
+    const all: UsdcTransfer[] = [];
+    for (const [dir, logs] of [["out", outgoing], ["in", incoming]] as const) {
+      for (const l of logs) {
+        const key = `${l.transactionHash}:${l.logIndex}:${dir}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        all.push({
+          direction: dir,
+          from: l.args.from!.toLowerCase() as `0x${string}`,
+          to: l.args.to!.toLowerCase() as `0x${string}`,
+          amount: l.args.value!,
+          txHash: l.transactionHash!,
+          blockNumber: l.blockNumber!,
+          logIndex: l.logIndex!,
+        });
+      }
+    }
+    all.sort((a, b) =>
+      a.blockNumber === b.blockNumber
+        ? b.logIndex - a.logIndex
+        : a.blockNumber < b.blockNumber
+        ? 1
+        : -1
+    );
+    const top = all.slice(0, opts.limit ?? 50);
+    const blocks = new Map<bigint, Date>();
+    for (const t of top) {
+      if (!blocks.has(t.blockNumber)) {
+        const b = await rt.client.getBlock({ blockNumber: t.blockNumber });
+        blocks.set(t.blockNumber, new Date(Number(b.timestamp) * 1000));
+      }
+      t.timestamp = blocks.get(t.blockNumber);
+    }
+    return top;
   }
 
   // ---- health -----------------------------------------------------------------------------

@@ -12,6 +12,69 @@ export const M = {
   internal: "Internal server error.",
   methodNotAllowed: "Method not allowed.",
 
+  // Authentication (the spec's texts)
+  authRequired: "Authentication required. Provide a valid API key in the Authorization header.",
+  authRequiredShort: "Authentication required.",
+  invalidApiKey: "Invalid API key",
+  insufficientPermissions: "Insufficient permissions",
+  rateLimited: "Rate limit exceeded. Please retry after 30 seconds.",
+  notAuthenticated: "Not authenticated.",
+  invalidSession: "Invalid session.",
+  merchantNotFound: "Merchant not found.",
+  dashboardUnauthorized: "Unauthorized",
+  dashboardNotFound: "Not found",
+
+  // Merchant signup, verification, login
+  signupEmail: "A valid email is required.",
+  signupBusinessName: "businessName is required (1 to 120 characters).",
+  signupPassword: "Password must be 8 to 200 characters.",
+  signupWalletProvider:
+    "walletProvider must be one of: MANAGED, EXTENSION_WALLET, LINK_WALLET, HOSTED_WALLET",
+  emailTaken: "An account with this email already exists.",
+  codeSent: "Verification code sent. It is valid for 10 minutes.",
+  verifyFields: "email and code are required.",
+  noAccount: "No account found for this email.",
+  alreadyVerified: "This account is already verified.",
+  invalidCode: "Invalid verification code.",
+  codeExpired: "Verification code has expired. Please sign up again to get a new one.",
+  codeLocked: "Too many incorrect codes. Please sign up again to get a new one.",
+  walletSetupFailed: "Verification succeeded but wallet setup failed. Please contact support.",
+  verified: "Account verified successfully.",
+  keyWarning: "Save this API key now. It is shown only once and cannot be recovered.",
+  loginFields: "email and password are required.",
+  badLogin: "Invalid email or password.",
+  unverifiedLogin: "Please verify your email before logging in.",
+  loggedOut: "Logged out.",
+
+  // Payout wallet
+  walletPatchExternal:
+    "Only MANAGED can be set here. To use your own wallet, link it with GET and POST /api/merchant/wallet/connect.",
+  walletAlreadyManaged: "You already have a service-managed wallet.",
+  walletManagedCreated: "A new service-managed wallet has been created for your payouts.",
+  connectAuth: "Authentication required.",
+  connectAddressMissing: "address query param required.",
+  connectAddressInvalid: "address must be a valid EVM address.",
+  connectFields: "address, message, signature, and walletKind are required.",
+  connectKind: "walletKind must be one of: EXTENSION_WALLET, LINK_WALLET, HOSTED_WALLET",
+  connectChallenge: "Missing or expired challenge — request a new one via GET first.",
+  connectSignature: "Signature verification failed.",
+
+  // API keys
+  keyType: "type must be secret or publishable.",
+  keyEnvironment: "environment must be test or live.",
+  keyScopes:
+    "scopes must be a list of: payments, escrow, streams, payroll, x402, agents, jobs, bridge",
+  keyLabel: "label must be at most 100 characters.",
+  keyNotFound: "API key not found.",
+  keyAlreadyRevoked: "This API key is already revoked.",
+  merchantKeyRevoke: "The merchant key cannot be revoked; rotate it instead.",
+  keyRevoked: "API key revoked.",
+
+  // Consumer sessions
+  consumerAddress: "Not a valid wallet address.",
+  consumerNoSession: "No session.",
+  consumerBadSession: "Invalid or expired session.",
+
   // Chain
   chainTimeout: "Timed out waiting for the blockchain transaction to confirm.",
   chainTimeoutHint: "The transaction may still confirm; retry with backoff or check its hash.",

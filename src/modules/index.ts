@@ -8,6 +8,11 @@ import type { JobDefinition } from "../queue/registry.ts";
 import type { LogHandler } from "../chain/index.ts";
 import { chainJobs } from "../chain/jobs.ts";
 import { explorerPages } from "../chain/explorer.pages.tsx";
+import { rateLimitJobs } from "../http/rate-limit.jobs.ts";
+import { mailModule } from "./mail/mail.module.ts";
+import { merchantsApi } from "./merchants/merchants.api.ts";
+import { keysApi } from "./keys/keys.api.ts";
+import { consumersApi } from "./consumers/consumers.api.ts";
 
 export interface AppModule {
   name: string;
@@ -21,10 +26,20 @@ export interface AppModule {
   logHandlers?: (deps: Deps) => LogHandler[];
 }
 
-/** The chain module's own jobs (transaction recovery) and the local explorer pages. */
-export const chainModule: AppModule = { name: "chain", jobs: chainJobs, pages: explorerPages };
+/** Platform jobs: transaction recovery, rate-limit window cleanup; the local explorer pages. */
+export const platformModule: AppModule = {
+  name: "platform",
+  jobs: [...chainJobs, ...rateLimitJobs],
+  pages: explorerPages,
+};
 
-export const modules: AppModule[] = [chainModule];
+export const modules: AppModule[] = [
+  platformModule,
+  mailModule,
+  { name: "merchants", api: merchantsApi },
+  { name: "keys", api: keysApi },
+  { name: "consumers", api: consumersApi },
+];
 
 export function allJobs(list: AppModule[] = modules): JobDefinition<unknown, Deps>[] {
   return list.flatMap((m) => m.jobs ?? []) as JobDefinition<unknown, Deps>[];

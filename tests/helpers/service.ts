@@ -5,6 +5,7 @@ import { type Logger, silentLogger } from "../../src/log.ts";
 import { type Service, startService } from "../../src/service.ts";
 import type { AppModule } from "../../src/modules/index.ts";
 import { createTestDatabase, type TestDatabase } from "./db.ts";
+import { ANVIL_KEYS } from "./anvil.ts";
 
 export interface TestService extends Service {
   db: TestDatabase;
@@ -45,10 +46,20 @@ export async function startTestService(
     log?: Logger;
     db?: TestDatabase;
     workers?: boolean;
+    /** A second process of the same deployment: same database, same chains. */
+    sameDeploymentAs?: TestService;
   } = {},
 ): Promise<TestService> {
-  const db = opts.db ?? await createTestDatabase();
-  const config = testConfig({ DATABASE_URL: db.url, ...opts.env });
+  const peer = opts.sameDeploymentAs;
+  const db = opts.db ?? peer?.db ?? await createTestDatabase();
+  const shared: Record<string, string> = {};
+  for (const p of peer?.deps.chain.profiles() ?? []) {
+    const rt = peer!.deps.chain.runtime(p);
+    shared[`${rt.profile.envPrefix}_RPC_URL`] = rt.rpcUrl;
+    shared[`${rt.profile.envPrefix}_OPERATOR_KEY`] = ANVIL_KEYS[0];
+    shared[`${rt.profile.envPrefix}_CONFIRMATIONS`] = "0";
+  }
+  const config = testConfig({ DATABASE_URL: db.url, ...shared, ...opts.env });
   const clock = new ManualClock();
   const service = await startService(config, {
     log: opts.log ?? silentLogger,
@@ -64,7 +75,7 @@ export async function startTestService(
     baseUrl: config.BASE_URL,
     close: async () => {
       await service.stop("test done");
-      if (!opts.db) await db.drop();
+      if (!opts.db && !peer) await db.drop();
     },
   };
 }

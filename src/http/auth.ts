@@ -1,0 +1,166 @@
+/**
+ * Authentication and rate limiting per route, as the spec's table says: each route names the
+ * credentials it accepts, and a credential of another kind is refused even when it is valid
+ * elsewhere.
+ *
+ *   guard(deps, { accept: ["cookie"] })                       merchant session only
+ *   guard(deps, { accept: ["apiKey"], keyKinds: ["merchant"] }) x-api-key, merchant key only
+ *   guard(deps, { accept: ["bearer"], write: true, group: "escrow" })
+ *   guard(deps, { accept: [] })                               none; limited per client address
+ *
+ * Rules 1–4: missing or malformed → 401 "Authentication required. …"; a well-formed key that
+ * matches no active key (unknown, revoked) → 401 "Invalid API key"; a key of the wrong kind, a
+ * publishable key on a write, or a scope the key lacks → 403 "Insufficient permissions".
+ * Endpoints with their own texts (merchant/me: "Not authenticated.", "Invalid session.") pass them.
+ */
+import type { Context, MiddlewareHandler } from "hono";
+import { getCookie } from "hono/cookie";
+import type { Deps } from "../deps.ts";
+import { ApiError } from "./errors.ts";
+import { M } from "./messages.ts";
+import { MERCHANT_COOKIE, verifyToken } from "./session-token.ts";
+import { clientAddress, enforce, type RateBucket } from "./rate-limit.ts";
+import { resolveKey } from "../modules/keys/keys.service.ts";
+import { type KeyEnvironment, type KeyKind, keyProfile } from "../modules/keys/keys.rules.ts";
+import * as merchantsRepo from "../modules/merchants/merchants.repo.ts";
+import type { ProfileName } from "../chain/profiles.ts";
+
+export type Credential = "cookie" | "apiKey" | "bearer";
+
+export interface AuthKey {
+  id: string;
+  kind: KeyKind;
+  environment: KeyEnvironment;
+  profile: ProfileName;
+  scopes: string[] | null;
+  /** The key as presented (the dashboard echoes it back). Never logged. */
+  raw: string;
+}
+
+export interface Auth {
+  via: Credential | "none";
+  merchant?: merchantsRepo.MerchantRow;
+  key?: AuthKey;
+  sessionId?: string;
+  /** Who the rate limits count: a key, a merchant session, or a client address. */
+  subject: string;
+}
+
+export type AuthEnv = { Variables: { auth: Auth; requestId: string } };
+
+export interface GuardOptions {
+  accept: Credential[];
+  /** Key kinds this route takes (default all three). */
+  keyKinds?: KeyKind[];
+  /** The route changes something: publishable keys are refused. */
+  write?: boolean;
+  /** A scope a limited secret key must have. */
+  scope?: string;
+  /** An extra rate-limit group on top of the default bucket. */
+  group?: RateBucket;
+  /** Endpoint-specific texts. */
+  messages?: {
+    missing?: string;
+    invalidSession?: string;
+    merchantMissing?: string;
+    invalidKey?: string;
+    forbidden?: string;
+  };
+  /** `{ error }`-only bodies (the merchant dashboard). */
+  bare?: boolean;
+  /** Status for a well-formed key that matches no active key (default 401; the dashboard's is 404). */
+  invalidKeyStatus?: 401 | 404;
+}
+
+export function guard(deps: Deps, opts: GuardOptions): MiddlewareHandler<AuthEnv> {
+  const kinds = opts.keyKinds ?? ["merchant", "secret", "publishable"];
+  const msg = {
+    missing: opts.messages?.missing ??
+      (opts.accept.length === 1 && opts.accept[0] === "cookie"
+        ? M.notAuthenticated
+        : M.authRequired),
+    invalidSession: opts.messages?.invalidSession ?? M.invalidSession,
+    merchantMissing: opts.messages?.merchantMissing ?? M.merchantNotFound,
+    invalidKey: opts.messages?.invalidKey ?? M.invalidApiKey,
+    forbidden: opts.messages?.forbidden ?? M.insufficientPermissions,
+  };
+  const fail = (status: 401 | 403 | 404, text: string) =>
+    new ApiError(status, text, { bare: opts.bare });
+
+  return async (c, next) => {
+    const auth = await authenticate(c, deps, opts, kinds, msg, fail);
+    c.set("auth", auth);
+    const decisions = [
+      await deps.limiter.hit(auth.via === "none" ? "anonymous" : "default", auth.subject, {
+        merchantId: auth.merchant?.id,
+      }),
+    ];
+    if (opts.group) {
+      decisions.push(
+        await deps.limiter.hit(opts.group, auth.subject, { merchantId: auth.merchant?.id }),
+      );
+    }
+    enforce(c, decisions);
+    await next();
+  };
+}
+
+async function authenticate(
+  c: Context,
+  deps: Deps,
+  opts: GuardOptions,
+  kinds: KeyKind[],
+  msg: Required<NonNullable<GuardOptions["messages"]>>,
+  fail: (status: 401 | 403 | 404, text: string) => ApiError,
+): Promise<Auth> {
+  if (opts.accept.length === 0) {
+    return { via: "none", subject: `ip:${clientAddress(c, deps.config)}` };
+  }
+  const now = deps.clock.now();
+  const cookie = opts.accept.includes("cookie") ? getCookie(c, MERCHANT_COOKIE) : undefined;
+  const header = opts.accept.includes("apiKey") ? c.req.header("x-api-key")?.trim() : undefined;
+  const authz = opts.accept.includes("bearer") ? c.req.header("authorization") : undefined;
+  const bearer = authz !== undefined ? /^Bearer\s+(\S+)\s*$/i.exec(authz)?.[1] ?? "" : undefined;
+  const rawKey = header || bearer;
+
+  if (cookie) {
+    const claims = await verifyToken(deps.config, "merchant", cookie, now);
+    if (claims?.sid && await merchantsRepo.liveSession(deps.sql, claims.sid, claims.sub, now)) {
+      const merchant = await merchantsRepo.findById(deps.sql, claims.sub);
+      if (!merchant) throw fail(404, msg.merchantMissing);
+      return { via: "cookie", merchant, sessionId: claims.sid, subject: `merchant:${merchant.id}` };
+    }
+    if (!rawKey) throw fail(401, msg.invalidSession);
+  }
+
+  if (!rawKey) throw fail(401, msg.missing);
+  const found = await resolveKey(deps, rawKey);
+  if (found.status === "malformed") throw fail(401, msg.missing);
+  if (found.status === "unknown") throw fail(opts.invalidKeyStatus ?? 401, msg.invalidKey);
+  const row = found.row;
+  if (!kinds.includes(row.kind)) throw fail(403, msg.forbidden);
+  if (opts.write && row.kind === "publishable") throw fail(403, msg.forbidden);
+  if (opts.scope && row.scopes && !row.scopes.includes(opts.scope)) throw fail(403, msg.forbidden);
+  const merchant = await merchantsRepo.findById(deps.sql, row.merchantId);
+  if (!merchant) throw fail(401, msg.invalidKey);
+  return {
+    via: header ? "apiKey" : "bearer",
+    merchant,
+    key: {
+      id: row.id,
+      kind: row.kind,
+      environment: row.environment,
+      profile: keyProfile(row.environment),
+      scopes: row.scopes,
+      raw: rawKey,
+    },
+    subject: `key:${row.id}`,
+  };
+}
+
+/** The authenticated merchant (routes behind a guard that accepts credentials). */
+export function merchantOf(c: Context<AuthEnv>): merchantsRepo.MerchantRow {
+  const m = c.get("auth").merchant;
+  if (!m) throw new ApiError(401, M.authRequired);
+  return m;
+}

@@ -1,0 +1,90 @@
+/** Wallet-first consumer sessions: a managed wallet made for you, or your own wallet's address. */
+import type { Deps } from "../../deps.ts";
+import { ApiError } from "../../http/errors.ts";
+import { M } from "../../http/messages.ts";
+import { CONSUMER_SESSION_SECONDS, signToken, verifyToken } from "../../http/session-token.ts";
+import { checksum, isAddress, lower } from "../../chain/address.ts";
+import { formatUsdc } from "../../chain/amount.ts";
+import * as repo from "./consumers.repo.ts";
+
+export async function startSession(deps: Deps, walletAddress: unknown) {
+  const now = deps.clock.now();
+  let account: repo.ConsumerRow;
+  if (walletAddress === undefined || walletAddress === null || walletAddress === "") {
+    const w = await deps.chain.createWallet("consumer");
+    account = await repo.insertManaged(deps.sql, {
+      walletAddress: w.address,
+      managedWalletId: w.id,
+      now,
+    });
+  } else {
+    if (!isAddress(walletAddress)) throw new ApiError(400, M.consumerAddress);
+    account = await repo.upsertExternal(deps.sql, lower(walletAddress), now);
+  }
+  const token = await signToken(
+    deps.config,
+    "consumer",
+    { sub: account.id },
+    now,
+    CONSUMER_SESSION_SECONDS,
+  );
+  return { account, token };
+}
+
+/** The account a consumer_token names; throws the spec's texts otherwise. */
+export async function sessionAccount(
+  deps: Deps,
+  token: string | undefined,
+): Promise<repo.ConsumerRow> {
+  if (!token) throw new ApiError(401, M.consumerNoSession);
+  const claims = await verifyToken(deps.config, "consumer", token, deps.clock.now());
+  const account = claims ? await repo.findById(deps.sql, claims.sub) : null;
+  if (!account) throw new ApiError(401, M.consumerBadSession);
+  return account;
+}
+
+export function publicAccount(a: repo.ConsumerRow) {
+  return {
+    id: a.id,
+    walletAddress: checksum(a.walletAddress),
+    walletType: a.walletType,
+    lastSeenAt: a.lastSeenAt.toISOString(),
+  };
+}
+
+export async function balances(deps: Deps, a: repo.ConsumerRow) {
+  const address = a.walletAddress as `0x${string}`;
+  const out = [];
+  for (const profile of deps.chain.profiles()) {
+    const units = await deps.chain.usdcBalance(profile, address);
+    out.push({
+      chain: profile,
+      chainId: deps.chain.chainId(profile),
+      currency: "USDC",
+      balance: formatUsdc(units, { decimals: "fixed" }),
+    });
+  }
+  return out;
+}
+
+export async function activity(deps: Deps, a: repo.ConsumerRow, limit = 50) {
+  const address = a.walletAddress as `0x${string}`;
+  const all = [];
+  for (const profile of deps.chain.profiles()) {
+    for (const t of await deps.chain.usdcTransfers(profile, address, { limit })) {
+      all.push({
+        chain: profile,
+        direction: t.direction,
+        counterparty: checksum(t.direction === "in" ? t.from : t.to),
+        amount: formatUsdc(t.amount, { decimals: "fixed" }),
+        currency: "USDC",
+        txHash: t.txHash,
+        blockNumber: Number(t.blockNumber),
+        timestamp: t.timestamp?.toISOString() ?? null,
+        explorerUrl: deps.chain.explorerTxUrl(profile, t.txHash),
+      });
+    }
+  }
+  all.sort((x, y) => (y.timestamp ?? "").localeCompare(x.timestamp ?? ""));
+  return all.slice(0, limit);
+}

@@ -1,0 +1,142 @@
+/** API keys: issue (shown once), list, revoke, rotate, and resolve a presented key. */
+import type { Deps } from "../../deps.ts";
+import type { Db } from "../../db/client.ts";
+import { ApiError } from "../../http/errors.ts";
+import { M } from "../../http/messages.ts";
+import * as repo from "./keys.repo.ts";
+import {
+  generateKey,
+  hashKey,
+  type KeyEnvironment,
+  keyHint,
+  type KeyKind,
+  parseKey,
+  sameHash,
+} from "./keys.rules.ts";
+
+export interface IssuedKey {
+  row: repo.KeyRow;
+  /** The full key: returned once, never stored. */
+  key: string;
+}
+
+export async function issueKey(
+  sql: Db,
+  now: Date,
+  merchantId: string,
+  spec: {
+    kind: KeyKind;
+    environment: KeyEnvironment;
+    label?: string | null;
+    scopes?: string[] | null;
+  },
+): Promise<IssuedKey> {
+  for (let attempt = 0;; attempt++) {
+    const key = generateKey(spec.kind, spec.environment);
+    try {
+      const row = await repo.insertKey(sql, {
+        merchantId,
+        kind: spec.kind,
+        environment: spec.environment,
+        lookup: parseKey(key)!.lookup,
+        keyHash: hashKey(key),
+        hint: keyHint(key),
+        label: spec.label ?? null,
+        scopes: spec.scopes?.length ? spec.scopes : null,
+        createdAt: now,
+      });
+      return { row, key };
+    } catch (e) {
+      // A lookup collision (64 random bits) is astronomically rare; draw again.
+      if (attempt < 3 && String(e).includes("api_keys_lookup_key")) continue;
+      throw e;
+    }
+  }
+}
+
+export type KeyLookup =
+  | { status: "malformed" }
+  | { status: "unknown" }
+  | { status: "ok"; row: repo.KeyRow };
+
+/** Resolves a presented key. Revoked keys are unknown: permanently 401. */
+export async function resolveKey(
+  deps: Pick<Deps, "sql" | "clock">,
+  raw: string,
+): Promise<KeyLookup> {
+  const parsed = parseKey(raw);
+  if (!parsed) return { status: "malformed" };
+  const row = await repo.findByLookup(deps.sql, parsed.lookup);
+  if (!row || !sameHash(row.keyHash, hashKey(raw)) || row.revokedAt) return { status: "unknown" };
+  if (row.kind !== parsed.kind || row.environment !== parsed.environment) {
+    return { status: "unknown" };
+  }
+  repo.touch(deps.sql, row.id, deps.clock.now()).catch(() => {});
+  return { status: "ok", row };
+}
+
+export async function listKeys(deps: Deps, merchantId: string) {
+  return (await repo.listForMerchant(deps.sql, merchantId)).map(publicKey);
+}
+
+export async function createKey(
+  deps: Deps,
+  merchantId: string,
+  spec: {
+    type: "secret" | "publishable";
+    environment: KeyEnvironment;
+    label?: string;
+    scopes?: string[];
+  },
+) {
+  const issued = await issueKey(deps.sql, deps.clock.now(), merchantId, {
+    kind: spec.type,
+    environment: spec.environment,
+    label: spec.label,
+    scopes: spec.scopes,
+  });
+  return { ...publicKey(issued.row), key: issued.key };
+}
+
+export async function revokeKey(deps: Deps, merchantId: string, id: string) {
+  const row = isUuid(id) ? await repo.findForMerchant(deps.sql, merchantId, id) : null;
+  if (!row) throw new ApiError(404, M.keyNotFound);
+  if (row.revokedAt) throw new ApiError(400, M.keyAlreadyRevoked);
+  if (row.kind === "merchant") throw new ApiError(400, M.merchantKeyRevoke);
+  await repo.revoke(deps.sql, row.id, deps.clock.now());
+  return publicKey({ ...row, revokedAt: deps.clock.now() });
+}
+
+/** A replacement with the same kind, environment, label and scopes; the old key is revoked. */
+export async function rotateKey(deps: Deps, merchantId: string, id: string) {
+  return await deps.sql.begin(async (tx) => {
+    const row = isUuid(id) ? await repo.findForMerchant(tx, merchantId, id) : null;
+    if (!row) throw new ApiError(404, M.keyNotFound);
+    if (row.revokedAt) throw new ApiError(400, M.keyAlreadyRevoked);
+    const now = deps.clock.now();
+    const issued = await issueKey(tx, now, merchantId, row);
+    if (!(await repo.revoke(tx, row.id, now, issued.row.id))) {
+      throw new ApiError(409, M.keyAlreadyRevoked);
+    }
+    return { key: { ...publicKey(issued.row), key: issued.key }, revokedKeyId: row.id };
+  });
+}
+
+export function publicKey(row: repo.KeyRow) {
+  return {
+    id: row.id,
+    type: row.kind,
+    environment: row.environment,
+    hint: row.hint,
+    label: row.label,
+    scopes: row.scopes ?? [],
+    status: row.revokedAt ? "revoked" : "active",
+    createdAt: row.createdAt.toISOString(),
+    lastUsedAt: row.lastUsedAt?.toISOString() ?? null,
+    revokedAt: row.revokedAt?.toISOString() ?? null,
+  };
+}
+
+export function isUuid(s: string): boolean {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);
+}

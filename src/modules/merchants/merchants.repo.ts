@@ -1,0 +1,174 @@
+/** SQL for merchants, their sessions and wallet-link challenges. */
+import type { Db } from "../../db/client.ts";
+
+export type WalletProvider = "MANAGED" | "EXTENSION_WALLET" | "LINK_WALLET" | "HOSTED_WALLET";
+
+export interface MerchantRow {
+  id: string;
+  email: string;
+  businessName: string;
+  passwordHash: string;
+  walletProvider: WalletProvider;
+  walletAddress: string | null;
+  managedWalletId: string | null;
+  verifiedAt: Date | null;
+  verificationCodeHash: string | null;
+  verificationExpiresAt: Date | null;
+  verificationAttempts: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export async function findById(sql: Db, id: string): Promise<MerchantRow | null> {
+  const [row] = await sql<MerchantRow[]>`select * from merchants where id = ${id}`;
+  return row ?? null;
+}
+
+export async function findByEmail(
+  sql: Db,
+  email: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<MerchantRow | null> {
+  const [row] = opts.forUpdate
+    ? await sql<MerchantRow[]>`select * from merchants where email = ${email} for update`
+    : await sql<MerchantRow[]>`select * from merchants where email = ${email}`;
+  return row ?? null;
+}
+
+export interface SignupFields {
+  email: string;
+  businessName: string;
+  passwordHash: string;
+  walletProvider: WalletProvider;
+  codeHash: string;
+  codeExpiresAt: Date;
+  now: Date;
+}
+
+/** A new unverified merchant, or the unverified one with this email replaced (new code). */
+export async function upsertUnverified(sql: Db, f: SignupFields): Promise<MerchantRow | null> {
+  const [row] = await sql<MerchantRow[]>`
+    insert into merchants (email, business_name, password_hash, wallet_provider,
+                           verification_code_hash, verification_expires_at, verification_attempts,
+                           created_at, updated_at)
+    values (${f.email}, ${f.businessName}, ${f.passwordHash}, ${f.walletProvider},
+            ${f.codeHash}, ${f.codeExpiresAt}, 0, ${f.now}, ${f.now})
+    on conflict (email) do update set
+      business_name = excluded.business_name, password_hash = excluded.password_hash,
+      wallet_provider = excluded.wallet_provider,
+      verification_code_hash = excluded.verification_code_hash,
+      verification_expires_at = excluded.verification_expires_at,
+      verification_attempts = 0, updated_at = excluded.updated_at
+    where merchants.verified_at is null
+    returning *`;
+  return row ?? null;
+}
+
+export async function recordWrongCode(sql: Db, id: string): Promise<number> {
+  const [row] = await sql<{ verificationAttempts: number }[]>`
+    update merchants set verification_attempts = verification_attempts + 1
+    where id = ${id} returning verification_attempts`;
+  return row.verificationAttempts;
+}
+
+export async function markVerified(
+  sql: Db,
+  id: string,
+  f: { walletAddress: string | null; managedWalletId: string | null; now: Date },
+): Promise<MerchantRow> {
+  const [row] = await sql<MerchantRow[]>`
+    update merchants set verified_at = ${f.now}, wallet_address = ${f.walletAddress},
+      managed_wallet_id = ${f.managedWalletId}, verification_code_hash = null,
+      verification_expires_at = null, verification_attempts = 0, updated_at = ${f.now}
+    where id = ${id} returning *`;
+  return row;
+}
+
+export async function setPayoutWallet(
+  sql: Db,
+  id: string,
+  f: {
+    walletProvider: WalletProvider;
+    walletAddress: string;
+    managedWalletId: string | null;
+    now: Date;
+  },
+): Promise<MerchantRow> {
+  const [row] = await sql<MerchantRow[]>`
+    update merchants set wallet_provider = ${f.walletProvider}, wallet_address = ${f.walletAddress},
+      managed_wallet_id = ${f.managedWalletId}, updated_at = ${f.now}
+    where id = ${id} returning *`;
+  return row;
+}
+
+// ---- sessions ---------------------------------------------------------------------------------
+
+export async function createSession(
+  sql: Db,
+  merchantId: string,
+  now: Date,
+  expiresAt: Date,
+): Promise<string> {
+  const [row] = await sql<{ id: string }[]>`
+    insert into merchant_sessions (merchant_id, created_at, expires_at)
+    values (${merchantId}, ${now}, ${expiresAt}) returning id`;
+  return row.id;
+}
+
+export async function liveSession(
+  sql: Db,
+  id: string,
+  merchantId: string,
+  now: Date,
+): Promise<boolean> {
+  const rows = await sql`
+    select 1 from merchant_sessions
+    where id = ${id} and merchant_id = ${merchantId} and revoked_at is null and expires_at > ${now}`;
+  return rows.length === 1;
+}
+
+export async function revokeSession(sql: Db, id: string, now: Date): Promise<void> {
+  await sql`update merchant_sessions set revoked_at = ${now} where id = ${id} and revoked_at is null`;
+}
+
+// ---- wallet-link challenges ---------------------------------------------------------------------
+
+export async function insertChallenge(
+  sql: Db,
+  c: {
+    nonce: string;
+    merchantId: string;
+    address: string;
+    messageHash: string;
+    issuedAt: Date;
+    expiresAt: Date;
+  },
+): Promise<void> {
+  await sql`
+    insert into wallet_link_challenges (nonce, merchant_id, address, message_hash, issued_at, expires_at)
+    values (${c.nonce}, ${c.merchantId}, ${c.address}, ${c.messageHash}, ${c.issuedAt}, ${c.expiresAt})`;
+}
+
+export interface ChallengeRow {
+  nonce: string;
+  merchantId: string;
+  address: string;
+  messageHash: string;
+  issuedAt: Date;
+  expiresAt: Date;
+  usedAt: Date | null;
+}
+
+/** Marks the challenge used and returns it, only if it was unused and unexpired: single use. */
+export async function consumeChallenge(
+  sql: Db,
+  nonce: string,
+  merchantId: string,
+  now: Date,
+): Promise<ChallengeRow | null> {
+  const [row] = await sql<ChallengeRow[]>`
+    update wallet_link_challenges set used_at = ${now}
+    where nonce = ${nonce} and merchant_id = ${merchantId} and used_at is null and expires_at > ${now}
+    returning *`;
+  return row ?? null;
+}

@@ -1,0 +1,174 @@
+/** Merchant accounts: signup with an emailed code, verification, login sessions, the profile. */
+import type { Deps } from "../../deps.ts";
+import { ApiError } from "../../http/errors.ts";
+import { M } from "../../http/messages.ts";
+import { signToken } from "../../http/session-token.ts";
+import { MERCHANT_SESSION_SECONDS } from "../../http/session-token.ts";
+import { checksum } from "../../chain/address.ts";
+import * as repo from "./merchants.repo.ts";
+import * as keysRepo from "../keys/keys.repo.ts";
+import { issueKey } from "../keys/keys.service.ts";
+import {
+  checkCode,
+  CODE_TTL_MS,
+  DUMMY_PASSWORD_HASH,
+  hashCode,
+  hashPassword,
+  MAX_CODE_ATTEMPTS,
+  newVerificationCode,
+  normaliseEmail,
+  verifyPassword,
+} from "./merchants.rules.ts";
+import { computeStats, type PaymentSummaryRow, recentPayment } from "./merchants.stats.ts";
+import type { WalletProvider } from "./merchants.repo.ts";
+
+export async function signup(
+  deps: Deps,
+  body: { email: string; businessName: string; password: string; walletProvider: WalletProvider },
+) {
+  const email = normaliseEmail(body.email);
+  const existing = await repo.findByEmail(deps.sql, email);
+  if (existing?.verifiedAt) throw new ApiError(409, M.emailTaken);
+  const code = newVerificationCode();
+  const now = deps.clock.now();
+  const passwordHash = await hashPassword(body.password);
+  await deps.sql.begin(async (tx) => {
+    const row = await repo.upsertUnverified(tx, {
+      email,
+      businessName: body.businessName,
+      passwordHash,
+      walletProvider: body.walletProvider,
+      codeHash: hashCode(email, code),
+      codeExpiresAt: new Date(now.getTime() + CODE_TTL_MS),
+      now,
+    });
+    // Verified by a concurrent request between our read and this write.
+    if (!row) throw new ApiError(409, M.emailTaken);
+    await deps.mailer.send({
+      to: email,
+      // The code stays out of the subject: subjects appear in delivery logs.
+      subject: "Verify your email",
+      text: [
+        `Hello ${body.businessName},`,
+        "",
+        `Your verification code is ${code}. It is valid for 10 minutes.`,
+        "",
+        "If you did not sign up, ignore this message.",
+      ].join("\n"),
+    }, { tx });
+  });
+  return { email };
+}
+
+export async function verify(deps: Deps, body: { email: string; code: string }) {
+  const email = normaliseEmail(body.email);
+  const result = await deps.sql.begin(async (tx) => {
+    const m = await repo.findByEmail(tx, email, { forUpdate: true });
+    if (!m) throw new ApiError(404, M.noAccount);
+    if (m.verifiedAt) throw new ApiError(409, M.alreadyVerified);
+    const outcome = checkCode(m, body.code, deps.clock.now());
+    if (outcome === "locked" || outcome === "none") throw new ApiError(400, M.codeLocked);
+    if (outcome === "expired") throw new ApiError(400, M.codeExpired);
+    if (outcome === "wrong") {
+      // Committed: the count must survive, so this returns instead of throwing.
+      const attempts = await repo.recordWrongCode(tx, m.id);
+      return { wrong: attempts >= MAX_CODE_ATTEMPTS ? M.codeLocked : M.invalidCode } as const;
+    }
+
+    let walletAddress: string | null = null;
+    let managedWalletId: string | null = null;
+    if (m.walletProvider === "MANAGED") {
+      try {
+        const w = await deps.chain.createWallet("merchant");
+        walletAddress = w.address;
+        managedWalletId = w.id;
+      } catch (e) {
+        deps.log.error("merchant wallet provisioning failed", { merchantId: m.id, error: e });
+        throw new ApiError(500, M.walletSetupFailed);
+      }
+    }
+    const now = deps.clock.now();
+    const merchant = await repo.markVerified(tx, m.id, { walletAddress, managedWalletId, now });
+    const issued = await issueKey(tx, now, m.id, { kind: "merchant", environment: "live" });
+    return { merchant, apiKey: issued.key } as const;
+  });
+  if ("wrong" in result) throw new ApiError(400, result.wrong!);
+  return result;
+}
+
+export async function login(deps: Deps, body: { email: string; password: string }) {
+  const m = await repo.findByEmail(deps.sql, normaliseEmail(body.email));
+  const ok = await verifyPassword(body.password, m?.passwordHash ?? DUMMY_PASSWORD_HASH);
+  if (!m || !ok) throw new ApiError(401, M.badLogin);
+  if (!m.verifiedAt) throw new ApiError(403, M.unverifiedLogin);
+  const now = deps.clock.now();
+  const sessionId = await repo.createSession(
+    deps.sql,
+    m.id,
+    now,
+    new Date(now.getTime() + MERCHANT_SESSION_SECONDS * 1000),
+  );
+  const token = await signToken(
+    deps.config,
+    "merchant",
+    { sub: m.id, sid: sessionId },
+    now,
+    MERCHANT_SESSION_SECONDS,
+  );
+  return { merchant: m, token };
+}
+
+export async function logout(deps: Deps, sessionId: string) {
+  await repo.revokeSession(deps.sql, sessionId, deps.clock.now());
+}
+
+/** The profile: the merchant, payment stats over the 50 most recent, the 20 newest. */
+export async function profile(deps: Deps, m: repo.MerchantRow) {
+  const key = await keysRepo.activeMerchantKey(deps.sql, m.id);
+  const recent = await recentPayments(deps, m.id, 50);
+  return {
+    merchant: {
+      id: m.id,
+      email: m.email,
+      businessName: m.businessName,
+      createdAt: m.createdAt.toISOString(),
+      walletProvider: m.walletProvider,
+      walletAddress: displayAddress(m.walletAddress),
+      apiKeyHint: key?.hint ?? null,
+    },
+    stats: computeStats(recent),
+    recentPayments: recent.slice(0, 20).map((p) => recentPayment(p, deps.config.BASE_URL)),
+  };
+}
+
+/**
+ * The merchant's payments, newest first. Payments arrive with the payments module; until a
+ * merchant has any, every figure is computed over none.
+ */
+export function recentPayments(
+  _deps: Deps,
+  _merchantId: string,
+  _limit: number,
+): Promise<PaymentSummaryRow[]> {
+  return Promise.resolve([]);
+}
+
+/** The dashboard's full payment records (the payments module supplies them). */
+export function dashboardPayments(_deps: Deps, _merchantId: string): Promise<unknown[]> {
+  return Promise.resolve([]);
+}
+
+export function publicMerchant(m: repo.MerchantRow) {
+  return {
+    id: m.id,
+    email: m.email,
+    businessName: m.businessName,
+    walletProvider: m.walletProvider,
+    walletAddress: displayAddress(m.walletAddress),
+    createdAt: m.createdAt.toISOString(),
+  };
+}
+
+export function displayAddress(a: string | null): string | null {
+  return a ? checksum(a) : null;
+}

@@ -1,0 +1,126 @@
+/**
+ * The payout wallet: a service-managed wallet, or an external wallet linked by signing a
+ * Sign-In with Ethereum message. The challenge is stored (hash of the exact message, address,
+ * expiry) and consumed on first use, whatever the outcome.
+ */
+import { createHash } from "node:crypto";
+import type { Deps } from "../../deps.ts";
+import { ApiError } from "../../http/errors.ts";
+import { M } from "../../http/messages.ts";
+import { WALLET_NONCE_SECONDS } from "../../http/session-token.ts";
+import { checksum, isAddress, lower } from "../../chain/address.ts";
+import * as repo from "./merchants.repo.ts";
+import { displayAddress } from "./merchants.service.ts";
+import { EXTERNAL_WALLET_KINDS } from "./merchants.schemas.ts";
+
+export function walletView(m: repo.MerchantRow) {
+  return {
+    walletProvider: m.walletProvider,
+    walletAddress: displayAddress(m.walletAddress),
+    managedWalletId: m.walletProvider === "MANAGED" ? m.managedWalletId : null,
+  };
+}
+
+/** A brand-new managed wallet; allowed only when the payout wallet is not already managed. */
+export async function switchToManaged(deps: Deps, m: repo.MerchantRow, walletProvider: string) {
+  if (walletProvider !== "MANAGED") throw new ApiError(400, M.walletPatchExternal);
+  if (m.walletProvider === "MANAGED" && m.managedWalletId) {
+    throw new ApiError(409, M.walletAlreadyManaged);
+  }
+  let wallet;
+  try {
+    wallet = await deps.chain.createWallet("merchant");
+  } catch (e) {
+    deps.log.error("managed wallet provisioning failed", { merchantId: m.id, error: e });
+    throw new ApiError(500, M.walletSetupFailed);
+  }
+  const updated = await repo.setPayoutWallet(deps.sql, m.id, {
+    walletProvider: "MANAGED",
+    walletAddress: wallet.address,
+    managedWalletId: wallet.id,
+    now: deps.clock.now(),
+  });
+  return {
+    message: M.walletManagedCreated,
+    wallet: {
+      walletProvider: "MANAGED" as const,
+      walletAddress: displayAddress(updated.walletAddress),
+    },
+  };
+}
+
+export async function linkChallenge(deps: Deps, m: repo.MerchantRow, address: string | undefined) {
+  if (!address) throw new ApiError(400, M.connectAddressMissing);
+  if (!isAddress(address)) throw new ApiError(400, M.connectAddressInvalid);
+  const now = deps.clock.now();
+  const expiresAt = new Date(now.getTime() + WALLET_NONCE_SECONDS * 1000);
+  const nonce = deps.chain.siwe.nonce();
+  const base = new URL(deps.config.BASE_URL);
+  const message = deps.chain.siwe.message({
+    domain: base.host,
+    uri: deps.config.BASE_URL,
+    address: checksum(address),
+    chainId: deps.chain.chainId(deps.chain.payoutProfile()),
+    nonce,
+    issuedAt: now,
+    expirationTime: expiresAt,
+    statement: "Link this wallet as the payout wallet of your merchant account.",
+  });
+  await repo.insertChallenge(deps.sql, {
+    nonce,
+    merchantId: m.id,
+    address: lower(address),
+    messageHash: sha256(message),
+    issuedAt: now,
+    expiresAt,
+  });
+  return { message, nonce };
+}
+
+export async function linkWallet(
+  deps: Deps,
+  m: repo.MerchantRow,
+  nonce: string | undefined,
+  body: { address?: unknown; message?: unknown; signature?: unknown; walletKind?: unknown },
+) {
+  const { address, message, signature, walletKind } = body;
+  if (
+    typeof address !== "string" || !address || typeof message !== "string" || !message ||
+    typeof signature !== "string" || !signature || typeof walletKind !== "string" || !walletKind
+  ) {
+    throw new ApiError(400, M.connectFields);
+  }
+  if (!(EXTERNAL_WALLET_KINDS as readonly string[]).includes(walletKind)) {
+    throw new ApiError(400, M.connectKind);
+  }
+  const now = deps.clock.now();
+  const challenge = nonce ? await repo.consumeChallenge(deps.sql, nonce, m.id, now) : null;
+  if (!challenge) throw new ApiError(400, M.connectChallenge);
+  const matches = isAddress(address) && lower(address) === challenge.address &&
+    sha256(message) === challenge.messageHash;
+  const valid = matches && await deps.chain.siwe.verify(deps.chain.payoutProfile(), {
+    message,
+    signature,
+    domain: new URL(deps.config.BASE_URL).host,
+    nonce: challenge.nonce,
+    address: checksum(address),
+    time: now,
+  });
+  if (!valid) throw new ApiError(401, M.connectSignature);
+  const updated = await repo.setPayoutWallet(deps.sql, m.id, {
+    walletProvider: walletKind as repo.WalletProvider,
+    walletAddress: lower(address),
+    managedWalletId: null,
+    now,
+  });
+  return {
+    wallet: {
+      walletProvider: updated.walletProvider,
+      walletAddress: displayAddress(updated.walletAddress),
+    },
+  };
+}
+
+function sha256(s: string): string {
+  return createHash("sha256").update(s).digest("hex");
+}

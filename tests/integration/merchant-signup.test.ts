@@ -1,0 +1,310 @@
+/**
+ * Merchant lifecycle against a real SMTP server: the code arrives, works once, expires after
+ * 10 minutes, dies after 5 wrong tries, is replaced by a new signup; login sessions and logout.
+ */
+import assert from "node:assert/strict";
+import { SMTPServer } from "smtp-server";
+import { startTestService, type TestService } from "../helpers/service.ts";
+import { api, cookieFrom } from "../helpers/accounts.ts";
+import { waitFor } from "../helpers/poll.ts";
+import { SignJWT } from "jose";
+
+interface Received {
+  to: string;
+  raw: string;
+}
+
+async function startSmtp(): Promise<{ url: string; inbox: Received[]; close(): Promise<void> }> {
+  const inbox: Received[] = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ["STARTTLS", "AUTH"],
+    logger: false,
+    onData(stream, session, callback) {
+      let raw = "";
+      stream.on("data", (d: Uint8Array) => (raw += new TextDecoder().decode(d)));
+      stream.on("end", () => {
+        inbox.push({ to: session.envelope.rcptTo.map((r) => r.address).join(","), raw });
+        callback();
+      });
+    },
+  });
+  const port = await new Promise<number>((resolve) => {
+    server.listen(
+      0,
+      "127.0.0.1",
+      () => resolve((server.server.address() as { port: number }).port),
+    );
+  });
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    inbox,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+async function codeFor(inbox: Received[], to: string, nth: number): Promise<string> {
+  const mail = await waitFor(() => inbox.filter((m) => m.to === to)[nth], {
+    what: `mail #${nth} to ${to}`,
+  });
+  const code = /code is ([A-Z0-9]{6})\./.exec(mail.raw.replace(/=\r?\n/g, ""))?.[1];
+  assert.ok(code, mail.raw);
+  return code;
+}
+
+Deno.test("merchant signup and verification through a real SMTP server", async (t) => {
+  const smtp = await startSmtp();
+  const svc: TestService = await startTestService({
+    env: { SMTP_URL: smtp.url, RATE_LIMITS: "off" },
+  });
+  const call = api(svc);
+  const email = "owner@shop.example";
+  const password = "a long enough password";
+  try {
+    await t.step("signup validates its fields and writes nothing on bad input", async () => {
+      for (
+        const [body, error] of [
+          [{ email: "nope", businessName: "S", password }, "A valid email is required."],
+          [
+            { email, businessName: "", password },
+            "businessName is required (1 to 120 characters).",
+          ],
+          [
+            { email, businessName: "S", password: "short" },
+            "Password must be 8 to 200 characters.",
+          ],
+          [
+            { email, businessName: "S", password, walletProvider: "PAYPAL" },
+            "walletProvider must be one of: MANAGED, EXTENSION_WALLET, LINK_WALLET, HOSTED_WALLET",
+          ],
+        ] as const
+      ) {
+        const r = await call("POST", "/api/merchant/signup", { body });
+        assert.equal(r.status, 400);
+        assert.deepEqual(r.json, { success: false, error });
+      }
+      const rows = await svc.db.sql`select 1 from merchants`;
+      assert.equal(rows.length, 0);
+    });
+
+    await t.step(
+      "the emailed code arrives and verification issues the merchant key once",
+      async () => {
+        const r = await call("POST", "/api/merchant/signup", {
+          body: { email: "Owner@Shop.Example", businessName: "The Shop", password },
+        });
+        assert.equal(r.status, 201);
+        assert.equal(r.json.email, email);
+        const code = await codeFor(smtp.inbox, email, 0);
+        assert.match(code, /^[A-Z0-9]{6}$/);
+        const mail = smtp.inbox[0].raw;
+        assert.match(mail, /Subject: Verify your email/);
+        assert.ok(!mail.split(/\r?\n\r?\n/)[0].includes(code), "the code is not in any header");
+
+        const wrong = await call("POST", "/api/merchant/verify", {
+          body: { email, code: "ZZZZZ9" },
+        });
+        assert.deepEqual([wrong.status, wrong.json.error], [400, "Invalid verification code."]);
+
+        const ok = await call("POST", "/api/merchant/verify", {
+          body: { email, code: code.toLowerCase() },
+        });
+        assert.equal(ok.status, 200, ok.text);
+        assert.equal(ok.json.message, "Account verified successfully.");
+        assert.match(ok.json.apiKey as string, /^svc_live_[0-9a-f]{48}$/);
+        assert.ok(String(ok.json.warning).length > 10);
+        const merchant = ok.json.merchant as Record<string, unknown>;
+        assert.deepEqual(Object.keys(merchant).sort(), [
+          "businessName",
+          "createdAt",
+          "email",
+          "id",
+          "walletAddress",
+          "walletProvider",
+        ]);
+        assert.equal(merchant.walletProvider, "MANAGED");
+        assert.match(String(merchant.walletAddress), /^0x[0-9a-fA-F]{40}$/);
+        // The raw key is nowhere in the database.
+        const keys = await svc.db.sql`select * from api_keys`;
+        assert.equal(keys.length, 1);
+        assert.ok(!JSON.stringify(keys).includes(ok.json.apiKey as string));
+
+        const again = await call("POST", "/api/merchant/verify", { body: { email, code } });
+        assert.deepEqual([again.status, again.json.error], [
+          409,
+          "This account is already verified.",
+        ]);
+        const dup = await call("POST", "/api/merchant/signup", {
+          body: { email, businessName: "X", password },
+        });
+        assert.deepEqual([dup.status, dup.json.error], [
+          409,
+          "An account with this email already exists.",
+        ]);
+      },
+    );
+
+    await t.step("unknown email", async () => {
+      const r = await call("POST", "/api/merchant/verify", {
+        body: { email: "who@x.example", code: "ABC123" },
+      });
+      assert.deepEqual([r.status, r.json.error], [404, "No account found for this email."]);
+    });
+
+    await t.step("a code expires after 10 minutes", async () => {
+      const e = "late@shop.example";
+      await call("POST", "/api/merchant/signup", {
+        body: { email: e, businessName: "Late", password },
+      });
+      const code = await codeFor(smtp.inbox, e, 0);
+      svc.clock.advance(10 * 60 * 1000 + 1);
+      const r = await call("POST", "/api/merchant/verify", { body: { email: e, code } });
+      assert.deepEqual([r.status, r.json.error], [
+        400,
+        "Verification code has expired. Please sign up again to get a new one.",
+      ]);
+      // Signing up again sends a new code that works.
+      await call("POST", "/api/merchant/signup", {
+        body: { email: e, businessName: "Late", password },
+      });
+      const fresh = await codeFor(smtp.inbox, e, 1);
+      const ok = await call("POST", "/api/merchant/verify", { body: { email: e, code: fresh } });
+      assert.equal(ok.status, 200);
+    });
+
+    await t.step("five wrong codes kill the code; a new signup replaces it", async () => {
+      const e = "guess@shop.example";
+      await call("POST", "/api/merchant/signup", {
+        body: { email: e, businessName: "G", password },
+      });
+      const code = await codeFor(smtp.inbox, e, 0);
+      const wrongCode = code === "AAAAAA" ? "BBBBBB" : "AAAAAA";
+      for (let i = 1; i <= 5; i++) {
+        const r = await call("POST", "/api/merchant/verify", {
+          body: { email: e, code: wrongCode },
+        });
+        assert.equal(r.status, 400);
+        assert.equal(
+          r.json.error,
+          i < 5
+            ? "Invalid verification code."
+            : "Too many incorrect codes. Please sign up again to get a new one.",
+        );
+      }
+      const dead = await call("POST", "/api/merchant/verify", { body: { email: e, code } });
+      assert.deepEqual([dead.status, dead.json.error], [
+        400,
+        "Too many incorrect codes. Please sign up again to get a new one.",
+      ]);
+      await call("POST", "/api/merchant/signup", {
+        body: { email: e, businessName: "G", password },
+      });
+      const fresh = await codeFor(smtp.inbox, e, 1);
+      const stale = await call("POST", "/api/merchant/verify", { body: { email: e, code } });
+      if (code !== fresh) assert.equal(stale.json.error, "Invalid verification code.");
+      const ok = await call("POST", "/api/merchant/verify", { body: { email: e, code: fresh } });
+      assert.equal(ok.status, 200, ok.text);
+    });
+
+    await t.step(
+      "login sets a 7-day HttpOnly SameSite=Lax cookie; logout ends that session",
+      async () => {
+        const bad = await call("POST", "/api/merchant/login", {
+          body: { email, password: "wrong password" },
+        });
+        assert.deepEqual([bad.status, bad.json.error], [401, "Invalid email or password."]);
+        const r = await call("POST", "/api/merchant/login", { body: { email, password } });
+        assert.equal(r.status, 200);
+        const setCookie = r.headers.getSetCookie().find((c) => c.startsWith("merchant_token="))!;
+        assert.match(setCookie, /HttpOnly/);
+        assert.match(setCookie, /SameSite=Lax/);
+        assert.match(setCookie, /Max-Age=604800/);
+        assert.match(setCookie, /Secure/, "Secure outside development");
+        const cookie = cookieFrom(r.headers, "merchant_token")!;
+        const me = await call("GET", "/api/merchant/me", { cookie });
+        assert.equal(me.status, 200);
+        assert.match(
+          String((me.json.merchant as { apiKeyHint: string }).apiKeyHint),
+          /^svc_live_[0-9a-f]{7}\.\.\.$/,
+        );
+        assert.deepEqual(me.json.stats, {
+          totalPayments: 0,
+          successfulPayments: 0,
+          totalVolume: 0,
+          successRate: 0,
+        });
+        assert.deepEqual(me.json.recentPayments, []);
+
+        const out = await call("DELETE", "/api/merchant/me", { cookie });
+        assert.equal(out.status, 200);
+        assert.ok(
+          out.headers.getSetCookie().some((c) =>
+            /^merchant_token=;/.test(c) || /Max-Age=0/.test(c)
+          ),
+        );
+        const after = await call("GET", "/api/merchant/me", { cookie });
+        assert.deepEqual([after.status, after.json.error], [401, "Invalid session."]);
+      },
+    );
+
+    await t.step(
+      "a session expires after 7 days; tokens with other algorithms are refused",
+      async () => {
+        const r = await call("POST", "/api/merchant/login", { body: { email, password } });
+        const cookie = cookieFrom(r.headers, "merchant_token")!;
+        const claims = JSON.parse(
+          atob(cookie.split("=")[1].split(".")[1].replace(/-/g, "+").replace(/_/g, "/")),
+        );
+        // Same claims, alg "none": refused.
+        const none = `${btoa(JSON.stringify({ alg: "none", typ: "JWT" })).replace(/=+$/, "")}.${
+          cookie.split("=")[1].split(".")[1]
+        }.`;
+        const r1 = await call("GET", "/api/merchant/me", { cookie: `merchant_token=${none}` });
+        assert.equal(r1.status, 401);
+        // Same claims signed with the right secret but HS512: refused (algorithm pinned).
+        const hs512 = await new SignJWT(claims).setProtectedHeader({ alg: "HS512" }).sign(
+          new TextEncoder().encode(svc.deps.config.JWT_SECRET!),
+        );
+        const r2 = await call("GET", "/api/merchant/me", { cookie: `merchant_token=${hs512}` });
+        assert.equal(r2.status, 401);
+        svc.clock.advance(7 * 24 * 3600 * 1000 + 1000);
+        const r3 = await call("GET", "/api/merchant/me", { cookie });
+        assert.deepEqual([r3.status, r3.json.error], [401, "Invalid session."]);
+      },
+    );
+
+    await t.step("an unverified account cannot log in", async () => {
+      const e = "pending@shop.example";
+      await call("POST", "/api/merchant/signup", {
+        body: { email: e, businessName: "P", password },
+      });
+      const r = await call("POST", "/api/merchant/login", { body: { email: e, password } });
+      assert.deepEqual([r.status, r.json.error], [
+        403,
+        "Please verify your email before logging in.",
+      ]);
+    });
+
+    await t.step("wallet provisioning failure → 500 and the account stays unverified", async () => {
+      const e = "nowallet@shop.example";
+      await call("POST", "/api/merchant/signup", {
+        body: { email: e, businessName: "N", password },
+      });
+      const code = await codeFor(smtp.inbox, e, 0);
+      for (const p of svc.deps.chain.profiles()) await svc.deps.chain.runtime(p).node?.stop();
+      const r = await call("POST", "/api/merchant/verify", { body: { email: e, code } });
+      assert.deepEqual([r.status, r.json.error], [
+        500,
+        "Verification succeeded but wallet setup failed. Please contact support.",
+      ]);
+      const [row] = await svc.db.sql`select verified_at from merchants where email = ${e}`;
+      assert.equal(row.verifiedAt, null);
+      const keys = await svc.db
+        .sql`select 1 from api_keys k join merchants m on m.id = k.merchant_id where m.email = ${e}`;
+      assert.equal(keys.length, 0);
+    });
+  } finally {
+    await svc.close();
+    await smtp.close();
+  }
+});
