@@ -41,6 +41,10 @@ const envSchema = z.object({
   /** Use X-Forwarded-For for the client address (only behind a proxy you control). */
   TRUST_PROXY: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
   RATE_LIMITS: z.enum(["on", "off"]).default("on"),
+  /** How long a webhook receiver has to answer. */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(30_000),
+  /** `public`: only public https targets (forced in production); `any`: loopback http too. */
+  WEBHOOK_TARGETS: z.enum(["public", "any"]).optional(),
   RATE_LIMIT_DEFAULT_PER_MINUTE: z.coerce.number().int().min(1).default(100),
   RATE_LIMIT_PAYMENTS_PER_MINUTE: z.coerce.number().int().min(1).default(30),
   RATE_LIMIT_GROUP_PER_MINUTE: z.coerce.number().int().min(1).default(30),
@@ -50,7 +54,8 @@ const envSchema = z.object({
 
 export type RawEnv = z.infer<typeof envSchema>;
 
-export interface Config extends Omit<RawEnv, "BASE_URL" | "DATA_DIR"> {
+export interface Config extends Omit<RawEnv, "BASE_URL" | "DATA_DIR" | "WEBHOOK_TARGETS"> {
+  WEBHOOK_TARGETS: "public" | "any";
   BASE_URL: string;
   /** Absolute path. */
   DATA_DIR: string;
@@ -84,10 +89,20 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     if (!raw.BASE_URL) problems.push("BASE_URL: required when APP_ENV=production");
     if (!raw.SMTP_URL) problems.push("SMTP_URL: required when APP_ENV=production");
   }
+  if (isProduction && raw.WEBHOOK_TARGETS === "any") {
+    problems.push("WEBHOOK_TARGETS: must be public when APP_ENV=production");
+  }
   const baseUrl = (raw.BASE_URL ?? `http://localhost:${raw.PORT}`).replace(/\/+$/, "");
   const chain = parseChainConfig(env, { baseUrl, isProduction }, problems);
   if (problems.length) throw new ConfigError(problems);
-  return { ...raw, BASE_URL: baseUrl, DATA_DIR: resolve(raw.DATA_DIR), isProduction, chain };
+  return {
+    ...raw,
+    BASE_URL: baseUrl,
+    DATA_DIR: resolve(raw.DATA_DIR),
+    WEBHOOK_TARGETS: raw.WEBHOOK_TARGETS ?? (isProduction ? "public" : "any"),
+    isProduction,
+    chain,
+  };
 }
 
 export const DEV_SECRETS_FILE = "dev-secrets.json";

@@ -12,6 +12,7 @@ import { Chain } from "../chain/index.ts";
 
 export interface CliContext {
   config: Config;
+  databaseUrl: string;
   sql: Sql;
   chain: Chain;
   log: Logger;
@@ -36,7 +37,8 @@ export async function withCli<T>(
   const embedded = config.DATABASE_URL
     ? undefined
     : await startEmbeddedPostgres({ dataDir: config.DATA_DIR, log });
-  const sql = createSql(config.DATABASE_URL ?? embedded!.url, { max: 4 });
+  const databaseUrl = config.DATABASE_URL ?? embedded!.url;
+  const sql = createSql(databaseUrl, { max: 4 });
   let chain: Chain | undefined;
   try {
     await migrate(sql, { log });
@@ -47,7 +49,7 @@ export async function withCli<T>(
       log,
       dataDir: config.DATA_DIR,
     });
-    return await fn({ config, sql, chain, log });
+    return await fn({ config, databaseUrl, sql, chain, log });
   } finally {
     await chain?.stop();
     await sql.end();

@@ -75,6 +75,17 @@ export const M = {
   consumerNoSession: "No session.",
   consumerBadSession: "Invalid or expired session.",
 
+  // Webhooks and idempotency
+  webhookUrlInvalid: "webhookUrl must be a valid public HTTPS URL.",
+  deliveryNotFound: "Webhook delivery not found.",
+  deliveriesQuery: "status must be pending, delivered or undelivered; limit 1 to 500.",
+  idempotencyKeyInvalid: "Idempotency-Key must be 1 to 255 printable characters.",
+  idempotencyMismatch: "This Idempotency-Key was already used with a different request.",
+  idempotencyMismatchHint:
+    "Use a new key for a new request; reuse a key only to retry the same request.",
+  idempotencyInFlight: "A request with this Idempotency-Key is still in progress.",
+  idempotencyInFlightHint: "Retry after it completes to receive its response.",
+
   // Chain
   chainTimeout: "Timed out waiting for the blockchain transaction to confirm.",
   chainTimeoutHint: "The transaction may still confirm; retry with backoff or check its hash.",

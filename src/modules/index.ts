@@ -13,6 +13,9 @@ import { mailModule } from "./mail/mail.module.ts";
 import { merchantsApi } from "./merchants/merchants.api.ts";
 import { keysApi } from "./keys/keys.api.ts";
 import { consumersApi } from "./consumers/consumers.api.ts";
+import { webhooksApi } from "./webhooks/webhooks.api.ts";
+import { webhookJobs } from "./webhooks/webhooks.jobs.ts";
+import { idempotencyCleanupJob } from "../http/idempotency.jobs.ts";
 
 export interface AppModule {
   name: string;
@@ -29,7 +32,7 @@ export interface AppModule {
 /** Platform jobs: transaction recovery, rate-limit window cleanup; the local explorer pages. */
 export const platformModule: AppModule = {
   name: "platform",
-  jobs: [...chainJobs, ...rateLimitJobs],
+  jobs: [...chainJobs, ...rateLimitJobs, idempotencyCleanupJob],
   pages: explorerPages,
 };
 
@@ -39,6 +42,7 @@ export const modules: AppModule[] = [
   { name: "merchants", api: merchantsApi },
   { name: "keys", api: keysApi },
   { name: "consumers", api: consumersApi },
+  { name: "webhooks", api: webhooksApi, jobs: webhookJobs },
 ];
 
 export function allJobs(list: AppModule[] = modules): JobDefinition<unknown, Deps>[] {

@@ -84,20 +84,38 @@ export async function startQueue(
         await boss.createQueue(def.name, { policy, notify: true, ...queueOptions });
         if (def.cron) await boss.schedule(def.name, def.cron, {}, { tz: "UTC" });
         if (!work) continue;
+        // Batches of up to 10, run concurrently and settled one by one; a full batch makes the
+        // worker fetch again at once (otherwise it waits for the next poll or notification).
         await boss.work<unknown>(
           def.name,
-          { pollingIntervalSeconds: 1, ...def.work },
-          async (batch) => {
-            for (const job of batch) {
-              const data = def.schema.parse(job.data ?? {});
-              await def.handler(data, {
-                deps,
-                jobId: job.id,
-                retryCount: job.retryCount,
-                signal: job.signal,
-              });
-            }
+          {
+            pollingIntervalSeconds: 1,
+            batchSize: 10,
+            burstWhenBatchFull: true,
+            perJobResults: true,
+            ...def.work,
           },
+          (batch) =>
+            Promise.all(batch.map(async (job) => {
+              try {
+                const data = def.schema.parse(job.data ?? {});
+                await def.handler(data, {
+                  deps,
+                  jobId: job.id,
+                  retryCount: job.retryCount,
+                  signal: job.signal,
+                });
+                return { id: job.id, status: "completed" as const };
+              } catch (e) {
+                log.error("job failed", {
+                  job: def.name,
+                  jobId: job.id,
+                  retryCount: job.retryCount,
+                  error: e,
+                });
+                return { id: job.id, status: "failed" as const, output: { message: String(e) } };
+              }
+            })),
         );
       }
     },

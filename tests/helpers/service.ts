@@ -60,7 +60,8 @@ export async function startTestService(
     shared[`${rt.profile.envPrefix}_CONFIRMATIONS`] = "0";
   }
   const config = testConfig({ DATABASE_URL: db.url, ...shared, ...opts.env });
-  const clock = new ManualClock();
+  // Processes of one deployment read one clock, as real ones read the system clock.
+  const clock = peer?.clock ?? new ManualClock();
   const service = await startService(config, {
     log: opts.log ?? silentLogger,
     clock,

@@ -4,6 +4,7 @@ import { getCookie } from "hono/cookie";
 import type { Deps } from "../../deps.ts";
 import { readJsonObject } from "../../http/body.ts";
 import { type AuthEnv, guard } from "../../http/auth.ts";
+import { idempotent } from "../../http/idempotency.ts";
 import {
   clearCookie,
   CONSUMER_COOKIE,
@@ -17,7 +18,7 @@ export function consumersApi(deps: Deps) {
   // Consumers hold no API key; every consumer route is limited per client address.
   const open = guard(deps, { accept: [] });
 
-  app.post("/api/consumer/session", open, async (c) => {
+  app.post("/api/consumer/session", open, idempotent(deps), async (c) => {
     const body = await readJsonObject(c);
     const r = await service.startSession(deps, body.walletAddress);
     setSessionCookie(c, deps.config, CONSUMER_COOKIE, r.token, CONSUMER_SESSION_SECONDS);

@@ -4,6 +4,7 @@ import { z } from "zod";
 import type { Deps } from "../../deps.ts";
 import { parseBody } from "../../http/body.ts";
 import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
+import { idempotent } from "../../http/idempotency.ts";
 import { M } from "../../http/messages.ts";
 import { KEY_SCOPES } from "./keys.rules.ts";
 import * as service from "./keys.service.ts";
@@ -25,8 +26,9 @@ const FIELD_MESSAGES: Record<string, string> = {
 export function keysApi(deps: Deps) {
   const app = new Hono<AuthEnv>();
   const owner = guard(deps, { accept: ["cookie", "apiKey"], keyKinds: ["merchant"] });
+  const once = idempotent(deps);
 
-  app.post("/api/keys", owner, async (c) => {
+  app.post("/api/keys", owner, once, async (c) => {
     const body = await parseBody(c, createBody, {
       message: (issues) => FIELD_MESSAGES[String(issues[0]?.path[0])] ?? M.keyType,
     });
@@ -43,7 +45,7 @@ export function keysApi(deps: Deps) {
     return c.json({ success: true, message: M.keyRevoked, key });
   });
 
-  app.post("/api/keys/:id/rotate", owner, async (c) => {
+  app.post("/api/keys/:id/rotate", owner, once, async (c) => {
     const r = await service.rotateKey(deps, merchantOf(c).id, c.req.param("id"));
     return c.json({
       success: true,

@@ -4,6 +4,7 @@ import { getCookie } from "hono/cookie";
 import type { Deps } from "../../deps.ts";
 import { parseBody, readJsonObject } from "../../http/body.ts";
 import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
+import { idempotent } from "../../http/idempotency.ts";
 import { M } from "../../http/messages.ts";
 import {
   clearCookie,
@@ -36,7 +37,9 @@ export function merchantsApi(deps: Deps) {
     messages: { missing: M.dashboardUnauthorized, invalidKey: M.dashboardNotFound },
   });
 
-  app.post("/api/merchant/signup", open, async (c) => {
+  const once = idempotent(deps);
+
+  app.post("/api/merchant/signup", open, once, async (c) => {
     const body = await parseBody(c, signupBody, {
       message: (issues) => signupMessage(String(issues[0]?.path[0] ?? "")),
     });
@@ -44,7 +47,7 @@ export function merchantsApi(deps: Deps) {
     return c.json({ success: true, message: M.codeSent, email: r.email }, 201);
   });
 
-  app.post("/api/merchant/verify", open, async (c) => {
+  app.post("/api/merchant/verify", open, once, async (c) => {
     const body = await parseBody(c, verifyBody, { message: M.verifyFields });
     const r = await service.verify(deps, body);
     return c.json({

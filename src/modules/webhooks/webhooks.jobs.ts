@@ -1,0 +1,30 @@
+/**
+ * `webhooks.deliver` makes one attempt of one delivery (claimed, so a second worker or a
+ * duplicate job does nothing); `webhooks.sweep` catches any due attempt whose job went missing.
+ */
+import { z } from "zod";
+import { defineJob } from "../../queue/registry.ts";
+import type { Deps } from "../../deps.ts";
+import { attemptDelivery, sweepDue } from "./webhooks.service.ts";
+
+export const deliverWebhookJob = defineJob<{ deliveryId: string }, Deps>({
+  name: "webhooks.deliver",
+  schema: z.object({ deliveryId: z.string().min(1) }),
+  queue: { retryLimit: 3, retryDelay: 30, expireInSeconds: 180 },
+  work: { localConcurrency: 8 },
+  handler: async ({ deliveryId }, { deps }) => {
+    await attemptDelivery(deps, deliveryId);
+  },
+});
+
+export const sweepWebhooksJob = defineJob<Record<string, never>, Deps>({
+  name: "webhooks.sweep",
+  schema: z.object({}) as unknown as z.ZodType<Record<string, never>>,
+  cron: "* * * * *",
+  queue: { policy: "singleton", retryLimit: 0, expireInSeconds: 600 },
+  handler: async (_d, { deps }) => {
+    await sweepDue(deps);
+  },
+});
+
+export const webhookJobs = [deliverWebhookJob, sweepWebhooksJob];

@@ -1,0 +1,170 @@
+/** SQL for webhook deliveries, their attempts and merchants' signing secrets. */
+import type { Db } from "../../db/client.ts";
+
+export type DeliveryStatus = "pending" | "delivered" | "undelivered";
+
+export interface DeliveryRow {
+  id: string;
+  merchantId: string;
+  event: string;
+  reference: string | null;
+  url: string;
+  payload: string;
+  status: DeliveryStatus;
+  attempts: number;
+  roundFailures: number;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  nextAttemptAt: Date | null;
+  claimedUntil: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+  deliveredAt: Date | null;
+}
+
+export interface AttemptRow {
+  deliveryId: string;
+  attempt: number;
+  startedAt: Date;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+  outcome: "delivered" | "failed" | "refused";
+}
+
+export async function insertDelivery(
+  sql: Db,
+  d: {
+    id: string;
+    merchantId: string;
+    event: string;
+    reference: string | null;
+    url: string;
+    payload: string;
+    now: Date;
+  },
+): Promise<void> {
+  await sql`
+    insert into webhook_deliveries (id, merchant_id, event, reference, url, payload, status,
+                                    next_attempt_at, created_at, updated_at)
+    values (${d.id}, ${d.merchantId}, ${d.event}, ${d.reference}, ${d.url}, ${d.payload}, 'pending',
+            ${d.now}, ${d.now}, ${d.now})`;
+}
+
+/**
+ * Claims the next attempt of a due delivery for `leaseMs`: one worker per attempt, whatever
+ * number of processes run the job. Returns null when it is not due, done, or claimed.
+ */
+export async function claimAttempt(
+  sql: Db,
+  id: string,
+  now: Date,
+  leaseMs: number,
+): Promise<DeliveryRow | null> {
+  const [row] = await sql<DeliveryRow[]>`
+    update webhook_deliveries
+    set claimed_until = ${new Date(
+    now.getTime() + leaseMs,
+  )}, attempts = attempts + 1, updated_at = ${now}
+    where id = ${id} and status = 'pending' and next_attempt_at <= ${now}
+      and (claimed_until is null or claimed_until <= ${now})
+    returning *`;
+  return row ?? null;
+}
+
+export async function recordAttempt(sql: Db, a: AttemptRow): Promise<void> {
+  await sql`
+    insert into webhook_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, outcome)
+    values (${a.deliveryId}, ${a.attempt}, ${a.startedAt}, ${a.durationMs}, ${a.statusCode}, ${a.error}, ${a.outcome})`;
+}
+
+export async function finishAttempt(
+  sql: Db,
+  id: string,
+  f: {
+    status: DeliveryStatus;
+    statusCode: number | null;
+    error: string | null;
+    nextAttemptAt: Date | null;
+    roundFailures: number;
+    now: Date;
+  },
+): Promise<void> {
+  await sql`
+    update webhook_deliveries
+    set status = ${f.status}, last_status_code = ${f.statusCode}, last_error = ${f.error},
+        next_attempt_at = ${f.nextAttemptAt}, round_failures = ${f.roundFailures},
+        claimed_until = null, updated_at = ${f.now},
+        delivered_at = case when ${f.status} = 'delivered' then ${f.now}::timestamptz else delivered_at end
+    where id = ${id}`;
+}
+
+/** A replay: pending again, due now, a fresh round of retries; the id stays. */
+export async function reopen(
+  sql: Db,
+  id: string,
+  merchantId: string | null,
+  now: Date,
+): Promise<DeliveryRow | null> {
+  const [row] = merchantId
+    ? await sql<DeliveryRow[]>`
+        update webhook_deliveries set status = 'pending', next_attempt_at = ${now}, round_failures = 0,
+          claimed_until = null, updated_at = ${now}
+        where id = ${id} and merchant_id = ${merchantId} returning *`
+    : await sql<DeliveryRow[]>`
+        update webhook_deliveries set status = 'pending', next_attempt_at = ${now}, round_failures = 0,
+          claimed_until = null, updated_at = ${now}
+        where id = ${id} returning *`;
+  return row ?? null;
+}
+
+export async function findDelivery(sql: Db, id: string): Promise<DeliveryRow | null> {
+  const [row] = await sql<DeliveryRow[]>`select * from webhook_deliveries where id = ${id}`;
+  return row ?? null;
+}
+
+export async function listDeliveries(
+  sql: Db,
+  merchantId: string,
+  f: { reference?: string; status?: DeliveryStatus; limit: number },
+): Promise<DeliveryRow[]> {
+  return await sql<DeliveryRow[]>`
+    select * from webhook_deliveries
+    where merchant_id = ${merchantId}
+      ${f.reference ? sql`and reference = ${f.reference}` : sql``}
+      ${f.status ? sql`and status = ${f.status}` : sql``}
+    order by created_at desc, id desc limit ${f.limit}`;
+}
+
+export async function listAttempts(sql: Db, deliveryIds: string[]): Promise<AttemptRow[]> {
+  if (deliveryIds.length === 0) return [];
+  return await sql<AttemptRow[]>`
+    select delivery_id, attempt, started_at, duration_ms, status_code, error, outcome
+    from webhook_attempts where delivery_id = any(${deliveryIds}) order by delivery_id, attempt`;
+}
+
+/** Deliveries whose attempt is due (or whose claim lapsed), oldest first. */
+export async function dueDeliveries(sql: Db, now: Date, limit: number): Promise<string[]> {
+  const rows = await sql<{ id: string }[]>`
+    select id from webhook_deliveries
+    where status = 'pending' and next_attempt_at <= ${now}
+      and (claimed_until is null or claimed_until <= ${now})
+    order by next_attempt_at limit ${limit}`;
+  return rows.map((r) => r.id);
+}
+
+export async function undeliveredSince(sql: Db, since: Date): Promise<DeliveryRow[]> {
+  return await sql<DeliveryRow[]>`
+    select * from webhook_deliveries where status = 'undelivered' and created_at >= ${since}
+    order by created_at`;
+}
+
+export async function webhookSecret(sql: Db, merchantId: string): Promise<string | null> {
+  const [row] = await sql<{ webhookSecret: string }[]>`
+    select webhook_secret from merchants where id = ${merchantId}`;
+  return row?.webhookSecret ?? null;
+}
+
+export async function setWebhookSecret(sql: Db, merchantId: string, secret: string): Promise<void> {
+  await sql`update merchants set webhook_secret = ${secret}, updated_at = now() where id = ${merchantId}`;
+}

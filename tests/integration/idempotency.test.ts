@@ -1,0 +1,146 @@
+/** Idempotency-Key: one effect per key and request, replays, conflicts, credential scope. */
+import assert from "node:assert/strict";
+import { Hono } from "hono";
+import { startTestService } from "../helpers/service.ts";
+import { api, createMerchant } from "../helpers/accounts.ts";
+import { modules } from "../../src/modules/index.ts";
+import { guard } from "../../src/http/auth.ts";
+import { idempotent } from "../../src/http/idempotency.ts";
+import { readJsonObject } from "../../src/http/body.ts";
+import type { AppModule } from "../../src/modules/index.ts";
+
+/** A route whose effect is counted and whose answer the test chooses. */
+function probeModule() {
+  const effects: unknown[] = [];
+  let answer = 201;
+  const mod: AppModule = {
+    name: "probe",
+    api: (deps) => {
+      const app = new Hono();
+      app.post("/api/probe", guard(deps, { accept: [] }), idempotent(deps), async (c) => {
+        const body = await readJsonObject(c);
+        effects.push(body);
+        return c.json({ success: answer < 400, n: effects.length }, answer as 201);
+      });
+      return app;
+    },
+  };
+  return { mod, effects, setAnswer: (s: number) => (answer = s) };
+}
+
+Deno.test("idempotency keys", async (t) => {
+  const probe = probeModule();
+  const svc = await startTestService({
+    env: { RATE_LIMITS: "off" },
+    modules: [...modules, probe.mod],
+  });
+  const call = api(svc);
+  try {
+    const m = await createMerchant(svc);
+    const body = { type: "secret", environment: "test", label: "once" };
+    const headers = { "idempotency-key": "create-key-0001" };
+
+    await t.step("20 concurrent identical requests with one key → one key created", async () => {
+      const results = await Promise.all(
+        Array.from(
+          { length: 20 },
+          () => call("POST", "/api/keys", { cookie: m.cookie, body, headers }),
+        ),
+      );
+      const statuses = results.map((r) => r.status);
+      assert.ok(statuses.every((s) => s === 201 || s === 409), statuses.join(","));
+      const created = results.filter((r) => r.status === 201).map((r) =>
+        (r.json.key as { id: string }).id
+      );
+      assert.ok(created.length >= 1);
+      assert.equal(new Set(created).size, 1, "every 201 is the same key");
+      for (const r of results.filter((r) => r.status === 409)) {
+        assert.equal(r.json.error, "A request with this Idempotency-Key is still in progress.");
+      }
+      const [{ n }] = await svc.db
+        .sql`select count(*)::int as n from api_keys where label = 'once'`;
+      assert.equal(n, 1);
+    });
+
+    await t.step("after completion the same request replays the stored response", async () => {
+      const first = await call("POST", "/api/keys", { cookie: m.cookie, body, headers });
+      const again = await call("POST", "/api/keys", { cookie: m.cookie, body, headers });
+      assert.equal(again.status, 201);
+      assert.equal(again.headers.get("idempotent-replayed"), "true");
+      assert.equal(again.text, first.text);
+      const stored = await svc.db.sql`select * from idempotency_keys`;
+      const key = (first.json.key as { key: string }).key;
+      assert.ok(!JSON.stringify(stored).includes(key), "the stored response is sealed");
+      assert.ok(
+        !JSON.stringify(stored).includes("create-key-0001"),
+        "the key itself is stored hashed",
+      );
+    });
+
+    await t.step("the same key with a different body → 400", async () => {
+      const r = await call("POST", "/api/keys", {
+        cookie: m.cookie,
+        body: { ...body, label: "other" },
+        headers,
+      });
+      assert.deepEqual([r.status, r.json.error], [
+        400,
+        "This Idempotency-Key was already used with a different request.",
+      ]);
+    });
+
+    await t.step("keys are scoped to the credential", async () => {
+      const viaKey = await call("POST", "/api/keys", {
+        headers: { ...headers, "x-api-key": m.apiKey },
+        body,
+      });
+      assert.equal(viaKey.status, 201);
+      assert.equal(
+        viaKey.headers.get("idempotent-replayed"),
+        null,
+        "another credential: a new request",
+      );
+      const other = await createMerchant(svc);
+      const r = await call("POST", "/api/keys", { cookie: other.cookie, body, headers });
+      assert.equal(r.status, 201);
+      assert.equal(r.headers.get("idempotent-replayed"), null);
+    });
+
+    await t.step("a 5xx answer is not stored: the retry runs the handler again", async () => {
+      const h = { "idempotency-key": "probe-1" };
+      probe.setAnswer(500);
+      const a = await call("POST", "/api/probe", { body: { x: 1 }, headers: h });
+      assert.equal(a.status, 500);
+      probe.setAnswer(201);
+      const b = await call("POST", "/api/probe", { body: { x: 1 }, headers: h });
+      assert.equal(b.status, 201);
+      const c = await call("POST", "/api/probe", { body: { x: 1 }, headers: h });
+      assert.equal(c.headers.get("idempotent-replayed"), "true");
+      assert.equal(probe.effects.length, 2, "ran for the 500 and the 201, not the replay");
+      const noKey = await call("POST", "/api/probe", { body: { x: 1 } });
+      assert.equal(noKey.status, 201);
+      assert.equal(probe.effects.length, 3, "without a key every request runs");
+    });
+
+    await t.step("a malformed key → 400; records expire after 24 hours", async () => {
+      const bad = await call("POST", "/api/probe", {
+        body: {},
+        headers: { "idempotency-key": "has space" },
+      });
+      assert.deepEqual([bad.status, bad.json.error], [
+        400,
+        "Idempotency-Key must be 1 to 255 printable characters.",
+      ]);
+      const before = probe.effects.length;
+      svc.clock.advance(24 * 3600 * 1000 + 1);
+      const later = await call("POST", "/api/probe", {
+        body: { x: 1 },
+        headers: { "idempotency-key": "probe-1" },
+      });
+      assert.equal(later.headers.get("idempotent-replayed"), null);
+      assert.equal(probe.effects.length, before + 1);
+    });
+  } finally {
+    await svc.close();
+  }
+});
