@@ -25,12 +25,23 @@ import {
   verifySiwe,
 } from "./siwe.ts";
 import { parseAbiItem } from "viem";
+import {
+  bytes32ToReference,
+  inspectPayment,
+  type OrderInput,
+  payWithPermitData,
+  permitTypedData,
+  receiptStatus,
+  type SignedOrder,
+  signOrder,
+} from "./checkout.ts";
 
 export type { ChainEvent, LogHandler } from "./watcher.ts";
 export type { Signer, TxRequest } from "./sender.ts";
 export type { TxRow } from "./transactions.repo.ts";
 export type { ManagedWallet, WalletPurpose } from "./wallets.ts";
 export type { ProfileName } from "./profiles.ts";
+export type { SignedOrder } from "./checkout.ts";
 
 export interface UsdcTransfer {
   direction: "in" | "out";
@@ -252,6 +263,24 @@ export class Chain {
   encode(...args: Parameters<typeof encodeFunctionData>): Hex {
     return encodeFunctionData(...args);
   }
+
+  // ---- hosted checkout ------------------------------------------------------------------------
+
+  readonly checkout = {
+    /** The service's signature over a payment order: what makes it payable on chain. */
+    order: (profile: ProfileName, input: OrderInput): Promise<SignedOrder> =>
+      signOrder(this.runtime(profile), input),
+    permit: (profile: ProfileName, p: { owner: `0x${string}`; value: bigint; deadline: bigint }) =>
+      permitTypedData(this.runtime(profile), p),
+    calldata: (signed: SignedOrder, deadline: bigint, permitSignature: `0x${string}`) =>
+      payWithPermitData(signed, deadline, permitSignature),
+    receipt: (profile: ProfileName, hash: `0x${string}`) =>
+      receiptStatus(this.runtime(profile), hash),
+    reference: (ref: `0x${string}`) => bytes32ToReference(ref),
+    inspect: (profile: ProfileName, hash: `0x${string}`) =>
+      inspectPayment(this.runtime(profile), hash),
+    routerAddress: (profile: ProfileName) => this.contract(profile, "PaymentRouter"),
+  };
 
   // ---- sign-in with Ethereum ----------------------------------------------------------------
 

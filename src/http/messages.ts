@@ -86,6 +86,23 @@ export const M = {
   idempotencyInFlight: "A request with this Idempotency-Key is still in progress.",
   idempotencyInFlightHint: "Retry after it completes to receive its response.",
 
+  // Payments
+  paymentAmount: "Valid amount is required.",
+  paymentAmountHint:
+    'amount is a decimal string greater than 0 with at most 6 decimal places, e.g. "12.50".',
+  paymentCurrency: "currency must be USDC.",
+  paymentDescription: "description must be a string of at most 500 characters.",
+  paymentMetadata: "metadata must be a JSON object of at most 4000 characters.",
+  paymentNoWallet:
+    "Finish setting up your payout wallet first: create a managed wallet (PATCH /api/merchant/wallet) or link your own (/api/merchant/wallet/connect).",
+  paymentNotFound: "Payment not found.",
+  paymentNotPayable: "This payment can no longer be paid.",
+  paymentCursor: "cursor is not valid; use the nextCursor of a previous page.",
+  paymentHistoryQuery: "status must be PENDING, SUCCESS, FAILED or EXPIRED; limit 1 to 100.",
+  payerAddress: "payer must be a valid wallet address.",
+  permitSignature: "signature (65-byte hex) and deadline are required.",
+  txHashInvalid: "txHash must be a 32-byte hex transaction hash.",
+
   // Chain
   chainTimeout: "Timed out waiting for the blockchain transaction to confirm.",
   chainTimeoutHint: "The transaction may still confirm; retry with backoff or check its hash.",
@@ -93,6 +110,18 @@ export const M = {
   chainRejected: "The blockchain node refused the transaction.",
   chainUnavailable: "The blockchain node is not reachable.",
   chainNotConfigured: "That chain is not configured on this service.",
+
+  // Dashboard
+  dashCsrf: "This form has expired or was not sent from this site. Reload the page and try again.",
+  dashWalletMissing:
+    "No browser wallet was found. Install a wallet extension, or open this page in your wallet's browser.",
+  dashWalletRejected: "The request was rejected in your wallet.",
+  dashWalletFailed: "The wallet could not complete the request.",
+  dashWalletLinked: "Your wallet is linked: payouts go to it from now on.",
+  dashVerifiedLogIn: "Account verified. Log in with your password to continue.",
+  dashSecretRolled: "A new signing secret is active; deliveries are signed with it from now on.",
+  dashReplayed: "The delivery was sent again.",
+  dashRequestFailed: "The request did not reach the server. Check your connection and try again.",
 } as const;
 
 export type MessageKey = keyof typeof M;

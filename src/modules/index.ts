@@ -16,6 +16,11 @@ import { consumersApi } from "./consumers/consumers.api.ts";
 import { webhooksApi } from "./webhooks/webhooks.api.ts";
 import { webhookJobs } from "./webhooks/webhooks.jobs.ts";
 import { idempotencyCleanupJob } from "../http/idempotency.jobs.ts";
+import { paymentsApi } from "./payments/payments.api.ts";
+import { paymentJobs } from "./payments/payments.jobs.ts";
+import { settlementHandlers } from "./payments/payments.settlement.ts";
+import { checkoutPages } from "./payments/payments.pages.tsx";
+import { rpcProxy } from "../chain/rpc-proxy.ts";
 
 export interface AppModule {
   name: string;
@@ -43,6 +48,14 @@ export const modules: AppModule[] = [
   { name: "keys", api: keysApi },
   { name: "consumers", api: consumersApi },
   { name: "webhooks", api: webhooksApi, jobs: webhookJobs },
+  {
+    name: "payments",
+    api: paymentsApi,
+    pages: checkoutPages,
+    jobs: paymentJobs,
+    logHandlers: settlementHandlers,
+  },
+  { name: "rpc", api: rpcProxy },
 ];
 
 export function allJobs(list: AppModule[] = modules): JobDefinition<unknown, Deps>[] {

@@ -90,6 +90,9 @@ export async function startQueue(
           def.name,
           {
             pollingIntervalSeconds: 1,
+            // With NOTIFY on, pg-boss polls every 30 s by default; delayed jobs (retries,
+            // expiries) need the poll, so keep it at a second.
+            notifyPollingIntervalSeconds: 1,
             batchSize: 10,
             burstWhenBatchFull: true,
             perJobResults: true,

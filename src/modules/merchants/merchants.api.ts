@@ -81,7 +81,7 @@ export function merchantsApi(deps: Deps) {
     return c.json({
       businessName: m.businessName,
       apiKey: c.get("auth").key!.raw,
-      payments: await service.dashboardPayments(deps, m.id),
+      payments: await service.dashboardPayments(deps, m.id, c.get("auth").key!.profile),
     });
   });
 

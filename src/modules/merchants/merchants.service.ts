@@ -21,6 +21,9 @@ import {
 } from "./merchants.rules.ts";
 import { computeStats, type PaymentSummaryRow, recentPayment } from "./merchants.stats.ts";
 import type { WalletProvider } from "./merchants.repo.ts";
+import * as payments from "../payments/payments.service.ts";
+import { paymentRecord } from "../payments/payments.rules.ts";
+import type { ProfileName } from "../../chain/profiles.ts";
 
 export async function signup(
   deps: Deps,
@@ -141,21 +144,19 @@ export async function profile(deps: Deps, m: repo.MerchantRow) {
   };
 }
 
-/**
- * The merchant's payments, newest first. Payments arrive with the payments module; until a
- * merchant has any, every figure is computed over none.
- */
-export function recentPayments(
-  _deps: Deps,
-  _merchantId: string,
-  _limit: number,
+/** The merchant's payments on every chain, newest first, as the stats need them. */
+export async function recentPayments(
+  deps: Deps,
+  merchantId: string,
+  limit: number,
 ): Promise<PaymentSummaryRow[]> {
-  return Promise.resolve([]);
+  return await payments.recentForMerchant(deps, merchantId, limit);
 }
 
-/** The dashboard's full payment records (the payments module supplies them). */
-export function dashboardPayments(_deps: Deps, _merchantId: string): Promise<unknown[]> {
-  return Promise.resolve([]);
+/** The dashboard JSON: full payment records on the key's chain, newest first. */
+export async function dashboardPayments(deps: Deps, merchantId: string, profile: ProfileName) {
+  const rows = await payments.recentForMerchant(deps, merchantId, 100, [profile]);
+  return rows.map((p) => paymentRecord(p, profile));
 }
 
 export function publicMerchant(m: repo.MerchantRow) {

@@ -1,0 +1,151 @@
+/**
+ * The payer's side of hosted checkout: what the page shows, the permit to sign, the router call
+ * to send, and a payer-reported transaction to watch.
+ */
+import type { Deps } from "../../deps.ts";
+import { ApiError } from "../../http/errors.ts";
+import { M } from "../../http/messages.ts";
+import { checksum, isAddress, lower } from "../../chain/address.ts";
+import { formatUsdc } from "../../chain/amount.ts";
+import * as repo from "./payments.repo.ts";
+import { type PaymentRow, REFERENCE_PATTERN } from "./payments.rules.ts";
+import { checkoutUrl, profileOf } from "./payments.service.ts";
+import { checkSubmittedJob } from "./payments.jobs.ts";
+
+/** Permits are valid this long after they are prepared. */
+const PERMIT_TTL_SECONDS = 30 * 60;
+
+export async function loadPayment(deps: Deps, reference: string): Promise<PaymentRow | null> {
+  if (!REFERENCE_PATTERN.test(reference)) return null;
+  return await repo.findByReference(deps.sql, reference);
+}
+
+/** What the hosted page shows. */
+export function checkoutView(deps: Deps, p: PaymentRow) {
+  const profile = profileOf(deps, p);
+  const rt = deps.chain.runtime(profile);
+  const now = deps.clock.now();
+  return {
+    reference: p.reference,
+    merchantName: p.merchantName ?? "",
+    amount: formatUsdc(p.amount),
+    currency: p.currency,
+    description: p.description,
+    status: p.status,
+    payable: p.status === "PENDING" && p.expiresAt > now,
+    expiresAt: p.expiresAt.toISOString(),
+    secondsLeft: Math.max(0, Math.floor((p.expiresAt.getTime() - now.getTime()) / 1000)),
+    payer: p.payer ? checksum(p.payer) : null,
+    chainTxHash: p.chainTxHash,
+    explorerUrl: p.chainTxHash ? deps.chain.explorerTxUrl(profile, p.chainTxHash) : null,
+    settledAfterExpiry: p.settledAfterExpiry,
+    failureReason: p.failureReason,
+    url: checkoutUrl(deps, p.reference),
+    chain: {
+      profile,
+      name: rt.profile.label,
+      chainId: rt.chainId,
+      chainIdHex: `0x${rt.chainId.toString(16)}`,
+      rpcUrl: `${deps.config.BASE_URL}/rpc/${profile}`,
+      explorerUrl: rt.profile.explorerUrl,
+    },
+  };
+}
+
+async function payable(deps: Deps, reference: string): Promise<PaymentRow> {
+  const p = await loadPayment(deps, reference);
+  if (!p) throw new ApiError(404, M.paymentNotFound);
+  if (p.status !== "PENDING" || p.expiresAt <= deps.clock.now()) {
+    throw new ApiError(409, M.paymentNotPayable, { extra: { status: p.status } });
+  }
+  return p;
+}
+
+function payerAddress(raw: unknown): `0x${string}` {
+  if (!isAddress(raw)) throw new ApiError(400, M.payerAddress);
+  return lower(raw);
+}
+
+/** The permit typed data for this payer, and whether their balance covers the amount. */
+export async function payData(deps: Deps, reference: string, payerRaw: unknown) {
+  const p = await payable(deps, reference);
+  const payer = payerAddress(payerRaw);
+  const profile = profileOf(deps, p);
+  const deadline = BigInt(Math.floor(deps.clock.now().getTime() / 1000) + PERMIT_TTL_SECONDS);
+  const [balance, typed] = await Promise.all([
+    deps.chain.usdcBalance(profile, payer),
+    deps.chain.checkout.permit(profile, { owner: payer, value: p.amount, deadline }),
+  ]);
+  return {
+    view: checkoutView(deps, p),
+    payer: {
+      address: checksum(payer),
+      usdcBalance: formatUsdc(balance),
+      sufficient: balance >= p.amount,
+    },
+    // Numbers as strings: JSON has no bigint, and wallets accept decimal strings.
+    permit: JSON.parse(
+      JSON.stringify(typed, (_k, v) => (typeof v === "bigint" ? v.toString() : v)),
+    ),
+  };
+}
+
+/** The router call that settles the payment with the payer's permit signature. */
+export async function payCall(deps: Deps, reference: string, body: Record<string, unknown>) {
+  const p = await payable(deps, reference);
+  payerAddress(body.payer);
+  const signature = body.signature;
+  const deadline = body.deadline;
+  if (typeof signature !== "string" || !/^0x[0-9a-fA-F]{130}$/.test(signature)) {
+    throw new ApiError(400, M.permitSignature);
+  }
+  if (typeof deadline !== "string" || !/^\d{1,12}$/.test(deadline)) {
+    throw new ApiError(400, M.permitSignature);
+  }
+  const profile = profileOf(deps, p);
+  const signed = await deps.chain.checkout.order(profile, {
+    reference: p.reference,
+    payTo: p.payTo as `0x${string}`,
+    amount: p.amount,
+    validBefore: BigInt(Math.floor(p.expiresAt.getTime() / 1000)),
+  });
+  return {
+    to: deps.chain.checkout.routerAddress(profile),
+    data: deps.chain.checkout.calldata(signed, BigInt(deadline), signature as `0x${string}`),
+    chainIdHex: `0x${deps.chain.chainId(profile).toString(16)}`,
+  };
+}
+
+/** The payer's wallet sent the router transaction: watch it so a revert is not left unseen. */
+export async function reportSubmitted(deps: Deps, reference: string, txHash: unknown) {
+  if (typeof txHash !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(txHash)) {
+    throw new ApiError(400, M.txHashInvalid);
+  }
+  const p = await loadPayment(deps, reference);
+  if (!p) throw new ApiError(404, M.paymentNotFound);
+  await deps.sql.begin(async (tx) => {
+    if (await repo.recordSubmitted(tx, p.id, txHash.toLowerCase(), deps.clock.now())) {
+      await deps.queue.send(checkSubmittedJob, { paymentId: p.id, attempt: 0 }, {
+        tx,
+        startAfter: 2000,
+      });
+    }
+  });
+  return { status: p.status };
+}
+
+/**
+ * DESIGN §9: a settlement transaction that reverts fails the payment. Only a router call for
+ * this very reference counts. Returns whether to look again later (not mined yet).
+ */
+export async function checkSubmitted(deps: Deps, paymentId: string): Promise<"again" | "done"> {
+  const [p] = await deps.sql<PaymentRow[]>`select * from payments where id = ${paymentId}`;
+  if (!p || p.status !== "PENDING" || !p.submittedTxHash) return "done";
+  const profile = profileOf(deps, p);
+  const seen = await deps.chain.checkout.inspect(profile, p.submittedTxHash as `0x${string}`);
+  if (seen.status === null) return "again";
+  if (seen.status === "reverted" && seen.reference === p.reference) {
+    await repo.markFailed(deps.sql, p.id, "the settlement transaction reverted", deps.clock.now());
+  }
+  return "done";
+}

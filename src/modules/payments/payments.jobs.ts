@@ -1,0 +1,42 @@
+/** Payment jobs: expiry at the deadline (plus a sweep), and watching payer-reported transactions. */
+import { z } from "zod";
+import { defineJob } from "../../queue/registry.ts";
+import type { Deps } from "../../deps.ts";
+import { expireDue, expireIfDue } from "./payments.service.ts";
+import { checkSubmitted } from "./payments.checkout.ts";
+
+export const expirePaymentJob = defineJob<{ paymentId: string }, Deps>({
+  name: "payments.expire",
+  schema: z.object({ paymentId: z.string().uuid() }),
+  queue: { retryLimit: 5, retryDelay: 30 },
+  handler: async ({ paymentId }, { deps }) => {
+    await expireIfDue(deps, paymentId);
+  },
+});
+
+export const expireSweepJob = defineJob<Record<string, never>, Deps>({
+  name: "payments.expire-sweep",
+  schema: z.object({}) as unknown as z.ZodType<Record<string, never>>,
+  cron: "* * * * *",
+  queue: { policy: "singleton", retryLimit: 0 },
+  handler: async (_d, { deps }) => {
+    await expireDue(deps);
+  },
+});
+
+/** Looks at a reported transaction every few seconds, for up to about 10 minutes. */
+export const checkSubmittedJob = defineJob<{ paymentId: string; attempt: number }, Deps>({
+  name: "payments.check-submitted",
+  schema: z.object({ paymentId: z.string().uuid(), attempt: z.number().int().min(0) }),
+  queue: { retryLimit: 3, retryDelay: 10 },
+  handler: async ({ paymentId, attempt }, { deps }) => {
+    const outcome = await checkSubmitted(deps, paymentId);
+    if (outcome === "again" && attempt < 120) {
+      await deps.queue.send(checkSubmittedJob, { paymentId, attempt: attempt + 1 }, {
+        startAfter: 5000,
+      });
+    }
+  },
+});
+
+export const paymentJobs = [expirePaymentJob, expireSweepJob, checkSubmittedJob];

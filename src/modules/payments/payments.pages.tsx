@@ -1,0 +1,61 @@
+/** /checkout/{reference}: the hosted page, its status partial, and the JSON its script calls. */
+import { Hono } from "hono";
+import QRCode from "qrcode";
+import type { Deps } from "../../deps.ts";
+import { type AuthEnv, guard } from "../../http/auth.ts";
+import { readJsonObject } from "../../http/body.ts";
+import { CheckoutPage, NotFoundPage, StatusBlock } from "../../../views/checkout/checkout.tsx";
+import {
+  checkoutView,
+  loadPayment,
+  payCall,
+  payData,
+  reportSubmitted,
+} from "./payments.checkout.ts";
+
+export function checkoutPages(deps: Deps) {
+  const app = new Hono<AuthEnv>();
+  const open = guard(deps, { accept: [], group: "checkout" });
+
+  app.get("/checkout/:reference", open, async (c) => {
+    const p = await loadPayment(deps, c.req.param("reference"));
+    if (!p) return c.html(<NotFoundPage reference={c.req.param("reference")} />, 404);
+    const view = checkoutView(deps, p);
+    const qrSvg = await QRCode.toString(view.url, {
+      type: "svg",
+      margin: 1,
+      errorCorrectionLevel: "M",
+    });
+    c.header("Cache-Control", "no-store");
+    return c.html(<CheckoutPage view={view} qrSvg={qrSvg} />);
+  });
+
+  app.get("/checkout/:reference/status", async (c) => {
+    const p = await loadPayment(deps, c.req.param("reference"));
+    if (!p) return c.text("Payment not found", 404);
+    c.header("Cache-Control", "no-store");
+    return c.html(<StatusBlock view={checkoutView(deps, p)} />);
+  });
+
+  app.get("/checkout/:reference/pay-data", open, async (c) => {
+    return c.json({
+      success: true,
+      ...(await payData(deps, c.req.param("reference"), c.req.query("payer"))),
+    });
+  });
+
+  app.post("/checkout/:reference/calldata", open, async (c) => {
+    const call = await payCall(deps, c.req.param("reference"), await readJsonObject(c));
+    return c.json({ success: true, ...call });
+  });
+
+  app.post("/checkout/:reference/submitted", open, async (c) => {
+    const body = await readJsonObject(c);
+    return c.json({
+      success: true,
+      ...(await reportSubmitted(deps, c.req.param("reference"), body.txHash)),
+    });
+  });
+
+  return app;
+}

@@ -1,0 +1,170 @@
+/** SQL for payments and unmatched settlements. */
+import type { Db } from "../../db/client.ts";
+import type { PaymentKind, PaymentRow, PaymentStatus } from "./payments.rules.ts";
+
+export interface NewPayment {
+  reference: string;
+  merchantId: string;
+  kind: PaymentKind;
+  amount: bigint;
+  currency: string;
+  description: string | null;
+  chainId: number;
+  payTo: string;
+  webhookUrl: string | null;
+  metadata: unknown;
+  expiresAt: Date;
+  now: Date;
+}
+
+export async function insertPayment(sql: Db, p: NewPayment): Promise<PaymentRow> {
+  const [row] = await sql<PaymentRow[]>`
+    insert into payments (reference, merchant_id, kind, amount, currency, description, chain_id, pay_to,
+                          status, webhook_url, metadata, expires_at, created_at, updated_at)
+    values (${p.reference}, ${p.merchantId}, ${p.kind}, ${p.amount}, ${p.currency}, ${p.description},
+            ${p.chainId}, ${p.payTo}, 'PENDING', ${p.webhookUrl},
+            ${
+    p.metadata === undefined || p.metadata === null ? null : sql.json(p.metadata as never)
+  },
+            ${p.expiresAt}, ${p.now}, ${p.now})
+    returning *`;
+  return row;
+}
+
+const WITH_MERCHANT = (sql: Db) =>
+  sql`select p.*, m.business_name as merchant_name from payments p join merchants m on m.id = p.merchant_id`;
+
+export async function findByReference(sql: Db, reference: string): Promise<PaymentRow | null> {
+  const [row] = await sql<PaymentRow[]>`${WITH_MERCHANT(sql)} where p.reference = ${reference}`;
+  return row ?? null;
+}
+
+export async function lockByReference(sql: Db, reference: string): Promise<PaymentRow | null> {
+  const [row] = await sql<
+    PaymentRow[]
+  >`select * from payments where reference = ${reference} for update`;
+  return row ?? null;
+}
+
+export async function findForMerchant(
+  sql: Db,
+  merchantId: string,
+  reference: string,
+  chainIds: number[],
+): Promise<PaymentRow | null> {
+  const [row] = await sql<PaymentRow[]>`
+    ${WITH_MERCHANT(sql)}
+    where p.merchant_id = ${merchantId} and p.reference = ${reference} and p.chain_id = any(${chainIds})`;
+  return row ?? null;
+}
+
+export interface PageQuery {
+  merchantId: string;
+  chainIds: number[];
+  status?: PaymentStatus;
+  kind?: PaymentKind;
+  reference?: string;
+  /** Keyset: rows strictly older than this (created_at, id). */
+  before?: { createdAt: Date; id: string };
+  limit: number;
+}
+
+export async function listForMerchant(sql: Db, q: PageQuery): Promise<PaymentRow[]> {
+  return await sql<PaymentRow[]>`
+    ${WITH_MERCHANT(sql)}
+    where p.merchant_id = ${q.merchantId} and p.chain_id = any(${q.chainIds})
+      ${q.status ? sql`and p.status = ${q.status}` : sql``}
+      ${q.kind ? sql`and p.kind = ${q.kind}` : sql``}
+      ${
+    q.reference
+      ? sql`and p.reference ilike ${"%" + q.reference.replace(/[%_\\]/g, "\\$&") + "%"}`
+      : sql``
+  }
+      ${
+    q.before ? sql`and (p.created_at, p.id) < (${q.before.createdAt}, ${q.before.id}::uuid)` : sql``
+  }
+    order by p.created_at desc, p.id desc
+    limit ${q.limit}`;
+}
+
+export async function markSettled(
+  sql: Db,
+  id: string,
+  f: { payer: string; txHash: string; now: Date; late: boolean },
+): Promise<void> {
+  await sql`
+    update payments set status = 'SUCCESS', payer = ${f.payer}, chain_tx_hash = ${f.txHash},
+      settled_at = ${f.now}, settled_after_expiry = ${f.late}, updated_at = ${f.now}
+    where id = ${id}`;
+}
+
+/** PENDING → EXPIRED for one payment, if its time has come. */
+export async function expireOne(sql: Db, id: string, now: Date): Promise<boolean> {
+  const rows = await sql`
+    update payments set status = 'EXPIRED', updated_at = ${now}
+    where id = ${id} and status = 'PENDING' and expires_at <= ${now} returning 1`;
+  return rows.length === 1;
+}
+
+export async function expireDue(sql: Db, now: Date, limit = 1000): Promise<number> {
+  const rows = await sql`
+    update payments set status = 'EXPIRED', updated_at = ${now}
+    where id in (
+      select id from payments where status = 'PENDING' and expires_at <= ${now}
+      order by expires_at limit ${limit} for update skip locked
+    ) returning 1`;
+  return rows.length;
+}
+
+export async function recordSubmitted(
+  sql: Db,
+  id: string,
+  txHash: string,
+  now: Date,
+): Promise<boolean> {
+  const rows = await sql`
+    update payments set submitted_tx_hash = ${txHash}, updated_at = ${now}
+    where id = ${id} and status = 'PENDING' returning 1`;
+  return rows.length === 1;
+}
+
+export async function markFailed(sql: Db, id: string, reason: string, now: Date): Promise<boolean> {
+  const rows = await sql`
+    update payments set status = 'FAILED', failure_reason = ${reason}, updated_at = ${now}
+    where id = ${id} and status = 'PENDING' returning 1`;
+  return rows.length === 1;
+}
+
+export async function insertUnmatched(
+  sql: Db,
+  u: {
+    chainId: number;
+    txHash: string;
+    logIndex: number;
+    reference: string;
+    payer: string;
+    payTo: string;
+    amount: bigint;
+    reason: string;
+    blockNumber: bigint;
+  },
+): Promise<void> {
+  await sql`
+    insert into unmatched_settlements (chain_id, tx_hash, log_index, reference, payer, pay_to, amount, reason, block_number)
+    values (${u.chainId}, ${u.txHash}, ${u.logIndex}, ${u.reference}, ${u.payer}, ${u.payTo}, ${u.amount},
+            ${u.reason}, ${u.blockNumber})
+    on conflict do nothing`;
+}
+
+/** Daily settled volume over a window, for the dashboard chart. */
+export async function dailyVolume(
+  sql: Db,
+  merchantId: string,
+  since: Date,
+): Promise<{ day: Date; volume: bigint; count: number }[]> {
+  return await sql<{ day: Date; volume: bigint; count: number }[]>`
+    select date_trunc('day', settled_at) as day, sum(amount)::bigint as volume, count(*)::int as count
+    from payments
+    where merchant_id = ${merchantId} and status = 'SUCCESS' and settled_at >= ${since}
+    group by 1 order by 1`;
+}

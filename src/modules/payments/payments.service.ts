@@ -1,0 +1,268 @@
+/**
+ * Payments: payment links (merchant session) and checkout sessions (API key), their history,
+ * expiry, and settlement when the router's PaymentSettled log passes the confirmation depth.
+ */
+import type { Deps } from "../../deps.ts";
+import type { Db } from "../../db/client.ts";
+import { ApiError } from "../../http/errors.ts";
+import { M } from "../../http/messages.ts";
+import { parseUsdc, usdcToNumber } from "../../chain/amount.ts";
+import type { ProfileName } from "../../chain/profiles.ts";
+import type { MerchantRow } from "../merchants/merchants.repo.ts";
+import { emit, validateWebhookUrl } from "../webhooks/webhooks.service.ts";
+import * as repo from "./payments.repo.ts";
+import {
+  amountString,
+  LIFETIME_MS,
+  newReference,
+  type PaymentKind,
+  paymentRecord,
+  type PaymentRow,
+  type PaymentStatus,
+} from "./payments.rules.ts";
+import { expirePaymentJob } from "./payments.jobs.ts";
+
+export interface CreateInput {
+  amount?: unknown;
+  currency?: unknown;
+  description?: unknown;
+  webhookUrl?: unknown;
+  metadata?: unknown;
+}
+
+/** Validates a create request; every failure is a 400 with the catalog's text. */
+export function parseCreate(deps: Deps, body: CreateInput) {
+  let amount: bigint;
+  try {
+    // Strict: a decimal string, up to 6 places, never rounded (DESIGN §4).
+    if (typeof body.amount !== "string") throw new TypeError("amount must be a string");
+    amount = parseUsdc(body.amount);
+  } catch {
+    throw new ApiError(400, M.paymentAmount, { hint: M.paymentAmountHint });
+  }
+  const currency = body.currency ?? "USDC";
+  if (currency !== "USDC") throw new ApiError(400, M.paymentCurrency);
+  if (
+    body.description !== undefined && body.description !== null &&
+    typeof body.description !== "string"
+  ) {
+    throw new ApiError(400, M.paymentDescription);
+  }
+  const description = typeof body.description === "string" ? body.description : null;
+  if (description && description.length > 500) throw new ApiError(400, M.paymentDescription);
+  const webhookUrl = validateWebhookUrl(deps, body.webhookUrl);
+  const metadata = body.metadata ?? null;
+  if (
+    metadata !== null &&
+    (typeof metadata !== "object" || Array.isArray(metadata) ||
+      JSON.stringify(metadata).length > 4000)
+  ) {
+    throw new ApiError(400, M.paymentMetadata);
+  }
+  return { amount, currency: "USDC", description, webhookUrl, metadata };
+}
+
+/** A PENDING payment paying the merchant's current payout wallet; its expiry is enqueued with it. */
+export async function createPayment(
+  deps: Deps,
+  merchant: MerchantRow,
+  kind: PaymentKind,
+  profile: ProfileName,
+  input: ReturnType<typeof parseCreate>,
+): Promise<PaymentRow> {
+  if (!merchant.walletAddress) throw new ApiError(400, M.paymentNoWallet);
+  const now = deps.clock.now();
+  const expiresAt = new Date(now.getTime() + LIFETIME_MS[kind]);
+  return await deps.sql.begin(async (tx) => {
+    const row = await repo.insertPayment(tx, {
+      reference: newReference(),
+      merchantId: merchant.id,
+      kind,
+      amount: input.amount,
+      currency: input.currency,
+      description: input.description,
+      chainId: deps.chain.chainId(profile),
+      payTo: merchant.walletAddress!,
+      webhookUrl: input.webhookUrl,
+      metadata: input.metadata,
+      expiresAt,
+      now,
+    });
+    await deps.queue.send(expirePaymentJob, { paymentId: row.id }, {
+      tx,
+      startAfter: LIFETIME_MS[kind],
+    });
+    return { ...row, merchantName: merchant.businessName };
+  });
+}
+
+export function checkoutUrl(deps: Deps, reference: string): string {
+  return `${deps.config.BASE_URL}/checkout/${reference}`;
+}
+
+export function profileOf(deps: Deps, p: Pick<PaymentRow, "chainId">): ProfileName {
+  const found = deps.chain.profiles().find((n) => deps.chain.chainId(n) === p.chainId);
+  if (!found) throw new ApiError(500, M.chainNotConfigured);
+  return found;
+}
+
+/** The spec's record plus the fields an API client wants next to it. */
+export function detailedRecord(deps: Deps, p: PaymentRow) {
+  const profile = profileOf(deps, p);
+  return {
+    ...paymentRecord(p, profile),
+    description: p.description,
+    checkoutUrl: checkoutUrl(deps, p.reference),
+    expiresAt: p.expiresAt.toISOString(),
+    settledAt: p.settledAt?.toISOString() ?? null,
+    settledAfterExpiry: p.settledAfterExpiry,
+    explorerUrl: p.chainTxHash ? deps.chain.explorerTxUrl(profile, p.chainTxHash) : null,
+    metadata: p.metadata ?? null,
+  };
+}
+
+export async function verifyPayment(
+  deps: Deps,
+  merchantId: string,
+  profile: ProfileName,
+  reference: string,
+) {
+  const p = await repo.findForMerchant(deps.sql, merchantId, reference, [
+    deps.chain.chainId(profile),
+  ]);
+  if (!p) throw new ApiError(404, M.paymentNotFound);
+  return detailedRecord(deps, p);
+}
+
+export interface HistoryQuery {
+  status?: PaymentStatus;
+  kind?: PaymentKind;
+  reference?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+/** A page of payments, newest first, with an opaque cursor for the next page. */
+export async function history(
+  deps: Deps,
+  merchantId: string,
+  profiles: ProfileName[],
+  q: HistoryQuery,
+) {
+  const limit = q.limit ?? 20;
+  const rows = await repo.listForMerchant(deps.sql, {
+    merchantId,
+    chainIds: profiles.map((p) => deps.chain.chainId(p)),
+    status: q.status,
+    kind: q.kind,
+    reference: q.reference,
+    before: q.cursor ? decodeCursor(q.cursor) : undefined,
+    limit: limit + 1,
+  });
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    rows: page,
+    nextCursor: rows.length > limit && last ? encodeCursor(last) : null,
+  };
+}
+
+function encodeCursor(p: PaymentRow): string {
+  return btoa(`${p.createdAt.toISOString()}|${p.id}`).replace(/=+$/, "");
+}
+
+function decodeCursor(cursor: string): { createdAt: Date; id: string } {
+  try {
+    const [at, id] = atob(cursor).split("|");
+    const createdAt = new Date(at);
+    if (isNaN(createdAt.getTime()) || !/^[0-9a-f-]{36}$/.test(id)) throw new Error();
+    return { createdAt, id };
+  } catch {
+    throw new ApiError(400, M.paymentCursor);
+  }
+}
+
+/** The merchant's payments on every chain, newest first (profile stats, dashboard). */
+export async function recentForMerchant(
+  deps: Deps,
+  merchantId: string,
+  limit: number,
+  profiles?: ProfileName[],
+) {
+  return (await history(deps, merchantId, profiles ?? deps.chain.profiles(), { limit })).rows;
+}
+
+export async function expireIfDue(deps: Deps, paymentId: string): Promise<boolean> {
+  return await repo.expireOne(deps.sql, paymentId, deps.clock.now());
+}
+
+export async function expireDue(deps: Deps): Promise<number> {
+  return await repo.expireDue(deps.sql, deps.clock.now());
+}
+
+/**
+ * A PaymentSettled log past the confirmation depth, in the watcher's transaction. A log that
+ * matches no payment, or not its chain, payee or amount, is recorded as unmatched.
+ */
+export async function settleFromLog(
+  deps: Deps,
+  tx: Db,
+  log: {
+    chainId: number;
+    reference: string;
+    payer: string;
+    payTo: string;
+    amount: bigint;
+    txHash: string;
+    logIndex: number;
+    blockNumber: bigint;
+  },
+): Promise<"settled" | "unmatched"> {
+  const p = await repo.lockByReference(tx, log.reference);
+  const reason = !p
+    ? "unknown reference"
+    : p.chainId !== log.chainId
+    ? "reference belongs to another chain"
+    : p.payTo.toLowerCase() !== log.payTo.toLowerCase()
+    ? "paid to another address"
+    : p.amount !== log.amount
+    ? "amount differs from the payment"
+    : p.status === "SUCCESS"
+    ? "payment already settled"
+    : null;
+  if (reason || !p) {
+    await repo.insertUnmatched(tx, { ...log, reason: reason ?? "unknown reference" });
+    deps.log.warn("unmatched settlement", { reference: log.reference, txHash: log.txHash, reason });
+    return "unmatched";
+  }
+  const now = deps.clock.now();
+  const late = p.status !== "PENDING";
+  await repo.markSettled(tx, p.id, {
+    payer: log.payer.toLowerCase(),
+    txHash: log.txHash,
+    now,
+    late,
+  });
+  if (late) {
+    deps.log.warn("payment settled after it was marked " + p.status, { reference: p.reference });
+  }
+  if (p.webhookUrl) {
+    const profile = profileOf(deps, p);
+    await emit(deps, tx, {
+      merchantId: p.merchantId,
+      url: p.webhookUrl,
+      event: "payment.settled",
+      payload: {
+        reference: p.reference,
+        amount: usdcToNumber(p.amount),
+        currency: p.currency,
+        status: "SUCCESS",
+        chainTxHash: log.txHash,
+        explorerUrl: deps.chain.explorerTxUrl(profile, log.txHash),
+      },
+    });
+  }
+  return "settled";
+}
+
+export { amountString };

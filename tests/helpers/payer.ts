@@ -1,0 +1,64 @@
+/** A payer with a browser-wallet's powers, in code: a viem account on the local chain. */
+import { createWalletClient, type Hex, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import type { TestService } from "./service.ts";
+import type { ProfileName } from "../../src/chain/profiles.ts";
+import { waitFor } from "./poll.ts";
+
+export function payer(svc: TestService, privateKey: Hex, profile: ProfileName = "production") {
+  const rt = svc.deps.chain.runtime(profile);
+  const account = privateKeyToAccount(privateKey);
+  const wallet = createWalletClient({ account, chain: rt.viemChain, transport: http(rt.rpcUrl) });
+  return {
+    account,
+    address: account.address,
+    async fund(usdc: bigint) {
+      await svc.deps.chain.mintUsdc({
+        profile,
+        to: account.address.toLowerCase() as `0x${string}`,
+        amount: usdc,
+      });
+    },
+    /** Through the checkout endpoints: pay-data → sign the permit → call data → send. */
+    async pay(reference: string): Promise<{ hash: Hex; data: Hex; to: Hex }> {
+      const pd = await fetch(
+        `${svc.baseUrl}/checkout/${reference}/pay-data?payer=${account.address}`,
+      );
+      const payData = await pd.json();
+      if (pd.status !== 200) throw new Error(`pay-data ${pd.status}: ${JSON.stringify(payData)}`);
+      const typed = payData.permit;
+      const signature = await account.signTypedData({
+        domain: { ...typed.domain, chainId: Number(typed.domain.chainId) },
+        types: typed.types,
+        primaryType: typed.primaryType,
+        message: {
+          ...typed.message,
+          value: BigInt(typed.message.value),
+          nonce: BigInt(typed.message.nonce),
+          deadline: BigInt(typed.message.deadline),
+        },
+      });
+      const cd = await fetch(`${svc.baseUrl}/checkout/${reference}/calldata`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          payer: account.address,
+          signature,
+          deadline: typed.message.deadline,
+        }),
+      });
+      const call = await cd.json();
+      if (cd.status !== 200) throw new Error(`calldata ${cd.status}: ${JSON.stringify(call)}`);
+      const hash = await wallet.sendTransaction({ to: call.to, data: call.data, gas: 300_000n });
+      return { hash, data: call.data, to: call.to };
+    },
+    async send(to: Hex, data: Hex): Promise<Hex> {
+      return await wallet.sendTransaction({ to, data, gas: 300_000n });
+    },
+    async receipt(hash: Hex) {
+      return await waitFor(() => rt.client.getTransactionReceipt({ hash }).catch(() => null), {
+        what: `receipt ${hash}`,
+      });
+    },
+  };
+}

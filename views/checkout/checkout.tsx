@@ -1,0 +1,181 @@
+/**
+ * The hosted checkout page and its status partial. Data comes in as a view model; the page
+ * script (/assets/checkout.js) talks to the payer's browser wallet.
+ */
+import type { Child } from "hono/jsx";
+import { raw } from "hono/html";
+import { Layout } from "../layout.tsx";
+
+export interface CheckoutView {
+  reference: string;
+  merchantName: string;
+  amount: string;
+  currency: string;
+  description: string | null;
+  status: "PENDING" | "SUCCESS" | "FAILED" | "EXPIRED";
+  payable: boolean;
+  expiresAt: string;
+  secondsLeft: number;
+  payer: string | null;
+  chainTxHash: string | null;
+  explorerUrl: string | null;
+  settledAfterExpiry: boolean;
+  failureReason: string | null;
+  url: string;
+  chain: {
+    profile: string;
+    name: string;
+    chainId: number;
+    chainIdHex: string;
+    rpcUrl: string;
+    explorerUrl: string;
+  };
+}
+
+function Shell(props: { title: string; children?: Child }) {
+  return (
+    <Layout
+      title={props.title}
+      head={
+        <>
+          <link rel="stylesheet" href="/assets/checkout.css" />
+          <script src="/assets/htmx.min.js" defer></script>
+        </>
+      }
+    >
+      {props.children}
+    </Layout>
+  );
+}
+
+export function CheckoutPage(props: { view: CheckoutView; qrSvg: string }) {
+  const v = props.view;
+  const config = JSON.stringify({
+    reference: v.reference,
+    amount: v.amount,
+    currency: v.currency,
+    chain: v.chain,
+  }).replaceAll("<", "\\u003c");
+  return (
+    <Shell title={`Pay ${v.amount} ${v.currency} to ${v.merchantName}`}>
+      <main class="checkout">
+        <header>
+          <p class="merchant">{v.merchantName}</p>
+          <h1 class="amount">
+            {v.amount} <span class="currency">{v.currency}</span>
+          </h1>
+          {v.description && <p class="description">{v.description}</p>}
+          <p class="network">on {v.chain.name}</p>
+        </header>
+        <StatusBlock view={v} />
+        <section id="pay-panel" class="pay-panel" hidden={!v.payable}>
+          <button id="pay-button" type="button" class="primary">Pay with wallet</button>
+          <p id="progress" class="progress" role="status" aria-live="polite"></p>
+        </section>
+        <section class="qr" aria-label="Pay from a phone">
+          <p>Or open this page in a phone wallet:</p>
+          <div class="qr-code" role="img" aria-label={`QR code of ${v.url}`}>
+            {raw(props.qrSvg)}
+          </div>
+          <p class="link">
+            <a href={v.url}>{v.url}</a>
+          </p>
+        </section>
+        <noscript>
+          <p class="notice">Paying from this page needs JavaScript and a browser wallet.</p>
+        </noscript>
+      </main>
+      <script id="checkout-data" type="application/json">{raw(config)}</script>
+      <script src="/assets/checkout.js" defer></script>
+    </Shell>
+  );
+}
+
+/** The part that updates itself: polls every 2 s while the payment is pending. */
+export function StatusBlock(props: { view: CheckoutView }) {
+  const v = props.view;
+  const polling = v.status === "PENDING";
+  return (
+    <section
+      id="status"
+      class={`status status-${v.status.toLowerCase()}`}
+      data-status={v.status}
+      data-payable={String(v.payable)}
+      aria-live="polite"
+      {...(polling
+        ? {
+          "hx-get": `/checkout/${v.reference}/status`,
+          "hx-trigger": "every 2s",
+          "hx-swap": "outerHTML",
+        }
+        : {})}
+    >
+      {v.status === "PENDING" && v.payable && (
+        <p>
+          Waiting for payment. Time left:{" "}
+          <time id="time-left" data-seconds={String(v.secondsLeft)} datetime={v.expiresAt}>
+            {formatLeft(v.secondsLeft)}
+          </time>
+        </p>
+      )}
+      {v.status === "PENDING" && !v.payable && <p>This payment is expiring.</p>}
+      {v.status === "SUCCESS" && (
+        <div>
+          <h2>Paid</h2>
+          <p>
+            Thank you. {v.amount} {v.currency} reached {v.merchantName}
+            {v.settledAfterExpiry
+              ? " (after the payment had expired; the merchant has been notified)"
+              : ""}.
+          </p>
+          {v.payer && (
+            <p class="payer">
+              From <code>{v.payer}</code>
+            </p>
+          )}
+          {v.explorerUrl && (
+            <p>
+              <a href={v.explorerUrl} target="_blank" rel="noopener">View the transaction</a>
+            </p>
+          )}
+        </div>
+      )}
+      {v.status === "EXPIRED" && (
+        <div>
+          <h2>Expired</h2>
+          <p>This payment can no longer be paid. Ask {v.merchantName} for a new link.</p>
+        </div>
+      )}
+      {v.status === "FAILED" && (
+        <div>
+          <h2>Payment failed</h2>
+          <p>
+            {v.failureReason ?? "The payment did not go through."} Ask {v.merchantName}{" "}
+            for a new link.
+          </p>
+        </div>
+      )}
+    </section>
+  );
+}
+
+export function NotFoundPage(props: { reference: string }) {
+  return (
+    <Shell title="Payment not found">
+      <main class="checkout">
+        <h1>Payment not found</h1>
+        <p>
+          There is no payment <code>{props.reference}</code>. Check the link you were given.
+        </p>
+      </main>
+    </Shell>
+  );
+}
+
+export function formatLeft(seconds: number): string {
+  if (seconds <= 0) return "expired";
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  return h > 0 ? `${h}h ${String(m).padStart(2, "0")}m` : `${m}:${String(s).padStart(2, "0")}`;
+}
