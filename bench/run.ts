@@ -1,6 +1,6 @@
 /**
  * `deno task bench [section ...]`: measured numbers, each beside a baseline taken in the same
- * run, printed as a ratio. Sections: chain, webhooks (more join as modules grow).
+ * run, printed as a ratio. Sections: chain, webhooks, payments (more join as modules grow).
  *
  * Uses DATABASE_URL when set, otherwise an embedded PostgreSQL under .data/bench.
  */
@@ -10,6 +10,7 @@ import { silentLogger } from "../src/log.ts";
 const SECTIONS: Record<string, () => Promise<void>> = {
   chain: async () => (await import("./chain.bench.ts")).run(),
   webhooks: async () => (await import("./webhooks.bench.ts")).run(),
+  payments: async () => (await import("./payments.bench.ts")).run(),
 };
 
 const wanted = Deno.args.length ? Deno.args : Object.keys(SECTIONS);

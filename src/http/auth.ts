@@ -20,7 +20,7 @@ import { ApiError } from "./errors.ts";
 import { M } from "./messages.ts";
 import { MERCHANT_COOKIE, verifyToken } from "./session-token.ts";
 import { clientAddress, enforce, type RateBucket } from "./rate-limit.ts";
-import { resolveKey } from "../modules/keys/keys.service.ts";
+import { isUuid, resolveKey } from "../modules/keys/keys.service.ts";
 import { type KeyEnvironment, type KeyKind, keyProfile } from "../modules/keys/keys.rules.ts";
 import * as merchantsRepo from "../modules/merchants/merchants.repo.ts";
 import type { ProfileName } from "../chain/profiles.ts";
@@ -125,10 +125,18 @@ async function authenticate(
 
   if (cookie) {
     const claims = await verifyToken(deps.config, "merchant", cookie, now);
-    if (claims?.sid && await merchantsRepo.liveSession(deps.sql, claims.sid, claims.sub, now)) {
-      const merchant = await merchantsRepo.findById(deps.sql, claims.sub);
+    const session = claims?.sid && isUuid(claims.sid) && isUuid(claims.sub)
+      ? await merchantsRepo.sessionMerchant(deps.sql, claims.sid, claims.sub, now)
+      : null;
+    if (session?.live) {
+      const merchant = session.merchant;
       if (!merchant) throw fail(404, msg.merchantMissing);
-      return { via: "cookie", merchant, sessionId: claims.sid, subject: `merchant:${merchant.id}` };
+      return {
+        via: "cookie",
+        merchant,
+        sessionId: claims!.sid,
+        subject: `merchant:${merchant.id}`,
+      };
     }
     if (!rawKey) throw fail(401, msg.invalidSession);
   }
@@ -141,8 +149,7 @@ async function authenticate(
   if (!kinds.includes(row.kind)) throw fail(403, msg.forbidden);
   if (opts.write && row.kind === "publishable") throw fail(403, msg.forbidden);
   if (opts.scope && row.scopes && !row.scopes.includes(opts.scope)) throw fail(403, msg.forbidden);
-  const merchant = await merchantsRepo.findById(deps.sql, row.merchantId);
-  if (!merchant) throw fail(401, msg.invalidKey);
+  const merchant = found.merchant;
   return {
     via: header ? "apiKey" : "bearer",
     merchant,

@@ -199,6 +199,12 @@ Deno.test("payments settle on chain", async (t) => {
         assert.equal(await expireDue(svc.deps), 0);
         assert.equal((await payment(svc, ref)).status, "PENDING");
         svc.clock.advance(60 * 1000);
+        // Past the deadline it reads as EXPIRED at once, before the sweep writes it down.
+        const v = await api(svc)("GET", `/api/payments/verify/${ref}`, {
+          headers: { "x-api-key": key.key },
+        });
+        assert.equal((v.json.data as { status: string }).status, "EXPIRED");
+        assert.equal((await payment(svc, ref)).status, "PENDING");
         assert.ok(await expireDue(svc.deps) >= 1);
         assert.equal((await payment(svc, ref)).status, "EXPIRED");
         const page = await fetch(`${svc.baseUrl}/checkout/${ref}`);

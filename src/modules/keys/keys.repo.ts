@@ -1,6 +1,7 @@
 /** SQL for api_keys. */
 import type { Db } from "../../db/client.ts";
 import type { KeyEnvironment, KeyKind } from "./keys.rules.ts";
+import type { MerchantRow } from "../merchants/merchants.repo.ts";
 
 export interface KeyRow {
   id: string;
@@ -42,6 +43,38 @@ export async function insertKey(sql: Db, k: NewKey): Promise<KeyRow> {
 export async function findByLookup(sql: Db, lookup: string): Promise<KeyRow | null> {
   const [row] = await sql<KeyRow[]>`select * from api_keys where lookup = ${lookup}`;
   return row ?? null;
+}
+
+/** A key and its merchant, in one query (every key-authenticated request asks). */
+export async function findByLookupWithMerchant(
+  sql: Db,
+  lookup: string,
+): Promise<{ key: KeyRow; merchant: MerchantRow } | null> {
+  const [row] = await sql<{ key: Record<string, unknown>; merchant: Record<string, unknown> }[]>`
+    select to_jsonb(k) as key, to_jsonb(m) as merchant
+    from api_keys k join merchants m on m.id = k.merchant_id
+    where k.lookup = ${lookup}`;
+  if (!row) return null;
+  return { key: fromJson<KeyRow>(row.key), merchant: fromJson<MerchantRow>(row.merchant) };
+}
+
+const DATE_FIELDS = new Set([
+  "createdAt",
+  "updatedAt",
+  "lastUsedAt",
+  "revokedAt",
+  "verifiedAt",
+  "verificationExpiresAt",
+]);
+
+/** A to_jsonb row back into the repo's shape: camelCase keys, Date fields. */
+function fromJson<T>(obj: Record<string, unknown>): T {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    const key = k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+    out[key] = DATE_FIELDS.has(key) && typeof v === "string" ? new Date(v) : v;
+  }
+  return out as T;
 }
 
 export async function findForMerchant(

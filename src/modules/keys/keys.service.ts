@@ -4,6 +4,7 @@ import type { Db } from "../../db/client.ts";
 import { ApiError } from "../../http/errors.ts";
 import { M } from "../../http/messages.ts";
 import * as repo from "./keys.repo.ts";
+import type { MerchantRow } from "../merchants/merchants.repo.ts";
 import {
   generateKey,
   hashKey,
@@ -57,7 +58,10 @@ export async function issueKey(
 export type KeyLookup =
   | { status: "malformed" }
   | { status: "unknown" }
-  | { status: "ok"; row: repo.KeyRow };
+  | { status: "ok"; row: repo.KeyRow; merchant: MerchantRow };
+
+/** When this process last recorded each key's use: at most one write a minute per key. */
+const touched = new Map<string, number>();
 
 /** Resolves a presented key. Revoked keys are unknown: permanently 401. */
 export async function resolveKey(
@@ -66,13 +70,18 @@ export async function resolveKey(
 ): Promise<KeyLookup> {
   const parsed = parseKey(raw);
   if (!parsed) return { status: "malformed" };
-  const row = await repo.findByLookup(deps.sql, parsed.lookup);
+  const found = await repo.findByLookupWithMerchant(deps.sql, parsed.lookup);
+  const row = found?.key;
   if (!row || !sameHash(row.keyHash, hashKey(raw)) || row.revokedAt) return { status: "unknown" };
   if (row.kind !== parsed.kind || row.environment !== parsed.environment) {
     return { status: "unknown" };
   }
-  repo.touch(deps.sql, row.id, deps.clock.now()).catch(() => {});
-  return { status: "ok", row };
+  const now = deps.clock.now();
+  if (now.getTime() - (touched.get(row.id) ?? 0) > 60_000) {
+    touched.set(row.id, now.getTime());
+    repo.touch(deps.sql, row.id, now).catch(() => {});
+  }
+  return { status: "ok", row, merchant: found!.merchant };
 }
 
 export async function listKeys(deps: Deps, merchantId: string) {

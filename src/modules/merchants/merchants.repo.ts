@@ -127,6 +127,23 @@ export async function liveSession(
   return rows.length === 1;
 }
 
+/** The merchant of a live session, in one query (every cookie request asks). */
+export async function sessionMerchant(
+  sql: Db,
+  sessionId: string,
+  merchantId: string,
+  now: Date,
+): Promise<{ live: boolean; merchant: MerchantRow | null }> {
+  const [row] = await sql<(MerchantRow & { sessionLive: boolean })[]>`
+    select m.*, true as session_live from merchant_sessions s
+    left join merchants m on m.id = s.merchant_id
+    where s.id = ${sessionId} and s.merchant_id = ${merchantId}
+      and s.revoked_at is null and s.expires_at > ${now}`;
+  if (!row) return { live: false, merchant: null };
+  const { sessionLive: _live, ...merchant } = row;
+  return { live: true, merchant: merchant.id ? merchant as MerchantRow : null };
+}
+
 export async function revokeSession(sql: Db, id: string, now: Date): Promise<void> {
   await sql`update merchant_sessions set revoked_at = ${now} where id = ${id} and revoked_at is null`;
 }

@@ -156,7 +156,8 @@ export async function recentPayments(
 /** The dashboard JSON: full payment records on the key's chain, newest first. */
 export async function dashboardPayments(deps: Deps, merchantId: string, profile: ProfileName) {
   const rows = await payments.recentForMerchant(deps, merchantId, 100, [profile]);
-  return rows.map((p) => paymentRecord(p, profile));
+  const now = deps.clock.now();
+  return rows.map((p) => paymentRecord(p, profile, now));
 }
 
 export function publicMerchant(m: repo.MerchantRow) {

@@ -110,7 +110,7 @@ export function paymentsApi(deps: Deps) {
     return c.json({
       success: true,
       data: page.rows.map((p) => ({
-        ...paymentRecord(p, auth.key!.profile),
+        ...paymentRecord(p, auth.key!.profile, deps.clock.now()),
         expiresAt: p.expiresAt.toISOString(),
       })),
       nextCursor: page.nextCursor,

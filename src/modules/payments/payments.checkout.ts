@@ -8,7 +8,7 @@ import { M } from "../../http/messages.ts";
 import { checksum, isAddress, lower } from "../../chain/address.ts";
 import { formatUsdc } from "../../chain/amount.ts";
 import * as repo from "./payments.repo.ts";
-import { type PaymentRow, REFERENCE_PATTERN } from "./payments.rules.ts";
+import { effectiveStatus, type PaymentRow, REFERENCE_PATTERN } from "./payments.rules.ts";
 import { checkoutUrl, profileOf } from "./payments.service.ts";
 import { checkSubmittedJob } from "./payments.jobs.ts";
 
@@ -31,7 +31,7 @@ export function checkoutView(deps: Deps, p: PaymentRow) {
     amount: formatUsdc(p.amount),
     currency: p.currency,
     description: p.description,
-    status: p.status,
+    status: effectiveStatus(p, now),
     payable: p.status === "PENDING" && p.expiresAt > now,
     expiresAt: p.expiresAt.toISOString(),
     secondsLeft: Math.max(0, Math.floor((p.expiresAt.getTime() - now.getTime()) / 1000)),
@@ -56,7 +56,9 @@ async function payable(deps: Deps, reference: string): Promise<PaymentRow> {
   const p = await loadPayment(deps, reference);
   if (!p) throw new ApiError(404, M.paymentNotFound);
   if (p.status !== "PENDING" || p.expiresAt <= deps.clock.now()) {
-    throw new ApiError(409, M.paymentNotPayable, { extra: { status: p.status } });
+    throw new ApiError(409, M.paymentNotPayable, {
+      extra: { status: effectiveStatus(p, deps.clock.now()) },
+    });
   }
   return p;
 }

@@ -1,18 +1,9 @@
-/** Payment jobs: expiry at the deadline (plus a sweep), and watching payer-reported transactions. */
+/** Payment jobs: the expiry sweep, and watching payer-reported transactions. */
 import { z } from "zod";
 import { defineJob } from "../../queue/registry.ts";
 import type { Deps } from "../../deps.ts";
-import { expireDue, expireIfDue } from "./payments.service.ts";
+import { expireDue } from "./payments.service.ts";
 import { checkSubmitted } from "./payments.checkout.ts";
-
-export const expirePaymentJob = defineJob<{ paymentId: string }, Deps>({
-  name: "payments.expire",
-  schema: z.object({ paymentId: z.string().uuid() }),
-  queue: { retryLimit: 5, retryDelay: 30 },
-  handler: async ({ paymentId }, { deps }) => {
-    await expireIfDue(deps, paymentId);
-  },
-});
 
 export const expireSweepJob = defineJob<Record<string, never>, Deps>({
   name: "payments.expire-sweep",
@@ -39,4 +30,4 @@ export const checkSubmittedJob = defineJob<{ paymentId: string; attempt: number 
   },
 });
 
-export const paymentJobs = [expirePaymentJob, expireSweepJob, checkSubmittedJob];
+export const paymentJobs = [expireSweepJob, checkSubmittedJob];

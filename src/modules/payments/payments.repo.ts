@@ -59,6 +59,8 @@ export async function findForMerchant(
 }
 
 export interface PageQuery {
+  /** Statuses are as of now: PENDING past its deadline counts as EXPIRED. */
+  now: Date;
   merchantId: string;
   chainIds: number[];
   status?: PaymentStatus;
@@ -73,7 +75,7 @@ export async function listForMerchant(sql: Db, q: PageQuery): Promise<PaymentRow
   return await sql<PaymentRow[]>`
     ${WITH_MERCHANT(sql)}
     where p.merchant_id = ${q.merchantId} and p.chain_id = any(${q.chainIds})
-      ${q.status ? sql`and p.status = ${q.status}` : sql``}
+      ${statusFilter(sql, q.status, q.now)}
       ${q.kind ? sql`and p.kind = ${q.kind}` : sql``}
       ${
     q.reference
@@ -167,4 +169,13 @@ export async function dailyVolume(
     from payments
     where merchant_id = ${merchantId} and status = 'SUCCESS' and settled_at >= ${since}
     group by 1 order by 1`;
+}
+
+function statusFilter(sql: Db, status: PaymentStatus | undefined, now: Date) {
+  if (!status) return sql``;
+  if (status === "PENDING") return sql`and p.status = 'PENDING' and p.expires_at > ${now}`;
+  if (status === "EXPIRED") {
+    return sql`and (p.status = 'EXPIRED' or (p.status = 'PENDING' and p.expires_at <= ${now}))`;
+  }
+  return sql`and p.status = ${status}`;
 }

@@ -58,8 +58,16 @@ export interface PaymentRow {
   merchantName?: string;
 }
 
+/** The status as of `now`: a PENDING payment past its deadline is EXPIRED, swept or not. */
+export function effectiveStatus(
+  p: Pick<PaymentRow, "status" | "expiresAt">,
+  now: Date,
+): PaymentStatus {
+  return p.status === "PENDING" && p.expiresAt.getTime() <= now.getTime() ? "EXPIRED" : p.status;
+}
+
 /** The spec's payment record (payment log). */
-export function paymentRecord(p: PaymentRow, profile: ProfileName) {
+export function paymentRecord(p: PaymentRow, profile: ProfileName, now: Date) {
   return {
     id: p.id,
     reference: p.reference,
@@ -69,7 +77,7 @@ export function paymentRecord(p: PaymentRow, profile: ProfileName) {
     senderEmail: p.payer ?? "pending@checkout",
     direction: p.direction,
     merchant: p.merchantName ?? null,
-    status: p.status,
+    status: effectiveStatus(p, now),
     chainTxHash: p.chainTxHash,
     timestamp: p.createdAt.toISOString(),
     webhookUrl: p.webhookUrl,

@@ -13,6 +13,7 @@ import { emit, validateWebhookUrl } from "../webhooks/webhooks.service.ts";
 import * as repo from "./payments.repo.ts";
 import {
   amountString,
+  effectiveStatus,
   LIFETIME_MS,
   newReference,
   type PaymentKind,
@@ -20,7 +21,6 @@ import {
   type PaymentRow,
   type PaymentStatus,
 } from "./payments.rules.ts";
-import { expirePaymentJob } from "./payments.jobs.ts";
 
 export interface CreateInput {
   amount?: unknown;
@@ -62,7 +62,11 @@ export function parseCreate(deps: Deps, body: CreateInput) {
   return { amount, currency: "USDC", description, webhookUrl, metadata };
 }
 
-/** A PENDING payment paying the merchant's current payout wallet; its expiry is enqueued with it. */
+/**
+ * A PENDING payment paying the merchant's current payout wallet. Its expiry needs no job of its
+ * own: past `expires_at` it reads as EXPIRED everywhere at once, and the per-minute sweep job
+ * writes the new status down.
+ */
 export async function createPayment(
   deps: Deps,
   merchant: MerchantRow,
@@ -88,10 +92,6 @@ export async function createPayment(
       expiresAt,
       now,
     });
-    await deps.queue.send(expirePaymentJob, { paymentId: row.id }, {
-      tx,
-      startAfter: LIFETIME_MS[kind],
-    });
     return { ...row, merchantName: merchant.businessName };
   });
 }
@@ -110,7 +110,7 @@ export function profileOf(deps: Deps, p: Pick<PaymentRow, "chainId">): ProfileNa
 export function detailedRecord(deps: Deps, p: PaymentRow) {
   const profile = profileOf(deps, p);
   return {
-    ...paymentRecord(p, profile),
+    ...paymentRecord(p, profile, deps.clock.now()),
     description: p.description,
     checkoutUrl: checkoutUrl(deps, p.reference),
     expiresAt: p.expiresAt.toISOString(),
@@ -150,7 +150,9 @@ export async function history(
   q: HistoryQuery,
 ) {
   const limit = q.limit ?? 20;
+  const now = deps.clock.now();
   const rows = await repo.listForMerchant(deps.sql, {
+    now,
     merchantId,
     chainIds: profiles.map((p) => deps.chain.chainId(p)),
     status: q.status,
@@ -159,7 +161,7 @@ export async function history(
     before: q.cursor ? decodeCursor(q.cursor) : undefined,
     limit: limit + 1,
   });
-  const page = rows.slice(0, limit);
+  const page = rows.slice(0, limit).map((p) => ({ ...p, status: effectiveStatus(p, now) }));
   const last = page.at(-1);
   return {
     rows: page,
@@ -192,10 +194,7 @@ export async function recentForMerchant(
   return (await history(deps, merchantId, profiles ?? deps.chain.profiles(), { limit })).rows;
 }
 
-export async function expireIfDue(deps: Deps, paymentId: string): Promise<boolean> {
-  return await repo.expireOne(deps.sql, paymentId, deps.clock.now());
-}
-
+/** The sweep: PENDING payments past their deadline become EXPIRED. */
 export async function expireDue(deps: Deps): Promise<number> {
   return await repo.expireDue(deps.sql, deps.clock.now());
 }
