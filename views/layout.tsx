@@ -8,6 +8,8 @@ export function Layout(props: { title: string; children?: Child; head?: Child })
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{props.title}</title>
+        {/* No favicon request (it would 404): an empty data URL. */}
+        <link rel="icon" href="data:," />
         {props.head}
       </head>
       <body>{props.children}</body>

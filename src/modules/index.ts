@@ -21,6 +21,8 @@ import { paymentJobs } from "./payments/payments.jobs.ts";
 import { settlementHandlers } from "./payments/payments.settlement.ts";
 import { checkoutPages } from "./payments/payments.pages.tsx";
 import { rpcProxy } from "../chain/rpc-proxy.ts";
+import { assetPages } from "../http/assets.ts";
+import { dashboardPages } from "./dashboard/dashboard.pages.tsx";
 
 export interface AppModule {
   name: string;
@@ -56,6 +58,8 @@ export const modules: AppModule[] = [
     logHandlers: settlementHandlers,
   },
   { name: "rpc", api: rpcProxy },
+  { name: "assets", pages: assetPages },
+  { name: "dashboard", pages: dashboardPages },
 ];
 
 export function allJobs(list: AppModule[] = modules): JobDefinition<unknown, Deps>[] {

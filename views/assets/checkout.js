@@ -64,7 +64,10 @@
   async function pay() {
     const eth = globalThis.ethereum;
     if (!eth) {
-      say("No browser wallet found. Open this page in a wallet app, or scan the QR code with your phone.", "error");
+      say(
+        "No browser wallet found. Open this page in a wallet app, or scan the QR code with your phone.",
+        "error",
+      );
       return;
     }
     say("Connecting your wallet…");
@@ -76,11 +79,16 @@
       throw e;
     }
     if (!(await ensureChain(eth))) {
-      return say(`Wrong network: switch your wallet to ${data.chain.name} (chain ${data.chain.chainId}) to pay.`, "error");
+      return say(
+        `Wrong network: switch your wallet to ${data.chain.name} (chain ${data.chain.chainId}) to pay.`,
+        "error",
+      );
     }
     say("Checking your balance…");
     const pd = await json(`${base}/pay-data?payer=${account}`);
-    if (pd.status !== 200) return say(pd.body.error || "This payment can no longer be paid.", "error");
+    if (pd.status !== 200) {
+      return say(pd.body.error || "This payment can no longer be paid.", "error");
+    }
     if (!pd.body.payer.sufficient) {
       return say(
         `Insufficient balance: this wallet holds ${pd.body.payer.usdcBalance} USDC and the payment is ${data.amount} USDC.`,
@@ -103,7 +111,10 @@
     say("Sign the payment permit in your wallet…");
     let signature;
     try {
-      signature = await eth.request({ method: "eth_signTypedData_v4", params: [account, JSON.stringify(payload)] });
+      signature = await eth.request({
+        method: "eth_signTypedData_v4",
+        params: [account, JSON.stringify(payload)],
+      });
     } catch (e) {
       if (rejected(e)) return say("Signature rejected. Nothing was paid.", "error");
       throw e;
@@ -113,7 +124,9 @@
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ payer: account, signature, deadline: String(typed.message.deadline) }),
     });
-    if (cd.status !== 200) return say(cd.body.error || "The payment could not be prepared.", "error");
+    if (cd.status !== 200) {
+      return say(cd.body.error || "The payment could not be prepared.", "error");
+    }
     say("Confirm the transaction in your wallet…");
     let hash;
     try {
@@ -130,7 +143,11 @@
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ txHash: hash }),
     });
-    sayWithLink("Payment sent. Waiting for confirmation…", `${data.chain.explorerUrl}/tx/${hash}`, "View transaction");
+    sayWithLink(
+      "Payment sent. Waiting for confirmation…",
+      `${data.chain.explorerUrl}/tx/${hash}`,
+      "View transaction",
+    );
     button.hidden = true;
   }
 
@@ -168,6 +185,10 @@
     if (!el || left === null) return;
     left = Math.max(0, left - 1);
     const h = Math.floor(left / 3600), m = Math.floor((left % 3600) / 60), s = left % 60;
-    el.textContent = left <= 0 ? "expired" : h > 0 ? `${h}h ${String(m).padStart(2, "0")}m` : `${m}:${String(s).padStart(2, "0")}`;
+    el.textContent = left <= 0
+      ? "expired"
+      : h > 0
+      ? `${h}h ${String(m).padStart(2, "0")}m`
+      : `${m}:${String(s).padStart(2, "0")}`;
   }, 1000);
 })();

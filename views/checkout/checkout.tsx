@@ -5,6 +5,7 @@
 import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
 import { Layout } from "../layout.tsx";
+import { assetUrl } from "../../src/http/assets.ts";
 
 export interface CheckoutView {
   reference: string;
@@ -38,8 +39,8 @@ function Shell(props: { title: string; children?: Child }) {
       title={props.title}
       head={
         <>
-          <link rel="stylesheet" href="/assets/checkout.css" />
-          <script src="/assets/htmx.min.js" defer></script>
+          <link rel="stylesheet" href={assetUrl("checkout.css")} />
+          <script src={assetUrl("htmx.min.js")} defer></script>
         </>
       }
     >
@@ -86,7 +87,7 @@ export function CheckoutPage(props: { view: CheckoutView; qrSvg: string }) {
         </noscript>
       </main>
       <script id="checkout-data" type="application/json">{raw(config)}</script>
-      <script src="/assets/checkout.js" defer></script>
+      <script src={assetUrl("checkout.js")} defer></script>
     </Shell>
   );
 }

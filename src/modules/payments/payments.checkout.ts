@@ -28,7 +28,7 @@ export function checkoutView(deps: Deps, p: PaymentRow) {
   return {
     reference: p.reference,
     merchantName: p.merchantName ?? "",
-    amount: formatUsdc(p.amount),
+    amount: displayAmount(p.amount),
     currency: p.currency,
     description: p.description,
     status: effectiveStatus(p, now),
@@ -50,6 +50,11 @@ export function checkoutView(deps: Deps, p: PaymentRow) {
       explorerUrl: rt.profile.explorerUrl,
     },
   };
+}
+
+/** Money as people read it: at least two decimals, more only when the amount has them. */
+export function displayAmount(units: bigint): string {
+  return formatUsdc(units, { decimals: "fixed" }).replace(/(\.\d\d\d*?)0+$/, "$1");
 }
 
 async function payable(deps: Deps, reference: string): Promise<PaymentRow> {

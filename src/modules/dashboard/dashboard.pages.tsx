@@ -1,0 +1,129 @@
+/**
+ * The merchant dashboard under /dashboard: server-rendered pages with htmx, protected by the
+ * `merchant_token` session cookie and CSRF checks. Every request passes, in order:
+ *
+ *   headers      no-store, a strict CSP (scripts and styles from our origin only), no framing
+ *   session      a valid merchant session is resolved when present (the API's cookie guard)
+ *   csrf cookie  the browser's CSRF cookie is minted if missing; the page token is computed
+ *   login gate   everything except login/signup/verify needs the session → else 302 to login
+ *   csrf verify  POST and other unsafe methods need the token and a same-origin Origin → else 403
+ *
+ * then the entry routes and every section's routes (dashboard.sections.ts).
+ */
+import { Hono } from "hono";
+import type { MiddlewareHandler } from "hono";
+import { getCookie } from "hono/cookie";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { Deps } from "../../deps.ts";
+import { guard } from "../../http/auth.ts";
+import { csrfCookie, csrfVerify } from "../../http/csrf.ts";
+import { ApiError } from "../../http/errors.ts";
+import { M } from "../../http/messages.ts";
+import { MERCHANT_COOKIE } from "../../http/session-token.ts";
+import { ErrorView } from "../../../views/dashboard/shell.tsx";
+import {
+  type DashContext,
+  type DashEnv,
+  fragment,
+  isPartial,
+  page,
+  toLogin,
+} from "./dashboard.http.tsx";
+import { entryRoutes, PUBLIC_PATHS } from "./entry.routes.tsx";
+import { type DashboardSection, navItems, SECTIONS, sortedSections } from "./dashboard.sections.ts";
+
+export const CSRF_COOKIE = "dashboard_csrf";
+
+const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "object-src 'none'",
+].join("; ");
+
+export function dashboardPages(deps: Deps, sections: DashboardSection[] = SECTIONS): Hono {
+  const app = new Hono<DashEnv>().basePath("/dashboard");
+  const nav = navItems(sections);
+  const sessionGuard = guard(deps, { accept: ["cookie"] }) as unknown as MiddlewareHandler;
+  const anonymousLimit = guard(deps, { accept: [] }) as unknown as MiddlewareHandler;
+  const csrfOptions = {
+    cookieName: CSRF_COOKIE,
+    cookiePath: "/dashboard",
+    binding: (c: DashContext) => c.get("auth")?.sessionId ?? "",
+  };
+
+  app.onError((err, c) => failure(c, deps, err));
+
+  app.use("*", async (c, next) => {
+    c.header("Cache-Control", "no-store");
+    c.header("Content-Security-Policy", CSP);
+    c.header("X-Frame-Options", "DENY");
+    c.header("X-Content-Type-Options", "nosniff");
+    c.header("Referrer-Policy", "same-origin");
+    c.header("Vary", "HX-Request");
+    c.set("nav", nav);
+    await next();
+  });
+
+  app.use("*", async (c, next) => {
+    if (getCookie(c, MERCHANT_COOKIE)) {
+      try {
+        await sessionGuard(c, () => Promise.resolve());
+      } catch (e) {
+        // An expired or revoked session is no session; a rate limit is still a refusal.
+        if (!(e instanceof ApiError) || e.status === 429) throw e;
+      }
+    }
+    await next();
+  });
+
+  app.use("*", csrfCookie(deps.config, csrfOptions));
+
+  app.use("*", async (c, next) => {
+    if (!PUBLIC_PATHS.has(c.req.path) && !c.get("auth")?.merchant) return toLogin(c);
+    await next();
+  });
+
+  app.use(
+    "*",
+    csrfVerify(deps.config, {
+      ...csrfOptions,
+      onFail: (c) => refuse(c as DashContext, 403, "Request refused", M.dashCsrf),
+    }),
+  );
+
+  entryRoutes(app, deps, anonymousLimit);
+  for (const s of sortedSections(sections)) s.routes(app, deps);
+  if (!sections.some((s) => s.path === "/dashboard")) {
+    const first = sortedSections(sections)[0];
+    app.get("/", (c) => c.redirect(first?.path ?? "/dashboard/keys", 302));
+  }
+  app.all("*", (c) => refuse(c, 404, "Not found", M.notFound));
+  return app as unknown as Hono;
+}
+
+function refuse(c: DashContext, status: ContentfulStatusCode, title: string, message: string) {
+  if (isPartial(c)) {
+    return fragment(c, <div class="notice error" role="alert" data-focus>{message}</div>, status);
+  }
+  return page(c, { title, status, body: <ErrorView title={title} message={message} /> });
+}
+
+function failure(c: DashContext, deps: Deps, err: Error) {
+  if (err instanceof ApiError) {
+    for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
+    const title = err.status === 429 ? "Slow down" : "Something went wrong";
+    return refuse(c, err.status, title, err.message);
+  }
+  deps.log.error("dashboard error", {
+    requestId: c.get("requestId"),
+    path: c.req.path,
+    error: err,
+  });
+  return refuse(c, 500, "Something went wrong", M.internal);
+}

@@ -1,0 +1,158 @@
+// The merchant dashboard's script: confirmation dialogs for hx-confirm, copy buttons, focus
+// after swaps, and linking an external wallet (EIP-1193 + Sign-In with Ethereum). Plain
+// browser JavaScript, loaded from our origin under a CSP that allows no inline script.
+(() => {
+  "use strict";
+
+  const app = () => document.querySelector(".app");
+  const text = (name) => app()?.dataset[`text${name}`] ?? "";
+  const csrf = () => document.querySelector('meta[name="csrf-token"]')?.content ?? "";
+
+  // hx-confirm opens our <dialog> instead of window.confirm.
+  document.addEventListener("htmx:confirm", (event) => {
+    const question = event.detail.question;
+    const dialog = document.getElementById("confirm-dialog");
+    if (!question || !dialog || typeof dialog.showModal !== "function") return;
+    event.preventDefault();
+    dialog.querySelector("#confirm-text").textContent = question;
+    dialog.returnValue = "";
+    dialog.addEventListener("close", () => {
+      if (dialog.returnValue === "ok") event.detail.issueRequest(true);
+    }, { once: true });
+    dialog.showModal();
+  });
+
+  // Copy buttons: data-copy names the input whose value is copied.
+  document.addEventListener("click", async (event) => {
+    const button = event.target.closest("[data-copy]");
+    if (!button) return;
+    const source = document.getElementById(button.dataset.copy);
+    if (!source) return;
+    const value = "value" in source ? source.value : source.textContent;
+    let done = false;
+    try {
+      await navigator.clipboard.writeText(value);
+      done = true;
+    } catch {
+      source.select?.();
+      done = document.execCommand?.("copy") ?? false;
+    }
+    const label = button.firstChild;
+    if (done && label && label.nodeType === Node.TEXT_NODE) {
+      label.textContent = "Copied";
+      setTimeout(() => (label.textContent = "Copy"), 2000);
+    }
+  });
+
+  // After a section is swapped in, move focus to what changed (a notice, a key, an error).
+  document.addEventListener("htmx:afterSwap", (event) => {
+    const target = event.detail.target;
+    if (!target || !(target.id === "main" || target.closest?.("#main"))) return;
+    const focus = target.matches?.("[data-focus]")
+      ? target
+      : ["[data-focus]", "[aria-invalid='true']", "h1"]
+        .map((selector) => target.querySelector?.(selector)).find(Boolean);
+    if (focus) {
+      if (
+        !focus.hasAttribute("tabindex") && !/^(INPUT|SELECT|TEXTAREA|BUTTON|A)$/.test(focus.tagName)
+      ) {
+        focus.setAttribute("tabindex", "-1");
+      }
+      focus.focus();
+    }
+  });
+
+  // A request that never reached the server.
+  document.addEventListener("htmx:sendError", () => {
+    const flash = document.getElementById("flash");
+    if (!flash) return;
+    flash.textContent = text("RequestFailed");
+    flash.hidden = false;
+  });
+  document.addEventListener("htmx:beforeRequest", () => {
+    const flash = document.getElementById("flash");
+    if (flash) flash.hidden = true;
+  });
+
+  // ---- linking an external wallet ----------------------------------------------------------
+
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("[data-wallet-link]");
+    if (button) linkWallet(button);
+  });
+
+  function utf8ToHex(s) {
+    return "0x" + Array.from(new TextEncoder().encode(s), (b) => b.toString(16).padStart(2, "0"))
+      .join("");
+  }
+
+  async function linkWallet(button) {
+    const box = button.closest("[data-wallet]");
+    const status = box.querySelector("[data-wallet-status]");
+    const say = (message, kind) => {
+      status.textContent = message;
+      status.className = `notice ${kind}`;
+      status.hidden = false;
+    };
+    const eth = globalThis.ethereum;
+    if (!eth || typeof eth.request !== "function") return say(text("WalletMissing"), "error");
+
+    button.disabled = true;
+    button.classList.add("htmx-request");
+    status.hidden = true;
+    try {
+      const accounts = await eth.request({ method: "eth_requestAccounts" });
+      const address = Array.isArray(accounts) ? accounts[0] : undefined;
+      if (!address) return say(text("WalletFailed"), "error");
+
+      const res = await fetch(box.dataset.challengeUrl, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: {
+          "Content-Type": "application/x-www-form-urlencoded",
+          "X-CSRF-Token": csrf(),
+          "HX-Request": "true",
+          "HX-Current-URL": location.href,
+        },
+        body: new URLSearchParams({ address }),
+      });
+      const redirect = res.headers.get("HX-Redirect");
+      if (redirect) {
+        location.href = redirect;
+        return;
+      }
+      // JSON from the route; a refusal before it (CSRF, rate limit) is an HTML fragment.
+      const body = await res.text();
+      let data;
+      try {
+        data = JSON.parse(body);
+      } catch {
+        data = {
+          error: new DOMParser().parseFromString(body, "text/html").body.textContent.trim(),
+        };
+      }
+      if (!res.ok || typeof data.message !== "string") {
+        return say(data.error || text("WalletFailed"), "error");
+      }
+
+      const signature = await eth.request({
+        method: "personal_sign",
+        params: [utf8ToHex(data.message), address],
+      });
+      const walletKind = box.querySelector("[name=walletKind]")?.value ?? "EXTENSION_WALLET";
+      await htmx.ajax("POST", box.dataset.linkUrl, {
+        target: "#main",
+        swap: "innerHTML",
+        values: { address, message: data.message, signature, walletKind },
+        headers: { "X-CSRF-Token": csrf() },
+      });
+    } catch (err) {
+      if (err && err.code === 4001) say(text("WalletRejected"), "error");
+      else if (err instanceof TypeError) say(text("RequestFailed"), "error");
+      else say((err && err.message) || text("WalletFailed"), "error");
+    } finally {
+      button.disabled = false;
+      button.classList.remove("htmx-request");
+    }
+  }
+})();
