@@ -1,15 +1,12 @@
 /** Expired Idempotency-Key records are removed hourly (they are kept at least 24 hours). */
-import { z } from "zod";
-import { defineJob } from "../queue/registry.ts";
+import { defineCron } from "../queue/registry.ts";
 import type { Deps } from "../deps.ts";
 import { deleteExpired } from "./idempotency.repo.ts";
 
-export const idempotencyCleanupJob = defineJob<Record<string, never>, Deps>({
+export const idempotencyCleanupJob = defineCron<Deps>({
   name: "idempotency.cleanup",
-  schema: z.object({}) as unknown as z.ZodType<Record<string, never>>,
   cron: "17 * * * *",
-  queue: { policy: "singleton", retryLimit: 0 },
-  handler: async (_d, { deps }) => {
+  handler: async ({ deps }) => {
     await deleteExpired(deps.sql, deps.clock.now());
   },
 });

@@ -2,7 +2,7 @@
  * The job registry: each module declares its jobs as data (name, payload schema, handler,
  * queue and worker options) in its `<name>.jobs.ts`, and `src/queue/jobs.ts` lists them all.
  */
-import type { z } from "zod";
+import { z } from "zod";
 import type { QueueOptions, WorkOptions } from "pg-boss";
 
 export interface JobContext<D> {
@@ -23,6 +23,25 @@ export interface JobDefinition<T = unknown, D = unknown> {
   work?: Pick<WorkOptions, "localConcurrency" | "pollingIntervalSeconds" | "batchSize">;
   /** Cron expression for a recurring job (UTC). */
   cron?: string;
+}
+
+/** The payload of a recurring job, which carries no data. */
+export type NoData = Record<string, never>;
+export const noData = z.object({}) as unknown as z.ZodType<NoData>;
+
+/** A recurring job (UTC cron) with no payload: a sweep, a cleanup. */
+export function defineCron<D>(
+  def: Omit<JobDefinition<NoData, D>, "schema" | "cron" | "handler"> & {
+    cron: string;
+    handler: (ctx: JobContext<D>) => Promise<void>;
+  },
+): JobDefinition<NoData, D> {
+  return defineJob<NoData, D>({
+    ...def,
+    schema: noData,
+    queue: { policy: "singleton", retryLimit: 0, ...def.queue },
+    handler: (_data, ctx) => def.handler(ctx),
+  });
 }
 
 export function defineJob<T, D>(def: JobDefinition<T, D>): JobDefinition<T, D> {

@@ -6,47 +6,18 @@
  * receiver recovers, log out. Every page is screenshotted to test-output/screenshots/.
  */
 import assert from "node:assert/strict";
-import { SMTPServer } from "smtp-server";
 import { Webhook } from "standardwebhooks";
 import type { Page } from "playwright-core";
 import { startTestService } from "../helpers/service.ts";
 import { api } from "../helpers/accounts.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 import { waitFor } from "../helpers/poll.ts";
+import { startSmtp } from "../helpers/smtp.ts";
 import { ANVIL_KEYS } from "../helpers/anvil.ts";
 import { browserTest, launchBrowser, screenshot, watchPage } from "../helpers/browser.ts";
 import { installWallet, normaliseChainId } from "../helpers/wallet-provider.ts";
 import { M } from "../../src/http/messages.ts";
 import { emit, getSecret, sweepDue } from "../../src/modules/webhooks/webhooks.service.ts";
-
-async function startSmtp() {
-  const inbox: { to: string; raw: string }[] = [];
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ["STARTTLS", "AUTH"],
-    logger: false,
-    onData(stream, session, callback) {
-      let raw = "";
-      stream.on("data", (d: Uint8Array) => (raw += new TextDecoder().decode(d)));
-      stream.on("end", () => {
-        inbox.push({ to: session.envelope.rcptTo.map((r) => r.address).join(","), raw });
-        callback();
-      });
-    },
-  });
-  const port = await new Promise<number>((resolve) => {
-    server.listen(
-      0,
-      "127.0.0.1",
-      () => resolve((server.server.address() as { port: number }).port),
-    );
-  });
-  return {
-    url: `smtp://127.0.0.1:${port}`,
-    inbox,
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
 
 /** Confirms (or cancels) the dashboard's <dialog>, checking what it asks. */
 async function answerDialog(page: Page, expect: RegExp, answer: "ok" | "cancel") {

@@ -19,8 +19,14 @@ export function payer(svc: TestService, privateKey: Hex, profile: ProfileName = 
         amount: usdc,
       });
     },
-    /** Through the checkout endpoints: pay-data → sign the permit → call data → send. */
-    async pay(reference: string): Promise<{ hash: Hex; data: Hex; to: Hex }> {
+    /**
+     * The checkout endpoints' path up to sending: pay-data → sign the permit (for `value`, by
+     * default the amount asked) → the router call data.
+     */
+    async prepare(
+      reference: string,
+      opts: { value?: bigint } = {},
+    ): Promise<{ to: Hex; data: Hex }> {
       const pd = await fetch(
         `${svc.baseUrl}/checkout/${reference}/pay-data?payer=${account.address}`,
       );
@@ -33,7 +39,7 @@ export function payer(svc: TestService, privateKey: Hex, profile: ProfileName = 
         primaryType: typed.primaryType,
         message: {
           ...typed.message,
-          value: BigInt(typed.message.value),
+          value: opts.value ?? BigInt(typed.message.value),
           nonce: BigInt(typed.message.nonce),
           deadline: BigInt(typed.message.deadline),
         },
@@ -49,8 +55,13 @@ export function payer(svc: TestService, privateKey: Hex, profile: ProfileName = 
       });
       const call = await cd.json();
       if (cd.status !== 200) throw new Error(`calldata ${cd.status}: ${JSON.stringify(call)}`);
+      return { to: call.to, data: call.data };
+    },
+    /** prepare + send: one permit signature, one transaction. */
+    async pay(reference: string): Promise<{ hash: Hex; data: Hex; to: Hex }> {
+      const call = await this.prepare(reference);
       const hash = await wallet.sendTransaction({ to: call.to, data: call.data, gas: 300_000n });
-      return { hash, data: call.data, to: call.to };
+      return { hash, ...call };
     },
     async send(to: Hex, data: Hex): Promise<Hex> {
       return await wallet.sendTransaction({ to, data, gas: 300_000n });

@@ -3,54 +3,12 @@
  * 10 minutes, dies after 5 wrong tries, is replaced by a new signup; login sessions and logout.
  */
 import assert from "node:assert/strict";
-import { SMTPServer } from "smtp-server";
 import { startTestService, type TestService } from "../helpers/service.ts";
+import { startSmtp, type TestSmtp } from "../helpers/smtp.ts";
 import { api, cookieFrom } from "../helpers/accounts.ts";
-import { waitFor } from "../helpers/poll.ts";
 import { SignJWT } from "jose";
 
-interface Received {
-  to: string;
-  raw: string;
-}
-
-async function startSmtp(): Promise<{ url: string; inbox: Received[]; close(): Promise<void> }> {
-  const inbox: Received[] = [];
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ["STARTTLS", "AUTH"],
-    logger: false,
-    onData(stream, session, callback) {
-      let raw = "";
-      stream.on("data", (d: Uint8Array) => (raw += new TextDecoder().decode(d)));
-      stream.on("end", () => {
-        inbox.push({ to: session.envelope.rcptTo.map((r) => r.address).join(","), raw });
-        callback();
-      });
-    },
-  });
-  const port = await new Promise<number>((resolve) => {
-    server.listen(
-      0,
-      "127.0.0.1",
-      () => resolve((server.server.address() as { port: number }).port),
-    );
-  });
-  return {
-    url: `smtp://127.0.0.1:${port}`,
-    inbox,
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
-
-async function codeFor(inbox: Received[], to: string, nth: number): Promise<string> {
-  const mail = await waitFor(() => inbox.filter((m) => m.to === to)[nth], {
-    what: `mail #${nth} to ${to}`,
-  });
-  const code = /code is ([A-Z0-9]{6})\./.exec(mail.raw.replace(/=\r?\n/g, ""))?.[1];
-  assert.ok(code, mail.raw);
-  return code;
-}
+const codeFor = (smtp: TestSmtp, to: string, nth: number) => smtp.codeFor(to, nth);
 
 Deno.test("merchant signup and verification through a real SMTP server", async (t) => {
   const smtp = await startSmtp();
@@ -95,7 +53,7 @@ Deno.test("merchant signup and verification through a real SMTP server", async (
         });
         assert.equal(r.status, 201);
         assert.equal(r.json.email, email);
-        const code = await codeFor(smtp.inbox, email, 0);
+        const code = await codeFor(smtp, email, 0);
         assert.match(code, /^[A-Z0-9]{6}$/);
         const mail = smtp.inbox[0].raw;
         assert.match(mail, /Subject: Verify your email/);
@@ -156,7 +114,7 @@ Deno.test("merchant signup and verification through a real SMTP server", async (
       await call("POST", "/api/merchant/signup", {
         body: { email: e, businessName: "Late", password },
       });
-      const code = await codeFor(smtp.inbox, e, 0);
+      const code = await codeFor(smtp, e, 0);
       svc.clock.advance(10 * 60 * 1000 + 1);
       const r = await call("POST", "/api/merchant/verify", { body: { email: e, code } });
       assert.deepEqual([r.status, r.json.error], [
@@ -167,7 +125,7 @@ Deno.test("merchant signup and verification through a real SMTP server", async (
       await call("POST", "/api/merchant/signup", {
         body: { email: e, businessName: "Late", password },
       });
-      const fresh = await codeFor(smtp.inbox, e, 1);
+      const fresh = await codeFor(smtp, e, 1);
       const ok = await call("POST", "/api/merchant/verify", { body: { email: e, code: fresh } });
       assert.equal(ok.status, 200);
     });
@@ -177,7 +135,7 @@ Deno.test("merchant signup and verification through a real SMTP server", async (
       await call("POST", "/api/merchant/signup", {
         body: { email: e, businessName: "G", password },
       });
-      const code = await codeFor(smtp.inbox, e, 0);
+      const code = await codeFor(smtp, e, 0);
       const wrongCode = code === "AAAAAA" ? "BBBBBB" : "AAAAAA";
       for (let i = 1; i <= 5; i++) {
         const r = await call("POST", "/api/merchant/verify", {
@@ -199,7 +157,7 @@ Deno.test("merchant signup and verification through a real SMTP server", async (
       await call("POST", "/api/merchant/signup", {
         body: { email: e, businessName: "G", password },
       });
-      const fresh = await codeFor(smtp.inbox, e, 1);
+      const fresh = await codeFor(smtp, e, 1);
       const stale = await call("POST", "/api/merchant/verify", { body: { email: e, code } });
       if (code !== fresh) assert.equal(stale.json.error, "Invalid verification code.");
       const ok = await call("POST", "/api/merchant/verify", { body: { email: e, code: fresh } });
@@ -290,7 +248,7 @@ Deno.test("merchant signup and verification through a real SMTP server", async (
       await call("POST", "/api/merchant/signup", {
         body: { email: e, businessName: "N", password },
       });
-      const code = await codeFor(smtp.inbox, e, 0);
+      const code = await codeFor(smtp, e, 0);
       for (const p of svc.deps.chain.profiles()) await svc.deps.chain.runtime(p).node?.stop();
       const r = await call("POST", "/api/merchant/verify", { body: { email: e, code } });
       assert.deepEqual([r.status, r.json.error], [

@@ -114,31 +114,9 @@ Deno.test("payments settle on chain", async (t) => {
 
     await t.step("underpayment: a lower amount with the service's signature reverts", async () => {
       const ref = await link(svc, m, "10");
-      const pd =
-        await (await fetch(`${svc.baseUrl}/checkout/${ref}/pay-data?payer=${alice.address}`))
-          .json();
-      const typed = pd.permit;
-      const sig = await alice.account.signTypedData({
-        domain: { ...typed.domain, chainId: Number(typed.domain.chainId) },
-        types: typed.types,
-        primaryType: "Permit",
-        message: {
-          ...typed.message,
-          value: 1_000_000n,
-          nonce: BigInt(typed.message.nonce),
-          deadline: BigInt(typed.message.deadline),
-        },
-      });
-      const cd = await (await fetch(`${svc.baseUrl}/checkout/${ref}/calldata`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({
-          payer: alice.address,
-          signature: sig,
-          deadline: typed.message.deadline,
-        }),
-      })).json();
-      const decoded = decodeFunctionData({ abi: PaymentRouter.abi, data: cd.data as Hex });
+      // A permit for 1 USDC, then the router call changed to ask for 1 USDC of an order for 10.
+      const cd = await alice.prepare(ref, { value: 1_000_000n });
+      const decoded = decodeFunctionData({ abi: PaymentRouter.abi, data: cd.data });
       const [order, ...rest] = decoded.args as unknown as [
         { ref: Hex; payTo: Hex; amount: bigint; validBefore: bigint },
         ...unknown[],
@@ -220,30 +198,7 @@ Deno.test("payments settle on chain", async (t) => {
       async () => {
         svc.clock.set(new Date());
         const ref = await link(svc, m, "2", `${receiver.url}/late`);
-        const pd =
-          await (await fetch(`${svc.baseUrl}/checkout/${ref}/pay-data?payer=${alice.address}`))
-            .json();
-        const typed = pd.permit;
-        const sig = await alice.account.signTypedData({
-          domain: { ...typed.domain, chainId: Number(typed.domain.chainId) },
-          types: typed.types,
-          primaryType: "Permit",
-          message: {
-            ...typed.message,
-            value: BigInt(typed.message.value),
-            nonce: BigInt(typed.message.nonce),
-            deadline: BigInt(typed.message.deadline),
-          },
-        });
-        const cd = await (await fetch(`${svc.baseUrl}/checkout/${ref}/calldata`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            payer: alice.address,
-            signature: sig,
-            deadline: typed.message.deadline,
-          }),
-        })).json();
+        const cd = await alice.prepare(ref);
         // Our clock passes the deadline; the chain's does not yet: the transaction is still valid.
         svc.clock.advance(24 * 3600 * 1000 + 1000);
         await expireDue(svc.deps);

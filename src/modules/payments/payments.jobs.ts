@@ -1,16 +1,14 @@
 /** Payment jobs: the expiry sweep, and watching payer-reported transactions. */
 import { z } from "zod";
-import { defineJob } from "../../queue/registry.ts";
+import { defineCron, defineJob } from "../../queue/registry.ts";
 import type { Deps } from "../../deps.ts";
 import { expireDue } from "./payments.service.ts";
 import { checkSubmitted } from "./payments.checkout.ts";
 
-export const expireSweepJob = defineJob<Record<string, never>, Deps>({
+export const expireSweepJob = defineCron<Deps>({
   name: "payments.expire-sweep",
-  schema: z.object({}) as unknown as z.ZodType<Record<string, never>>,
   cron: "* * * * *",
-  queue: { policy: "singleton", retryLimit: 0 },
-  handler: async (_d, { deps }) => {
+  handler: async ({ deps }) => {
     await expireDue(deps);
   },
 });

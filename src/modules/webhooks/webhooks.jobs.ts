@@ -3,7 +3,7 @@
  * duplicate job does nothing); `webhooks.sweep` catches any due attempt whose job went missing.
  */
 import { z } from "zod";
-import { defineJob } from "../../queue/registry.ts";
+import { defineCron, defineJob } from "../../queue/registry.ts";
 import type { Deps } from "../../deps.ts";
 import { attemptDelivery, sweepDue } from "./webhooks.service.ts";
 
@@ -17,12 +17,11 @@ export const deliverWebhookJob = defineJob<{ deliveryId: string }, Deps>({
   },
 });
 
-export const sweepWebhooksJob = defineJob<Record<string, never>, Deps>({
+export const sweepWebhooksJob = defineCron<Deps>({
   name: "webhooks.sweep",
-  schema: z.object({}) as unknown as z.ZodType<Record<string, never>>,
   cron: "* * * * *",
-  queue: { policy: "singleton", retryLimit: 0, expireInSeconds: 600 },
-  handler: async (_d, { deps }) => {
+  queue: { expireInSeconds: 600 },
+  handler: async ({ deps }) => {
     await sweepDue(deps);
   },
 });
