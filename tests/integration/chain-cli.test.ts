@@ -1,0 +1,59 @@
+/** Operator tasks against a running deployment: faucet and chain:status. */
+import assert from "node:assert/strict";
+import { startTestService } from "../helpers/service.ts";
+import { ANVIL_KEYS } from "../helpers/anvil.ts";
+
+Deno.test("faucet mints test USDC (never on a configured production chain); chain:status reports", async () => {
+  const svc = await startTestService();
+  try {
+    const env: Record<string, string> = {
+      DATABASE_URL: svc.db.url,
+      JWT_SECRET: svc.deps.config.JWT_SECRET!,
+      WALLET_MASTER_KEY: svc.deps.config.WALLET_MASTER_KEY!,
+      DATA_DIR: Deno.makeTempDirSync(),
+      APP_ENV: "test",
+      LOG_LEVEL: "error",
+    };
+    for (const p of svc.deps.chain.profiles()) {
+      const rt = svc.deps.chain.runtime(p);
+      env[`${rt.profile.envPrefix}_RPC_URL`] = rt.rpcUrl;
+      env[`${rt.profile.envPrefix}_OPERATOR_KEY`] = ANVIL_KEYS[0];
+    }
+    const run = async (script: string, ...args: string[]) => {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "--allow-all", `src/cli/${script}`, ...args],
+        env,
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      return {
+        code: out.code,
+        out: new TextDecoder().decode(out.stdout),
+        err: new TextDecoder().decode(out.stderr),
+      };
+    };
+    const to = "0x000000000000000000000000000000000000bEEF";
+    const ok = await run("faucet.ts", to, "12.5");
+    assert.equal(ok.code, 0, ok.err);
+    assert.match(ok.out, /Minted 12\.5 USDC to 0x0+bEEF on testnet\./);
+    assert.equal(
+      await svc.deps.chain.usdcBalance("testnet", to.toLowerCase() as `0x${string}`),
+      12_500_000n,
+    );
+
+    const prod = await run("faucet.ts", to, "1", "--network", "production");
+    assert.notEqual(prod.code, 0);
+    assert.match(prod.err, /Refusing to mint on production: it is a real production chain\./);
+    const bad = await run("faucet.ts", to, "1.0000001");
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /Not a valid USDC amount/);
+
+    const status = await run("chain-status.ts");
+    assert.equal(status.code, 0, status.err);
+    assert.match(status.out, /testnet \(chain 5042002\) remote/);
+    assert.match(status.out, /TestUSDC 0x[0-9a-f]{40}/);
+    assert.match(status.out, /transactions: confirmed \d+/);
+  } finally {
+    await svc.close();
+  }
+});
