@@ -122,6 +122,9 @@ export const M = {
   dashSecretRolled: "A new signing secret is active; deliveries are signed with it from now on.",
   dashReplayed: "The delivery was sent again.",
   dashRequestFailed: "The request did not reach the server. Check your connection and try again.",
+  dashLinkCreated: "Payment link created. Send the link or show its QR code to your customer.",
+  dashPaymentsFilter:
+    "Choose a status (PENDING, SUCCESS, FAILED or EXPIRED) and a chain from the lists.",
 } as const;
 
 export type MessageKey = keyof typeof M;

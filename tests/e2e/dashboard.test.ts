@@ -126,6 +126,11 @@ Deno.test(browserTest("merchant dashboard in Chromium", async (t) => {
 
     await t.step("continue signed in; the key is not shown again", async () => {
       await page.getByRole("link", { name: "Continue to your dashboard" }).click();
+      await page.waitForURL(`${base}/dashboard`);
+      await page.getByRole("heading", { name: "Overview" }).waitFor();
+      assert.ok(!(await page.content()).includes(merchantKey));
+      await page.getByRole("navigation", { name: "Dashboard sections" })
+        .getByRole("link", { name: "API keys" }).click();
       await page.waitForURL(`${base}/dashboard/keys`);
       await page.getByRole("heading", { name: "API keys" }).waitFor();
       assert.ok(!(await page.content()).includes(merchantKey));

@@ -377,10 +377,10 @@ Deno.test("dashboard pages over HTTP", async (t) => {
       assert.match(missing.text, /^<!DOCTYPE html>/);
       assert.ok(missing.text.includes(M.notFound));
 
-      // The landing page is the first section until an overview exists.
+      // The landing page is the Overview section.
       const root = await d.get(signedIn, "/dashboard");
-      assert.equal(root.status, 302);
-      assert.equal(root.headers.get("location"), "/dashboard/keys");
+      assert.equal(root.status, 200);
+      assert.match(root.text, /<a href="\/dashboard"[^>]*aria-current="page"/);
     });
 
     await t.step("webhook deliveries, filtered, and a replay", async () => {

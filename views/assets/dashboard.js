@@ -62,6 +62,25 @@
     }
   });
 
+  // A panel replaced in place (hx-swap="outerHTML": a replay's answer, appended rows): the
+  // element the person used is gone, so focus its notice, or the first of the new rows.
+  // Polled regions carry neither, so an update never moves focus.
+  document.addEventListener("htmx:afterSwap", (event) => {
+    const fresh = event.target;
+    const old = event.detail.target;
+    if (!(fresh instanceof Element) || !fresh.isConnected || !old || old.isConnected) return;
+    let focus = fresh.matches("[data-focus]") ? fresh : fresh.querySelector("[data-focus]");
+    if (!focus && fresh.matches("[data-first-new]")) {
+      fresh.removeAttribute("data-first-new");
+      focus = fresh.querySelector("a, button");
+    }
+    if (!focus) return;
+    if (!focus.hasAttribute("tabindex") && !/^(A|BUTTON|INPUT|SELECT)$/.test(focus.tagName)) {
+      focus.setAttribute("tabindex", "-1");
+    }
+    focus.focus();
+  });
+
   // A request that never reached the server.
   document.addEventListener("htmx:sendError", () => {
     const flash = document.getElementById("flash");

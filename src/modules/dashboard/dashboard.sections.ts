@@ -22,6 +22,9 @@ import type { Deps } from "../../deps.ts";
 import type { NavItem } from "../../../views/dashboard/shell.tsx";
 import type { DashEnv } from "./dashboard.http.tsx";
 import { keysSection } from "./keys.section.tsx";
+import { linksSection } from "./links.section.tsx";
+import { overviewSection } from "./overview.section.tsx";
+import { paymentsSection } from "./payments.section.tsx";
 import { walletSection } from "./wallet.section.tsx";
 import { webhooksSection } from "./webhooks.section.tsx";
 
@@ -40,7 +43,14 @@ export interface DashboardSection {
   routes(app: DashboardApp, deps: Deps): void;
 }
 
-export const SECTIONS: DashboardSection[] = [keysSection, walletSection, webhooksSection];
+export const SECTIONS: DashboardSection[] = [
+  overviewSection,
+  paymentsSection,
+  linksSection,
+  keysSection,
+  walletSection,
+  webhooksSection,
+];
 
 export function sortedSections(list: DashboardSection[] = SECTIONS): DashboardSection[] {
   return [...list].sort((a, b) => a.order - b.order);

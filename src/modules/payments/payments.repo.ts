@@ -165,7 +165,8 @@ export async function dailyVolume(
   since: Date,
 ): Promise<{ day: Date; volume: bigint; count: number }[]> {
   return await sql<{ day: Date; volume: bigint; count: number }[]>`
-    select date_trunc('day', settled_at) as day, sum(amount)::bigint as volume, count(*)::int as count
+    select date_trunc('day', settled_at, 'UTC') as day, sum(amount)::bigint as volume,
+           count(*)::int as count
     from payments
     where merchant_id = ${merchantId} and status = 'SUCCESS' and settled_at >= ${since}
     group by 1 order by 1`;

@@ -20,6 +20,7 @@ import {
   paymentRecord,
   type PaymentRow,
   type PaymentStatus,
+  REFERENCE_PATTERN,
 } from "./payments.rules.ts";
 
 export interface CreateInput {
@@ -192,6 +193,40 @@ export async function recentForMerchant(
   profiles?: ProfileName[],
 ) {
   return (await history(deps, merchantId, profiles ?? deps.chain.profiles(), { limit })).rows;
+}
+
+/** One of the merchant's payments on any configured chain, status as of now (dashboard detail). */
+export async function merchantPayment(
+  deps: Deps,
+  merchantId: string,
+  reference: string,
+): Promise<PaymentRow | null> {
+  if (!REFERENCE_PATTERN.test(reference)) return null;
+  const chainIds = deps.chain.profiles().map((p) => deps.chain.chainId(p));
+  const p = await repo.findForMerchant(deps.sql, merchantId, reference, chainIds);
+  return p ? { ...p, status: effectiveStatus(p, deps.clock.now()) } : null;
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/**
+ * Settled volume per UTC day (every chain, like the profile's stats) for the `days` days up to
+ * today on `deps.clock`, oldest first; a day without settlements is 0.
+ */
+export async function dailyVolume(
+  deps: Deps,
+  merchantId: string,
+  days = 30,
+): Promise<{ day: string; volume: bigint; count: number }[]> {
+  const today = Math.floor(deps.clock.now().getTime() / DAY_MS) * DAY_MS;
+  const since = new Date(today - (days - 1) * DAY_MS);
+  const rows = await repo.dailyVolume(deps.sql, merchantId, since);
+  const byDay = new Map(rows.map((r) => [r.day.toISOString().slice(0, 10), r]));
+  return Array.from({ length: days }, (_, i) => {
+    const day = new Date(since.getTime() + i * DAY_MS).toISOString().slice(0, 10);
+    const r = byDay.get(day);
+    return { day, volume: r?.volume ?? 0n, count: r?.count ?? 0 };
+  });
 }
 
 /** The sweep: PENDING payments past their deadline become EXPIRED. */
