@@ -9,7 +9,8 @@ import assert from "node:assert/strict";
 import { type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { startTestService, type TestService } from "../helpers/service.ts";
-import { api, createMerchant, type TestMerchant } from "../helpers/accounts.ts";
+import { dashboardClient } from "../helpers/dashboard-client.ts";
+import { api, createMerchant } from "../helpers/accounts.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 import { payer } from "../helpers/payer.ts";
 import { waitFor } from "../helpers/poll.ts";
@@ -18,79 +19,7 @@ import { M } from "../../src/http/messages.ts";
 import { checksum } from "../../src/chain/address.ts";
 import * as payments from "../../src/modules/payments/payments.service.ts";
 
-const CSRF_COOKIE = "dashboard_csrf";
 const HOUR = 3600 * 1000;
-
-/** A browser as far as the server can tell: its cookies and the page token it was given. */
-interface Browser {
-  cookies: Map<string, string>;
-  token: string;
-}
-
-function cookieHeader(b: Browser): string {
-  return [...b.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
-}
-
-function remember(b: Browser, headers: Headers) {
-  for (const line of headers.getSetCookie()) {
-    const [pair, ...attrs] = line.split(";");
-    const i = pair.indexOf("=");
-    const expired = attrs.some((a) => /max-age=0\b/i.test(a.trim())) || pair.slice(i + 1) === "";
-    if (expired) b.cookies.delete(pair.slice(0, i));
-    else b.cookies.set(pair.slice(0, i), pair.slice(i + 1));
-  }
-}
-
-function tokenIn(html: string): string {
-  const m = /<meta name="csrf-token" content="([^"]+)"/.exec(html);
-  assert.ok(m, "the page carries a CSRF token");
-  return m[1];
-}
-
-function dashboard(svc: TestService) {
-  const get = async (b: Browser | null, path: string, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${svc.baseUrl}${path}`, {
-      headers: { ...(b ? { cookie: cookieHeader(b) } : {}), ...headers },
-      redirect: "manual",
-    });
-    if (b) remember(b, res.headers);
-    return { status: res.status, headers: res.headers, text: await res.text() };
-  };
-  const post = async (
-    b: Browser,
-    path: string,
-    fields: Record<string, string> = {},
-    opts: { token?: string | null; origin?: string | null; headers?: Record<string, string> } = {},
-  ) => {
-    const headers: Record<string, string> = {
-      "content-type": "application/x-www-form-urlencoded",
-      cookie: cookieHeader(b),
-      ...opts.headers,
-    };
-    if (opts.origin !== null) headers.origin = opts.origin ?? svc.baseUrl;
-    const token = opts.token === undefined ? b.token : opts.token;
-    const body = new URLSearchParams({ ...fields, ...(token !== null ? { _csrf: token } : {}) });
-    const res = await fetch(`${svc.baseUrl}${path}`, {
-      method: "POST",
-      headers,
-      body,
-      redirect: "manual",
-    });
-    remember(b, res.headers);
-    return { status: res.status, headers: res.headers, text: await res.text() };
-  };
-  const open = async (merchant: TestMerchant, path = "/dashboard"): Promise<Browser> => {
-    const b: Browser = { cookies: new Map(), token: "" };
-    const [k, v] = merchant.cookie.split("=");
-    b.cookies.set(k, v);
-    const page = await get(b, path);
-    assert.equal(page.status, 200, page.text);
-    assert.ok(b.cookies.has(CSRF_COOKIE));
-    b.token = tokenIn(page.text);
-    return b;
-  };
-  return { get, post, open };
-}
 
 const HX = { "hx-request": "true" };
 
@@ -151,7 +80,7 @@ async function prepare(svc: TestService, key: Hex, reference: string) {
 Deno.test("dashboard payment pages over HTTP", async (t) => {
   const receiver = startReceiver();
   const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
-  const d = dashboard(svc);
+  const d = dashboardClient(svc);
   const alice = payer(svc, ANVIL_KEYS[1]);
   const status = async (ref: string) =>
     (await svc.db.sql`select status from payments where reference = ${ref}`)[0]?.status;
