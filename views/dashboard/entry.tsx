@@ -32,17 +32,7 @@ export function LoginView(props: FormProps & { next?: string }) {
       <form {...entryForm("/dashboard/login")} class="stack">
         <CsrfInput token={props.csrf} />
         {props.next && <input type="hidden" name="next" value={props.next} />}
-        <Field
-          name="email"
-          label="Email"
-          type="email"
-          value={v.email}
-          error={e.email}
-          required
-          autocomplete="username"
-          spellcheck={false}
-          autocapitalize="off"
-        />
+        <EmailField value={v.email} error={e.email} />
         <Field
           name="password"
           label="Password"
@@ -137,17 +127,7 @@ export function VerifyView(props: FormProps) {
       <p>We emailed you a 6-character code. Enter it with your password to finish.</p>
       <form {...entryForm("/dashboard/verify")} class="stack">
         <CsrfInput token={props.csrf} />
-        <Field
-          name="email"
-          label="Email"
-          type="email"
-          value={v.email}
-          error={e.email}
-          required
-          autocomplete="username"
-          spellcheck={false}
-          autocapitalize="off"
-        />
+        <EmailField value={v.email} error={e.email} />
         <Field
           name="code"
           label="Verification code"
@@ -219,5 +199,22 @@ export function KeyOnce(props: { id: string; label: string; value: string; warni
       </p>
       <CopyField id={props.id} label={props.label} value={props.value} hideLabel />
     </div>
+  );
+}
+
+/** The email field of the entry forms (login, signup, verify). */
+function EmailField(props: { value?: string; error?: string }) {
+  return (
+    <Field
+      name="email"
+      label="Email"
+      type="email"
+      value={props.value}
+      error={props.error}
+      required
+      autocomplete="username"
+      spellcheck={false}
+      autocapitalize="off"
+    />
   );
 }

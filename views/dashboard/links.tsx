@@ -13,7 +13,7 @@ import {
   Submit,
   Time,
 } from "./shell.tsx";
-import { type PaymentItem, PaymentLink, StatusBadge } from "./payment-parts.tsx";
+import { PaymentCells, type PaymentItem, PaymentLink } from "./payment-parts.tsx";
 import { qrPath } from "./payment-detail.tsx";
 
 export interface LinkForm {
@@ -158,20 +158,7 @@ function LinksTable(props: { links: PaymentItem[]; limit: number }) {
         <tbody>
           {props.links.map((p) => (
             <tr data-reference={p.reference} data-status={p.status}>
-              <td data-label="Reference">
-                <div>
-                  <PaymentLink reference={p.reference} />
-                  {p.description && <div class="muted small clip">{p.description}</div>}
-                </div>
-              </td>
-              <td data-label="Amount" class="num">
-                <span class="money">
-                  <span class="amount">{p.amount}</span> <span class="muted">{p.currency}</span>
-                </span>
-              </td>
-              <td data-label="Status">
-                <StatusBadge status={p.status} late={p.settledAfterExpiry} />
-              </td>
+              <PaymentCells p={p} />
               <td data-label="Created">
                 <Time iso={p.createdAt} />
               </td>

@@ -85,14 +85,18 @@ export function PaymentLink(props: { reference: string }) {
 }
 
 /** One payment as a table row (cards on a phone); `firstNew` marks where appended rows begin. */
-export function PaymentRow(props: { key?: string; p: PaymentItem; firstNew?: boolean }) {
+/** The reference, amount and status cells every payment table starts with. */
+export function PaymentCells(
+  props: {
+    p: Pick<
+      PaymentItem,
+      "reference" | "description" | "amount" | "currency" | "status" | "settledAfterExpiry"
+    >;
+  },
+) {
   const p = props.p;
   return (
-    <tr
-      data-reference={p.reference}
-      data-status={p.status}
-      data-first-new={props.firstNew ? "" : undefined}
-    >
+    <>
       <td data-label="Reference">
         <div>
           <PaymentLink reference={p.reference} />
@@ -107,6 +111,19 @@ export function PaymentRow(props: { key?: string; p: PaymentItem; firstNew?: boo
       <td data-label="Status">
         <StatusBadge status={p.status} late={p.settledAfterExpiry} />
       </td>
+    </>
+  );
+}
+
+export function PaymentRow(props: { key?: string; p: PaymentItem; firstNew?: boolean }) {
+  const p = props.p;
+  return (
+    <tr
+      data-reference={p.reference}
+      data-status={p.status}
+      data-first-new={props.firstNew ? "" : undefined}
+    >
+      <PaymentCells p={p} />
       <td data-label="Chain">
         <ChainLabel chain={p.chain} />
       </td>
