@@ -2,6 +2,7 @@
 import { ConfigError, loadConfig, resolveSecrets } from "./config.ts";
 import { createLogger } from "./log.ts";
 import { startService } from "./service.ts";
+import { ChainResetRefusedError } from "./chain/reset.ts";
 
 async function main(): Promise<number> {
   let config;
@@ -39,6 +40,8 @@ if (import.meta.main) {
   try {
     Deno.exit(await main());
   } catch (e) {
+    // A refusal the operator must act on is said in plain words too, not only in the JSON log.
+    if (e instanceof ChainResetRefusedError) console.error(e.message);
     console.error(
       JSON.stringify({
         ts: new Date().toISOString(),

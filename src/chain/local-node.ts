@@ -6,6 +6,13 @@
  * a killed node loses at most that many seconds of blocks. The node runs in its own session
  * (detached) so a Ctrl-C aimed at the service does not kill it before the graceful shutdown
  * has finished; we stop it last with SIGTERM, which makes it dump its state.
+ *
+ * anvil builds a new genesis block at every start, stamped with the current time, and loading
+ * `--state` adds the dumped blocks beside it: each restart left one more "block 0" (another
+ * hash) in the dump, and which one answered for block 0 after the next load depended on the
+ * dump's hash-map order. So the genesis timestamp is pinned per state directory
+ * (`genesis.json`): every start builds the same genesis block, the dump holds one block 0, and
+ * the node's clock is moved forward to the wall clock before anything is mined.
  */
 import { spawn } from "node:child_process";
 import { join } from "node:path";
@@ -93,6 +100,8 @@ async function spawnNode(opts: LocalNodeOptions): Promise<LocalNode> {
       join(opts.stateDir, "state.json"),
       "--state-interval",
       String(opts.stateIntervalSeconds ?? 1),
+      "--timestamp",
+      String(await genesisTimestamp(opts.stateDir)),
     );
   }
   const child = spawn(ANVIL_BIN, args, { detached: true, stdio: ["ignore", "ignore", "pipe"] });
@@ -120,6 +129,12 @@ async function spawnNode(opts: LocalNodeOptions): Promise<LocalNode> {
   }
   const pid = child.pid!;
   if (opts.stateDir) {
+    try {
+      await catchUpClock(rpcUrl);
+    } catch (e) {
+      child.kill("SIGKILL");
+      throw e;
+    }
     const file: NodeFile = { pid, port, owner: Deno.pid };
     await Deno.writeTextFile(join(opts.stateDir, NODE_FILE), JSON.stringify(file) + "\n");
   }
@@ -147,6 +162,49 @@ async function spawnNode(opts: LocalNodeOptions): Promise<LocalNode> {
 }
 
 const NODE_FILE = "node.json";
+const GENESIS_FILE = "genesis.json";
+
+/**
+ * The genesis timestamp of the chain kept in `stateDir`: chosen once, when the directory has no
+ * record of it, and passed to every later start so the genesis block is the same every time.
+ */
+export async function genesisTimestamp(stateDir: string): Promise<number> {
+  const path = join(stateDir, GENESIS_FILE);
+  try {
+    const saved = JSON.parse(await Deno.readTextFile(path));
+    if (Number.isSafeInteger(saved.timestamp) && saved.timestamp > 0) return saved.timestamp;
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound) && !(e instanceof SyntaxError)) throw e;
+  }
+  const timestamp = Math.floor(Date.now() / 1000);
+  const tmp = `${path}.${Deno.pid}.tmp`;
+  await Deno.writeTextFile(tmp, JSON.stringify({ timestamp }) + "\n");
+  await Deno.rename(tmp, path);
+  return timestamp;
+}
+
+/**
+ * With a pinned genesis timestamp anvil's clock starts at that time; move it to the wall clock
+ * (never backwards: a test may have moved chain time ahead) before the first block is mined.
+ */
+async function catchUpClock(rpcUrl: string): Promise<void> {
+  const latest = await call(rpcUrl, "eth_getBlockByNumber", ["latest", false]) as {
+    timestamp: string;
+  };
+  const now = Math.floor(Date.now() / 1000);
+  await call(rpcUrl, "evm_setTime", [Math.max(now, Number(BigInt(latest.timestamp)))]);
+}
+
+async function call(rpcUrl: string, method: string, params: unknown[]): Promise<unknown> {
+  const res = await fetch(rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const body = await res.json();
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
 
 /** The node recorded in the state directory, if its process is still an anvil. */
 async function runningNode(stateDir: string): Promise<NodeFile | null> {

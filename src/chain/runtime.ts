@@ -17,7 +17,7 @@ import type { Logger } from "../log.ts";
 import { ANVIL_MNEMONIC, type LocalNode, startLocalNode } from "./local-node.ts";
 import type { ContractName, ProfileConfig } from "./profiles.ts";
 import * as contractsRepo from "./contracts.repo.ts";
-import * as txRepo from "./transactions.repo.ts";
+import { checkForReset } from "./reset.ts";
 
 export interface ChainRuntime {
   profile: ProfileConfig;
@@ -85,7 +85,7 @@ export async function startRuntime(
       ? privateKeyToAccount(profile.operatorKey)
       : undefined;
 
-    await detectReset(opts.sql, client, profile, log);
+    await checkForReset(opts.sql, client, profile, log);
     const stored = await contractsRepo.list(opts.sql, profile.chainId);
     const contracts: ChainRuntime["contracts"] = { ...profile.contracts };
     for (const c of stored) {
@@ -108,27 +108,4 @@ export async function startRuntime(
     await node?.stop();
     throw e;
   }
-}
-
-/**
- * A local node whose state was lost (deleted DATA_DIR/chains, or a kill before its first state
- * dump) has a new genesis block. Everything the database remembers about that chain's
- * transactions in flight, contracts and cursors is then void: say so loudly and start over.
- */
-async function detectReset(sql: Sql, client: PublicClient, profile: ProfileConfig, log: Logger) {
-  const genesis = await client.getBlock({ blockNumber: 0n });
-  const key = `chain:${profile.chainId}:genesis`;
-  const [row] = await sql<{ value: string }[]>`select value from app_settings where key = ${key}`;
-  if (row && row.value !== genesis.hash) {
-    const failed = await txRepo.failAllOpen(sql, profile.chainId, "chain was reset");
-    await contractsRepo.forget(sql, profile.chainId);
-    await sql`delete from chain_cursors where chain_id = ${profile.chainId}`;
-    log.warn("chain was reset: its genesis block changed; contracts will be redeployed", {
-      chainId: profile.chainId,
-      openTransactionsFailed: failed,
-    });
-  }
-  await sql`
-    insert into app_settings (key, value) values (${key}, ${sql.json(genesis.hash)})
-    on conflict (key) do update set value = excluded.value, updated_at = now()`;
 }

@@ -22,6 +22,28 @@ export async function withCli<T>(
   fn: (ctx: CliContext) => Promise<T>,
   opts: { env?: Record<string, string> } = {},
 ): Promise<T> {
+  return await withDatabase(async ({ config, databaseUrl, sql, log }) => {
+    let chain: Chain | undefined;
+    try {
+      chain = await Chain.start({
+        config: config.chain,
+        masterKey: config.WALLET_MASTER_KEY!,
+        sql,
+        log,
+        dataDir: config.DATA_DIR,
+      });
+      return await fn({ config, databaseUrl, sql, chain, log });
+    } finally {
+      await chain?.stop();
+    }
+  }, opts);
+}
+
+/** Configuration and a migrated database, without starting any chain. */
+export async function withDatabase<T>(
+  fn: (ctx: Omit<CliContext, "chain">) => Promise<T>,
+  opts: { env?: Record<string, string> } = {},
+): Promise<T> {
   let config: Config;
   try {
     config = loadConfig({ ...Deno.env.toObject(), ...opts.env });
@@ -39,19 +61,10 @@ export async function withCli<T>(
     : await startEmbeddedPostgres({ dataDir: config.DATA_DIR, log });
   const databaseUrl = config.DATABASE_URL ?? embedded!.url;
   const sql = createSql(databaseUrl, { max: 4 });
-  let chain: Chain | undefined;
   try {
     await migrate(sql, { log });
-    chain = await Chain.start({
-      config: config.chain,
-      masterKey: config.WALLET_MASTER_KEY!,
-      sql,
-      log,
-      dataDir: config.DATA_DIR,
-    });
-    return await fn({ config, databaseUrl, sql, chain, log });
+    return await fn({ config, databaseUrl, sql, log });
   } finally {
-    await chain?.stop();
     await sql.end();
     await embedded?.stop();
   }

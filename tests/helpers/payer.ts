@@ -1,5 +1,5 @@
 /** A payer with a browser-wallet's powers, in code: a viem account on the local chain. */
-import { createWalletClient, type Hex, http } from "viem";
+import { type Chain, createPublicClient, createWalletClient, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { TestService } from "./service.ts";
 import type { ProfileName } from "../../src/chain/profiles.ts";
@@ -7,18 +7,34 @@ import { waitFor } from "./poll.ts";
 
 export function payer(svc: TestService, privateKey: Hex, profile: ProfileName = "production") {
   const rt = svc.deps.chain.runtime(profile);
-  const account = privateKeyToAccount(privateKey);
-  const wallet = createWalletClient({ account, chain: rt.viemChain, transport: http(rt.rpcUrl) });
+  const p = payerAt(
+    { baseUrl: svc.baseUrl, viemChain: rt.viemChain, rpcUrl: rt.rpcUrl },
+    privateKey,
+  );
   return {
-    account,
-    address: account.address,
+    ...p,
     async fund(usdc: bigint) {
       await svc.deps.chain.mintUsdc({
         profile,
-        to: account.address.toLowerCase() as `0x${string}`,
+        to: p.address.toLowerCase() as `0x${string}`,
         amount: usdc,
       });
     },
+  };
+}
+
+/** The same payer against a service in another process: its base URL and the chain's RPC. */
+export function payerAt(
+  at: { baseUrl: string; viemChain: Chain; rpcUrl: string },
+  privateKey: Hex,
+) {
+  const svc = { baseUrl: at.baseUrl };
+  const account = privateKeyToAccount(privateKey);
+  const wallet = createWalletClient({ account, chain: at.viemChain, transport: http(at.rpcUrl) });
+  const client = createPublicClient({ chain: at.viemChain, transport: http(at.rpcUrl) });
+  return {
+    account,
+    address: account.address,
     /**
      * The checkout endpoints' path up to sending: pay-data → sign the permit (for `value`, by
      * default the amount asked) → the router call data.
@@ -67,7 +83,7 @@ export function payer(svc: TestService, privateKey: Hex, profile: ProfileName = 
       return await wallet.sendTransaction({ to, data, gas: 300_000n });
     },
     async receipt(hash: Hex) {
-      return await waitFor(() => rt.client.getTransactionReceipt({ hash }).catch(() => null), {
+      return await waitFor(() => client.getTransactionReceipt({ hash }).catch(() => null), {
         what: `receipt ${hash}`,
       });
     },
