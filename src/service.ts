@@ -14,6 +14,7 @@ import { createApp } from "./app.ts";
 import { databaseCheck } from "./http/health.ts";
 import { allJobs, type AppModule, modules as defaultModules } from "./modules/index.ts";
 import { Chain } from "./chain/index.ts";
+import { publishExplorerUrls } from "./chain/explorer-links.ts";
 import type { SenderHooks } from "./chain/sender.ts";
 import { createRateLimiter } from "./http/rate-limit.ts";
 import { createMailer } from "./modules/mail/mail.service.ts";
@@ -117,6 +118,11 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
         await server.shutdown(config.SHUTDOWN_TIMEOUT_MS);
         log.info("http server stopped");
       });
+      // Operator commands (deno task faucet) print explorer links to where this process serves.
+      await publishExplorerUrls(
+        sql,
+        Object.fromEntries(chain.profiles().map((p) => [p, chain.runtime(p).profile.explorerUrl])),
+      ).catch((e) => log.warn("could not record the explorer URLs", { error: e }));
       log.info("listening", {
         port,
         baseUrl: config.BASE_URL,

@@ -4,12 +4,7 @@
  * signatures (ERC-1271/6492) through the chain's RPC.
  */
 import { type Hex, type PublicClient } from "viem";
-import {
-  createSiweMessage,
-  generateSiweNonce,
-  parseSiweMessage,
-  verifySiweMessage,
-} from "viem/siwe";
+import { createSiweMessage, parseSiweMessage, verifySiweMessage } from "viem/siwe";
 
 export interface SiweRequest {
   domain: string;
@@ -22,8 +17,23 @@ export interface SiweRequest {
   statement: string;
 }
 
+const NONCE_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+/** 32 base62 characters: about 190 bits. */
+const NONCE_LENGTH = 32;
+
+/**
+ * A nonce from the CSPRNG, alphanumeric as EIP-4361 requires. Not viem's `generateSiweNonce`:
+ * it draws from `Math.random` and each nonce is the previous one shifted by a character.
+ * Rejection sampling (bytes below 248 = 4 × 62) keeps every character equally likely.
+ */
 export function newSiweNonce(): string {
-  return generateSiweNonce();
+  let out = "";
+  while (out.length < NONCE_LENGTH) {
+    for (const b of crypto.getRandomValues(new Uint8Array(NONCE_LENGTH + 8))) {
+      if (b < 248 && out.length < NONCE_LENGTH) out += NONCE_ALPHABET[b % 62];
+    }
+  }
+  return out;
 }
 
 export function buildSiweMessage(r: SiweRequest): string {

@@ -4,7 +4,8 @@
  */
 import { fail, parseArgs, withCli } from "./context.ts";
 import { AmountError, formatUsdc, parseUsdc } from "../chain/amount.ts";
-import type { ProfileName } from "../chain/profiles.ts";
+import { explorerTxUrl, type ProfileName } from "../chain/profiles.ts";
+import { publishedExplorerUrl } from "../chain/explorer-links.ts";
 
 const { flags, positional } = parseArgs(Deno.args);
 const [address, amountText] = positional;
@@ -19,7 +20,7 @@ try {
 }
 const network = (flags.network ?? "testnet") as ProfileName;
 
-await withCli(async ({ chain }) => {
+await withCli(async ({ chain, sql }) => {
   if (!chain.has(network)) fail(`Chain profile "${network}" is not configured.`);
   const rt = chain.runtime(network);
   if (!rt.profile.testnet && !rt.node) {
@@ -27,8 +28,15 @@ await withCli(async ({ chain }) => {
   }
   const tx = await chain.mintUsdc({ profile: network, to: address as `0x${string}`, amount });
   const balance = await chain.usdcBalance(network, address as `0x${string}`);
+  // The service's explorer (it serves the local explorer pages), not one built from this
+  // process's PORT/BASE_URL, which are usually unset here; ours only when no service has run.
+  // A BASE_URL given to this command is the operator's word and wins.
+  const explorer = Deno.env.get("BASE_URL") ? undefined : await publishedExplorerUrl(sql, network);
+  const link = explorer
+    ? explorerTxUrl({ explorerUrl: explorer }, tx.txHash)
+    : chain.explorerTxUrl(network, tx.txHash);
   console.log(`Minted ${formatUsdc(amount)} USDC to ${address} on ${network}.`);
   console.log(`  tx:      ${tx.txHash}`);
-  console.log(`  explorer ${chain.explorerTxUrl(network, tx.txHash)}`);
+  console.log(`  explorer ${link}`);
   console.log(`  balance: ${formatUsdc(balance)} USDC`);
 });

@@ -10,7 +10,9 @@
  *
  * Rules 1–4: missing or malformed → 401 "Authentication required. …"; a well-formed key that
  * matches no active key (unknown, revoked) → 401 "Invalid API key"; a key of the wrong kind, a
- * publishable key on a write, or a scope the key lacks → 403 "Insufficient permissions".
+ * publishable key on a write, or a scope the key lacks → 403 "Insufficient permissions". A key in
+ * a form the route does not read (a bearer on an x-api-key route) counts as no credential, unless
+ * the route refuses that key in every form: then it is 403 too.
  * Endpoints with their own texts (merchant/me: "Not authenticated.", "Invalid session.") pass them.
  */
 import type { Context, MiddlewareHandler } from "hono";
@@ -100,7 +102,7 @@ export function guard(deps: Deps, opts: GuardOptions): MiddlewareHandler<AuthEnv
         await deps.limiter.hit(opts.group, auth.subject, { merchantId: auth.merchant?.id }),
       );
     }
-    enforce(c, decisions);
+    enforce(c, decisions, { bare: opts.bare });
     await next();
   };
 }
@@ -119,8 +121,8 @@ async function authenticate(
   const now = deps.clock.now();
   const cookie = opts.accept.includes("cookie") ? getCookie(c, MERCHANT_COOKIE) : undefined;
   const header = opts.accept.includes("apiKey") ? c.req.header("x-api-key")?.trim() : undefined;
-  const authz = opts.accept.includes("bearer") ? c.req.header("authorization") : undefined;
-  const bearer = authz !== undefined ? /^Bearer\s+(\S+)\s*$/i.exec(authz)?.[1] ?? "" : undefined;
+  const bearerKey = bearerOf(c.req.header("authorization"));
+  const bearer = opts.accept.includes("bearer") ? bearerKey : undefined;
   const rawKey = header || bearer;
 
   if (cookie) {
@@ -138,16 +140,24 @@ async function authenticate(
         subject: `merchant:${merchant.id}`,
       };
     }
-    if (!rawKey) throw fail(401, msg.invalidSession);
   }
 
-  if (!rawKey) throw fail(401, msg.missing);
+  if (!rawKey) {
+    // A key in a form this route does not read (a bearer on an x-api-key route) is no credential
+    // here, but a key this route refuses in every form is refused as such (rule 3: 403).
+    if (bearerKey && opts.accept.includes("apiKey")) {
+      const stray = await resolveKey(deps, bearerKey);
+      if (stray.status === "ok" && refusedKind(opts, kinds, stray.row.kind)) {
+        throw fail(403, msg.forbidden);
+      }
+    }
+    throw fail(401, cookie ? msg.invalidSession : msg.missing);
+  }
   const found = await resolveKey(deps, rawKey);
   if (found.status === "malformed") throw fail(401, msg.missing);
   if (found.status === "unknown") throw fail(opts.invalidKeyStatus ?? 401, msg.invalidKey);
   const row = found.row;
-  if (!kinds.includes(row.kind)) throw fail(403, msg.forbidden);
-  if (opts.write && row.kind === "publishable") throw fail(403, msg.forbidden);
+  if (refusedKind(opts, kinds, row.kind)) throw fail(403, msg.forbidden);
   if (opts.scope && row.scopes && !row.scopes.includes(opts.scope)) throw fail(403, msg.forbidden);
   const merchant = found.merchant;
   return {
@@ -163,6 +173,17 @@ async function authenticate(
     },
     subject: `key:${row.id}`,
   };
+}
+
+/** The key of an `Authorization: Bearer <key>` header; "" for another Authorization value. */
+function bearerOf(authz: string | undefined): string | undefined {
+  if (authz === undefined) return undefined;
+  return /^Bearer\s+(\S+)\s*$/i.exec(authz)?.[1] ?? "";
+}
+
+/** A key of a kind this route never takes: another kind, or a publishable key on a write. */
+function refusedKind(opts: GuardOptions, kinds: KeyKind[], kind: KeyKind): boolean {
+  return !kinds.includes(kind) || (opts.write === true && kind === "publishable");
 }
 
 /** The authenticated merchant (routes behind a guard that accepts credentials). */

@@ -103,13 +103,18 @@ export function createRateLimiter(deps: { sql: Sql; clock: Clock; config: Config
 }
 
 /** Throws ApiError 429 with Retry-After when any decision refuses; sets X-RateLimit-Limit/Remaining headers on the context otherwise. */
-export function enforce(c: Context, decisions: RateDecision[]): void {
+export function enforce(
+  c: Context,
+  decisions: RateDecision[],
+  opts: { bare?: boolean } = {},
+): void {
   const refused = decisions.filter((d) => !d.allowed);
   if (refused.length > 0) {
     // The spec's text says 30 seconds whatever the wait; the header carries the real one.
     const wait = Math.max(...refused.map((d) => d.retryAfterSeconds));
     const tightest = refused.reduce((a, b) => (b.limit < a.limit ? b : a));
     throw new ApiError(429, M.rateLimited, {
+      bare: opts.bare,
       headers: {
         "Retry-After": String(wait),
         "X-RateLimit-Limit": String(tightest.limit),

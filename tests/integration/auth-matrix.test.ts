@@ -14,7 +14,10 @@ type Cred =
   | "secretTest"
   | "secretLive"
   | "publishable"
-  | "revoked";
+  | "revoked"
+  | "bearerMerchant"
+  | "bearerSecret"
+  | "bearerPublishable";
 const CREDS: Cred[] = [
   "none",
   "malformed",
@@ -24,6 +27,9 @@ const CREDS: Cred[] = [
   "secretLive",
   "publishable",
   "revoked",
+  "bearerMerchant",
+  "bearerSecret",
+  "bearerPublishable",
 ];
 
 const AUTH_REQUIRED =
@@ -40,6 +46,9 @@ const cookieOnly = (ok: number): Record<Cred, Expect> => ({
   secretLive: [401, "Not authenticated."],
   publishable: [401, "Not authenticated."],
   revoked: [401, "Not authenticated."],
+  bearerMerchant: [401, "Not authenticated."],
+  bearerSecret: [401, "Not authenticated."],
+  bearerPublishable: [401, "Not authenticated."],
 });
 
 /** Cookie or the merchant key (x-api-key). */
@@ -52,6 +61,11 @@ const cookieOrMerchantKey = (ok: number, missing = AUTH_REQUIRED): Record<Cred, 
   secretLive: [403, "Insufficient permissions"],
   publishable: [403, "Insufficient permissions"],
   revoked: [401, "Invalid API key"],
+  // These routes read x-api-key, not Authorization: the right key there is no credential, but a
+  // key refused in any form is refused as such (rule 3).
+  bearerMerchant: [401, missing],
+  bearerSecret: [403, "Insufficient permissions"],
+  bearerPublishable: [403, "Insufficient permissions"],
 });
 
 Deno.test("auth matrix: merchant, keys and consumer endpoints × every credential", async () => {
@@ -92,6 +106,12 @@ Deno.test("auth matrix: merchant, keys and consumer endpoints × every credentia
           return { headers: { "x-api-key": publishable.key } };
         case "revoked":
           return { headers: { "x-api-key": revoked.key } };
+        case "bearerMerchant":
+          return { headers: { authorization: `Bearer ${m.apiKey}` } };
+        case "bearerSecret":
+          return { headers: { authorization: `Bearer ${secretLive.key}` } };
+        case "bearerPublishable":
+          return { headers: { authorization: `Bearer ${publishable.key}` } };
       }
     };
 
@@ -123,6 +143,9 @@ Deno.test("auth matrix: merchant, keys and consumer endpoints × every credentia
           secretLive: [200, null],
           publishable: [403, "Insufficient permissions", "bare"],
           revoked: [404, "Not found", "bare"],
+          bearerMerchant: [401, "Unauthorized", "bare"],
+          bearerSecret: [401, "Unauthorized", "bare"],
+          bearerPublishable: [403, "Insufficient permissions", "bare"],
         },
       },
       {

@@ -36,6 +36,16 @@ Deno.test("faucet mints test USDC (never on a configured production chain); chai
     const ok = await run("faucet.ts", to, "12.5");
     assert.equal(ok.code, 0, ok.err);
     assert.match(ok.out, /Minted 12\.5 USDC to 0x0+bEEF on testnet\./);
+    // The command's environment names no PORT or BASE_URL: the link is the running service's,
+    // and it opens.
+    const hash = /tx:\s+(0x[0-9a-f]{64})/.exec(ok.out)?.[1];
+    assert.ok(hash, ok.out);
+    const link = `${svc.baseUrl}/explorer/testnet/tx/${hash}`;
+    assert.ok(ok.out.includes(`explorer ${link}\n`), ok.out);
+    assert.doesNotMatch(ok.out, /localhost:3000/);
+    const page = await fetch(link);
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), new RegExp(hash));
     assert.equal(
       await svc.deps.chain.usdcBalance("testnet", to.toLowerCase() as `0x${string}`),
       12_500_000n,

@@ -30,6 +30,29 @@ Deno.test("consumer sessions", async (t) => {
       assert.equal((me.json.account as { id: string }).id, accA.id);
     });
 
+    await t.step(
+      "only an omitted walletAddress makes a managed wallet; anything else invalid is refused",
+      async () => {
+        const count = async () => {
+          const [r] = await svc.db.sql`
+            select (select count(*)::int from consumers) as consumers,
+                   (select count(*)::int from wallets) as wallets`;
+          return r;
+        };
+        const before = await count();
+        for (const walletAddress of ["", "   ", null, 0, false, {}, [], "0x123", "dEaD"]) {
+          const r = await call("POST", "/api/consumer/session", { body: { walletAddress } });
+          assert.deepEqual(
+            [r.status, r.json.success, r.json.error],
+            [400, false, "Not a valid wallet address."],
+            JSON.stringify(walletAddress),
+          );
+          assert.equal(cookieFrom(r.headers, "consumer_token"), undefined);
+        }
+        assert.deepEqual(await count(), before, "no wallet or account was made");
+      },
+    );
+
     await t.step("an external address reuses its account and updates lastSeenAt", async () => {
       const address = "0x000000000000000000000000000000000000dEaD";
       const first = await call("POST", "/api/consumer/session", {

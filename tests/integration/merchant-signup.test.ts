@@ -231,6 +231,47 @@ Deno.test("merchant signup and verification through a real SMTP server", async (
       },
     );
 
+    await t.step(
+      "passwords are bounded: 8 to 200 at signup; longer at login is a wrong password",
+      async () => {
+        const long = await call("POST", "/api/merchant/signup", {
+          body: { email: "long@shop.example", businessName: "L", password: "x".repeat(201) },
+        });
+        assert.deepEqual([long.status, long.json.error], [
+          400,
+          "Password must be 8 to 200 characters.",
+        ]);
+        // Never accepted at signup, so no account can match: 401 as for any wrong password, and
+        // the same for an unknown email, so the bound says nothing about which accounts exist.
+        for (const e of [email, "nobody@shop.example"]) {
+          for (const pw of ["y".repeat(201), "z".repeat(100_000)]) {
+            const r = await call("POST", "/api/merchant/login", {
+              body: { email: e, password: pw },
+            });
+            assert.deepEqual([r.status, r.json.success, r.json.error], [
+              401,
+              false,
+              "Invalid email or password.",
+            ]);
+          }
+        }
+        const longEmail = await call("POST", "/api/merchant/login", {
+          body: { email: `${"a".repeat(100_000)}@shop.example`, password },
+        });
+        assert.deepEqual([longEmail.status, longEmail.json.error], [
+          401,
+          "Invalid email or password.",
+        ]);
+        // Absent or not a string is still a missing field.
+        for (const body of [{ email }, { email, password: "" }, { email, password: 12345678 }]) {
+          const r = await call("POST", "/api/merchant/login", { body });
+          assert.deepEqual([r.status, r.json.error], [400, "email and password are required."]);
+        }
+        const ok = await call("POST", "/api/merchant/login", { body: { email, password } });
+        assert.equal(ok.status, 200, ok.text);
+      },
+    );
+
     await t.step("an unverified account cannot log in", async () => {
       const e = "pending@shop.example";
       await call("POST", "/api/merchant/signup", {

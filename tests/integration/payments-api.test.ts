@@ -155,6 +155,14 @@ Deno.test("payments API", async (t) => {
         body: { amount: "1" },
       });
       assert.deepEqual([pub.status, pub.json.error], [403, "Insufficient permissions"]);
+      const pubBearer = await call("POST", "/api/payments/initialize", {
+        headers: { authorization: `Bearer ${pubTest}` },
+        body: { amount: "1" },
+      });
+      assert.deepEqual([pubBearer.status, pubBearer.json.error], [
+        403,
+        "Insufficient permissions",
+      ]);
     });
 
     await t.step(

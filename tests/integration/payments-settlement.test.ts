@@ -3,7 +3,7 @@
  * webhook — and expiry, late payment, underpayment, duplicates, unknown references, reverts.
  */
 import assert from "node:assert/strict";
-import { decodeFunctionData, encodeFunctionData, type Hex } from "viem";
+import { decodeFunctionData, encodeFunctionData, getAddress, type Hex } from "viem";
 import { Webhook } from "standardwebhooks";
 import { startTestService, type TestService } from "../helpers/service.ts";
 import { api, createMerchant, type TestMerchant } from "../helpers/accounts.ts";
@@ -82,7 +82,15 @@ Deno.test("payments settle on chain", async (t) => {
         });
         const d = v.json.data as Record<string, unknown>;
         assert.equal(d.status, "SUCCESS");
-        assert.equal(d.senderEmail, alice.address.toLowerCase());
+        // The payer's address, EIP-55 checksummed like every other address.
+        assert.equal(d.senderEmail, getAddress(alice.address));
+        assert.notEqual(d.senderEmail, alice.address.toLowerCase());
+        const dash = await api(svc)("GET", "/api/merchant/dashboard", {
+          headers: { "x-api-key": m.apiKey },
+        });
+        const row = (dash.json.payments as Array<Record<string, unknown>>)
+          .find((p) => p.reference === ref);
+        assert.equal(row?.senderEmail, getAddress(alice.address));
         assert.equal(d.chainTxHash, hash);
         const me = await api(svc)("GET", "/api/merchant/me", { cookie: m.cookie });
         assert.equal((me.json.stats as { totalVolume: number }).totalVolume, 25.5);

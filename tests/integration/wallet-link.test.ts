@@ -5,6 +5,7 @@ import { createSiweMessage, parseSiweMessage } from "viem/siwe";
 import { startTestService } from "../helpers/service.ts";
 import { api, cookieFrom, createMerchant } from "../helpers/accounts.ts";
 import { ANVIL_KEYS } from "../helpers/anvil.ts";
+import { newSiweNonce } from "../../src/chain/siwe.ts";
 
 const alice = privateKeyToAccount(ANVIL_KEYS[2]);
 const mallory = privateKeyToAccount(ANVIL_KEYS[3]);
@@ -45,6 +46,14 @@ Deno.test("wallet linking with SIWE", async (t) => {
         assert.match(set, /Max-Age=300/);
       },
     );
+
+    await t.step("successive challenges carry unrelated nonces", async () => {
+      const nonces: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        nonces.push(parseSiweMessage((await challenge()).message).nonce!);
+      }
+      assertUnpredictable(nonces);
+    });
 
     await t.step("missing and invalid inputs", async () => {
       const r = await call("GET", "/api/merchant/wallet/connect", { cookie: m.cookie });
@@ -233,4 +242,31 @@ Deno.test("wallet linking with SIWE", async (t) => {
   } finally {
     await svc.close();
   }
+});
+
+/**
+ * Nonces as EIP-4361 wants them (alphanumeric, at least 8 characters), all distinct, and none a
+ * shift of another (viem's generateSiweNonce makes each the previous one moved by a character).
+ */
+function assertUnpredictable(nonces: string[]) {
+  for (const n of nonces) assert.match(n, /^[A-Za-z0-9]{8,}$/);
+  assert.equal(new Set(nonces).size, nonces.length, "all distinct");
+  const heads = new Set(nonces.map((n) => n.slice(0, -1)));
+  const shifted = nonces.filter((n) => heads.has(n.slice(1)));
+  assert.deepEqual(shifted, [], "no nonce is another one shifted by a character");
+  // No long common run between successive nonces either (a shift by k characters).
+  for (let i = 1; i < nonces.length; i++) {
+    const [a, b] = [nonces[i - 1], nonces[i]];
+    for (let k = 0; k + 8 <= b.length; k++) {
+      assert.ok(!a.includes(b.slice(k, k + 8)), `${a} / ${b} share ${b.slice(k, k + 8)}`);
+    }
+  }
+}
+
+Deno.test("SIWE nonces come from the CSPRNG: unique, alphanumeric, unrelated", () => {
+  const nonces = Array.from({ length: 2000 }, () => newSiweNonce());
+  assertUnpredictable(nonces);
+  for (const n of nonces) assert.ok(n.length >= 32, n);
+  // Every one of the 62 characters turns up: not a narrower alphabet.
+  assert.equal(new Set(nonces.join("")).size, 62);
 });

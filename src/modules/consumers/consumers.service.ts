@@ -10,7 +10,8 @@ import * as repo from "./consumers.repo.ts";
 export async function startSession(deps: Deps, walletAddress: unknown) {
   const now = deps.clock.now();
   let account: repo.ConsumerRow;
-  if (walletAddress === undefined || walletAddress === null || walletAddress === "") {
+  // Only an omitted field makes a managed wallet; "" or null is an invalid address, not "none".
+  if (walletAddress === undefined) {
     const w = await deps.chain.createWallet("consumer");
     account = await repo.insertManaged(deps.sql, {
       walletAddress: w.address,

@@ -4,6 +4,11 @@ import { Buffer } from "node:buffer";
 
 const SCRYPT = { N: 16384, r: 8, p: 1, keylen: 32 };
 
+/** Signup's bounds. A login beyond them cannot match an account, so it is refused unhashed. */
+export const PASSWORD_MIN_LENGTH = 8;
+export const PASSWORD_MAX_LENGTH = 200;
+export const EMAIL_MAX_LENGTH = 254;
+
 function derive(password: string, salt: Buffer, p = SCRYPT): Promise<Buffer> {
   return new Promise((resolve, reject) =>
     scrypt(

@@ -12,11 +12,13 @@ import {
   checkCode,
   CODE_TTL_MS,
   DUMMY_PASSWORD_HASH,
+  EMAIL_MAX_LENGTH,
   hashCode,
   hashPassword,
   MAX_CODE_ATTEMPTS,
   newVerificationCode,
   normaliseEmail,
+  PASSWORD_MAX_LENGTH,
   verifyPassword,
 } from "./merchants.rules.ts";
 import { computeStats, type PaymentSummaryRow, recentPayment } from "./merchants.stats.ts";
@@ -100,6 +102,11 @@ export async function verify(deps: Deps, body: { email: string; code: string }) 
 }
 
 export async function login(deps: Deps, body: { email: string; password: string }) {
+  // Longer than signup allows: no account can match, and hashing 100 KB on request is a gift to
+  // a flood. The same answer as a wrong password, so the bound reveals nothing about accounts.
+  if (body.password.length > PASSWORD_MAX_LENGTH || body.email.length > EMAIL_MAX_LENGTH) {
+    throw new ApiError(401, M.badLogin);
+  }
   const m = await repo.findByEmail(deps.sql, normaliseEmail(body.email));
   const ok = await verifyPassword(body.password, m?.passwordHash ?? DUMMY_PASSWORD_HASH);
   if (!m || !ok) throw new ApiError(401, M.badLogin);

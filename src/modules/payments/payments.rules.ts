@@ -1,4 +1,5 @@
 /** Pure rules of payments: references, lifetimes, the spec's record shape. */
+import { checksum } from "../../chain/address.ts";
 import { formatUsdc, usdcToNumber } from "../../chain/amount.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 
@@ -74,7 +75,8 @@ export function paymentRecord(p: PaymentRow, profile: ProfileName, now: Date) {
     amount: usdcToNumber(p.amount),
     currency: p.currency,
     chain: chainCode(profile),
-    senderEmail: p.payer ?? "pending@checkout",
+    // The payer's address, EIP-55 checksummed like every address we return (stored lower-case).
+    senderEmail: p.payer ? checksum(p.payer) : "pending@checkout",
     direction: p.direction,
     merchant: p.merchantName ?? null,
     status: effectiveStatus(p, now),
