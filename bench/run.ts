@@ -1,6 +1,6 @@
 /**
  * `deno task bench [section ...]`: measured numbers, each beside a baseline taken in the same
- * run, printed as a ratio. Sections: chain, webhooks, payments (more join as modules grow).
+ * run, printed as a ratio. Sections: chain, webhooks, payments, abuse (more join as modules grow).
  *
  * Uses DATABASE_URL when set, otherwise an embedded PostgreSQL under .data/bench.
  */
@@ -11,6 +11,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   chain: async () => (await import("./chain.bench.ts")).run(),
   webhooks: async () => (await import("./webhooks.bench.ts")).run(),
   payments: async () => (await import("./payments.bench.ts")).run(),
+  abuse: async () => (await import("./abuse.bench.ts")).run(),
 };
 
 const wanted = Deno.args.length ? Deno.args : Object.keys(SECTIONS);

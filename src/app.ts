@@ -9,6 +9,7 @@ import type { Deps } from "./deps.ts";
 import { ApiError } from "./http/errors.ts";
 import { M } from "./http/messages.ts";
 import { accessLog } from "./http/logger.ts";
+import { requestLimits } from "./http/limits.ts";
 import { healthRoutes, type ReadinessCheck } from "./http/health.ts";
 import type { AppModule } from "./modules/index.ts";
 
@@ -29,6 +30,8 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     generator: () => crypto.randomUUID(),
   }));
   app.use(accessLog(log));
+  // Size, time, media type and text rules for every request, before any route reads it.
+  app.use(requestLimits(deps.config, opts.modules.flatMap((m) => m.bodyRules ?? [])));
 
   app.onError((err, c) => {
     if (err instanceof ApiError) {

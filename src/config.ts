@@ -50,6 +50,10 @@ const envSchema = z.object({
   RATE_LIMIT_GROUP_PER_MINUTE: z.coerce.number().int().min(1).default(30),
   RATE_LIMIT_ANONYMOUS_PER_MINUTE: z.coerce.number().int().min(1).default(100),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Largest request body read (bytes); a route may declare a larger one. Beyond it: 413. */
+  MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(1024 * 1024),
+  /** How long a request body may take to arrive in full; then 408. */
+  BODY_READ_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(10_000),
 });
 
 export type RawEnv = z.infer<typeof envSchema>;

@@ -6,13 +6,16 @@ import type { Context } from "hono";
 import type { z } from "zod";
 import { ApiError } from "./errors.ts";
 import { M } from "./messages.ts";
+import { EDGE_JSON, type EdgeJson } from "./limits.ts";
 
 /** Parses the body as a JSON object. An empty body is `{}`. */
 export async function readJsonObject(c: Context): Promise<Record<string, unknown>> {
   const cached = c.get("jsonBody" as never) as Record<string, unknown> | undefined;
   if (cached) return cached;
-  const text = await c.req.text();
-  let value: unknown = {};
+  // The edge (limits.ts) already parsed and checked a JSON body; an empty one is `{}`.
+  const edge = c.get(EDGE_JSON as never) as EdgeJson | undefined;
+  const text = edge ? "" : await c.req.text();
+  let value: unknown = edge ? edge.value : {};
   if (text.trim() !== "") {
     try {
       value = JSON.parse(text);

@@ -12,6 +12,14 @@ export const M = {
   internal: "Internal server error.",
   methodNotAllowed: "Method not allowed.",
 
+  // Request limits and text rules (the edge, src/http/limits.ts)
+  bodyTooLarge: "Request body too large.",
+  bodyTimeout: "The request body was not received in time.",
+  bodyTimeoutHint: "Send the whole body without pausing.",
+  unsupportedMediaType: "Content-Type must be application/json.",
+  textNotAllowedHint: "Text must be well-formed Unicode and must not contain NUL (U+0000).",
+  jsonTooDeepHint: "JSON bodies may nest arrays and objects at most 32 levels deep.",
+
   // Authentication (the spec's texts)
   authRequired: "Authentication required. Provide a valid API key in the Authorization header.",
   authRequiredShort: "Authentication required.",
@@ -128,3 +136,15 @@ export const M = {
 } as const;
 
 export type MessageKey = keyof typeof M;
+
+/** Catalog texts that name a field, a parameter or a limit. */
+export const MF = {
+  /** `field` is a body field path (`metadata.note`), a path or query parameter, or a phrase. */
+  textNotAllowed: (field: string) => `${field} contains characters that are not allowed.`,
+  jsonTooDeep: (field: string) => `${field} is nested too deeply.`,
+  bodyTooLargeHint: (maxBytes: number) => `This endpoint accepts at most ${maxBytes} bytes.`,
+  unsupportedMediaType: (types: readonly string[]) =>
+    types.length === 1 && types[0] === "application/json"
+      ? M.unsupportedMediaType
+      : `Content-Type must be one of: ${types.join(", ")}.`,
+} as const;

@@ -6,6 +6,7 @@ import type { Hono } from "hono";
 import type { Deps } from "../deps.ts";
 import type { JobDefinition } from "../queue/registry.ts";
 import type { LogHandler } from "../chain/index.ts";
+import type { BodyRule } from "../http/limits.ts";
 import { chainJobs } from "../chain/jobs.ts";
 import { explorerPages } from "../chain/explorer.pages.tsx";
 import { rateLimitJobs } from "../http/rate-limit.jobs.ts";
@@ -34,6 +35,8 @@ export interface AppModule {
   jobs?: JobDefinition<any, Deps>[];
   /** Handlers for our contracts' logs, run by the chain module's watcher. */
   logHandlers?: (deps: Deps) => LogHandler[];
+  /** Routes that take a larger body or another media type than JSON (src/http/limits.ts). */
+  bodyRules?: BodyRule[];
 }
 
 /** Platform jobs: transaction recovery, rate-limit window cleanup; the local explorer pages. */

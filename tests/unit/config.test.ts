@@ -10,6 +10,17 @@ Deno.test("config: defaults are a working development setup", () => {
   assert.equal(c.DATABASE_URL, undefined);
   assert.ok(c.DATA_DIR.endsWith("/.data"));
   assert.equal(c.isProduction, false);
+  assert.equal(c.MAX_BODY_BYTES, 1024 * 1024);
+  assert.equal(c.BODY_READ_TIMEOUT_MS, 10_000);
+});
+
+Deno.test("config: request limits are bounded", () => {
+  const c = loadConfig({ MAX_BODY_BYTES: "65536", BODY_READ_TIMEOUT_MS: "300" });
+  assert.equal(c.MAX_BODY_BYTES, 65536);
+  assert.equal(c.BODY_READ_TIMEOUT_MS, 300);
+  assert.throws(() => loadConfig({ MAX_BODY_BYTES: "10" }), /MAX_BODY_BYTES/);
+  assert.throws(() => loadConfig({ MAX_BODY_BYTES: "1mb" }), /MAX_BODY_BYTES/);
+  assert.throws(() => loadConfig({ BODY_READ_TIMEOUT_MS: "0" }), /BODY_READ_TIMEOUT_MS/);
 });
 
 Deno.test("config: failures name every bad variable at once", () => {

@@ -174,11 +174,21 @@ function encodeCursor(p: PaymentRow): string {
   return btoa(`${p.createdAt.toISOString()}|${p.id}`).replace(/=+$/, "");
 }
 
+const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const CURSOR_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 function decodeCursor(cursor: string): { createdAt: Date; id: string } {
   try {
-    const [at, id] = atob(cursor).split("|");
+    const [at, id, ...rest] = atob(cursor).split("|");
     const createdAt = new Date(at);
-    if (isNaN(createdAt.getTime()) || !/^[0-9a-f-]{36}$/.test(id)) throw new Error();
+    // Only what encodeCursor writes: a four-digit-year ISO time (PostgreSQL reads no other; a
+    // crafted +099999 is a valid Date) and a UUID.
+    if (
+      rest.length || !CURSOR_TIME.test(at) || isNaN(createdAt.getTime()) ||
+      createdAt.toISOString() !== at || !CURSOR_ID.test(id)
+    ) {
+      throw new Error();
+    }
     return { createdAt, id };
   } catch {
     throw new ApiError(400, M.paymentCursor);
