@@ -3,7 +3,7 @@
  * local node or the test network. Never on a real production chain.
  */
 import { fail, parseArgs, withCli } from "./context.ts";
-import { AmountError, formatUsdc, parseUsdc } from "../chain/amount.ts";
+import { AmountError, formatUsdc, parseUsdc } from "../money.ts";
 import { explorerTxUrl, type ProfileName } from "../chain/profiles.ts";
 import { publishedExplorerUrl } from "../chain/explorer-links.ts";
 

@@ -4,7 +4,7 @@ import { ApiError } from "../../http/errors.ts";
 import { M } from "../../http/messages.ts";
 import { CONSUMER_SESSION_SECONDS, signToken, verifyToken } from "../../http/session-token.ts";
 import { checksum, isAddress, lower } from "../../chain/address.ts";
-import { formatUsdc } from "../../chain/amount.ts";
+import { formatUsdc } from "../../money.ts";
 import * as repo from "./consumers.repo.ts";
 
 export async function startSession(deps: Deps, walletAddress: unknown) {

@@ -4,7 +4,7 @@
  * `/dashboard/overview/live?v=<version>` and gets 204 until something it shows changed.
  */
 import type { Deps } from "../../deps.ts";
-import { formatUsdc, roundUsdcTo } from "../../chain/amount.ts";
+import { displayUsdc, formatUsdc, roundUsdcTo } from "../../money.ts";
 import * as payments from "../payments/payments.service.ts";
 import { computeStats } from "../merchants/merchants.stats.ts";
 import type { PaymentRow } from "../payments/payments.rules.ts";
@@ -17,7 +17,7 @@ import {
   type VolumeChartData,
 } from "../../../views/dashboard/overview.tsx";
 import { fragment, isPartial, type Merchant, merchantOf, page } from "./dashboard.http.tsx";
-import { fingerprint, money, moneyRounded, paymentItem } from "./payment-items.ts";
+import { fingerprint, paymentItem } from "./payment-items.ts";
 import type { DashboardSection } from "./dashboard.sections.ts";
 
 /** The profile's stats are over this many payments (spec), the list shows the first few. */
@@ -70,7 +70,7 @@ function stats(rows: PaymentRow[]) {
     totalPayments: s.totalPayments,
     successfulPayments: s.successfulPayments,
     successRate: s.successRate,
-    volume: moneyRounded(volume, 4),
+    volume: displayUsdc(volume, { places: 4 }),
     volumeValue: roundUsdcTo(volume, 4),
   };
 }
@@ -81,7 +81,7 @@ export function chart(days: { day: string; volume: bigint; count: number }[]): V
   const total = days.reduce((a, d) => a + d.volume, 0n);
   const list: ChartDay[] = days.map((d) => ({
     day: d.day,
-    volume: money(d.volume),
+    volume: displayUsdc(d.volume),
     volumeValue: formatUsdc(d.volume),
     count: d.count,
     height: max === 0n || d.volume === 0n
@@ -91,10 +91,10 @@ export function chart(days: { day: string; volume: bigint; count: number }[]): V
   const peak = max === 0n ? null : list[days.findIndex((d) => d.volume === max)];
   return {
     days: list,
-    total: money(total),
+    total: displayUsdc(total),
     totalValue: formatUsdc(total),
     count: days.reduce((a, d) => a + d.count, 0),
-    max: money(max),
+    max: displayUsdc(max),
     peak,
   };
 }

@@ -15,7 +15,7 @@ import {
   WALLET_NONCE_COOKIE,
   WALLET_NONCE_SECONDS,
 } from "../../http/session-token.ts";
-import { formatUsdc } from "../../chain/amount.ts";
+import { formatUsdc } from "../../money.ts";
 import { PROFILE_DEFS } from "../../chain/profiles.ts";
 import * as wallet from "../merchants/merchants.wallet.ts";
 import { EXTERNAL_WALLET_KINDS } from "../merchants/merchants.schemas.ts";

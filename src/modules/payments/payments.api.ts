@@ -9,7 +9,7 @@ import { parseQuery, readJsonObject } from "../../http/body.ts";
 import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
 import { idempotent } from "../../http/idempotency.ts";
 import { M } from "../../http/messages.ts";
-import { usdcToNumber } from "../../chain/amount.ts";
+import { usdcToNumber } from "../../money.ts";
 import * as service from "./payments.service.ts";
 import { paymentRecord } from "./payments.rules.ts";
 

@@ -6,7 +6,7 @@ import type { Deps } from "../../deps.ts";
 import { ApiError } from "../../http/errors.ts";
 import { M } from "../../http/messages.ts";
 import { checksum, isAddress, lower } from "../../chain/address.ts";
-import { formatUsdc } from "../../chain/amount.ts";
+import { displayUsdc, formatUsdc } from "../../money.ts";
 import * as repo from "./payments.repo.ts";
 import { effectiveStatus, type PaymentRow, REFERENCE_PATTERN } from "./payments.rules.ts";
 import { checkoutUrl, profileOf } from "./payments.service.ts";
@@ -28,7 +28,7 @@ export function checkoutView(deps: Deps, p: PaymentRow) {
   return {
     reference: p.reference,
     merchantName: p.merchantName ?? "",
-    amount: displayAmount(p.amount),
+    amount: displayUsdc(p.amount, { grouped: false }),
     currency: p.currency,
     description: p.description,
     status: effectiveStatus(p, now),
@@ -50,11 +50,6 @@ export function checkoutView(deps: Deps, p: PaymentRow) {
       explorerUrl: rt.profile.explorerUrl,
     },
   };
-}
-
-/** Money as people read it: at least two decimals, more only when the amount has them. */
-export function displayAmount(units: bigint): string {
-  return formatUsdc(units, { decimals: "fixed" }).replace(/(\.\d\d\d*?)0+$/, "$1");
 }
 
 async function payable(deps: Deps, reference: string): Promise<PaymentRow> {

@@ -1,6 +1,6 @@
 /** Pure rules of payments: references, lifetimes, the spec's record shape. */
 import { checksum } from "../../chain/address.ts";
-import { formatUsdc, usdcToNumber } from "../../chain/amount.ts";
+import { formatUsdc, usdcToNumber } from "../../money.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 
 export type PaymentStatus = "PENDING" | "SUCCESS" | "FAILED" | "EXPIRED";

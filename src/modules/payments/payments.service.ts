@@ -6,7 +6,7 @@ import type { Deps } from "../../deps.ts";
 import type { Db } from "../../db/client.ts";
 import { ApiError } from "../../http/errors.ts";
 import { M } from "../../http/messages.ts";
-import { parseUsdc, usdcToNumber } from "../../chain/amount.ts";
+import { parseUsdc, usdcToNumber } from "../../money.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 import type { MerchantRow } from "../merchants/merchants.repo.ts";
 import { emit, validateWebhookUrl } from "../webhooks/webhooks.service.ts";
