@@ -1,7 +1,7 @@
 /** SQL for api_keys. */
 import type { Db } from "../../db/client.ts";
 import type { KeyEnvironment, KeyKind } from "./keys.rules.ts";
-import type { MerchantRow } from "../merchants/merchants.repo.ts";
+import type { MerchantRow } from "../merchants/merchants.types.ts";
 
 export interface KeyRow {
   id: string;

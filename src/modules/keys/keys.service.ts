@@ -4,7 +4,7 @@ import type { Db } from "../../db/client.ts";
 import { ApiError } from "../../http/errors.ts";
 import { M } from "../../http/messages.ts";
 import * as repo from "./keys.repo.ts";
-import type { MerchantRow } from "../merchants/merchants.repo.ts";
+import type { MerchantRow } from "../merchants/merchants.types.ts";
 import {
   generateKey,
   hashKey,
@@ -82,6 +82,14 @@ export async function resolveKey(
     repo.touch(deps.sql, row.id, now).catch(() => {});
   }
   return { status: "ok", row, merchant: found!.merchant };
+}
+
+/** The hint of the merchant's active `merchant` key, shown on the profile. */
+export async function activeMerchantKeyHint(
+  deps: Pick<Deps, "sql">,
+  merchantId: string,
+): Promise<string | null> {
+  return (await repo.activeMerchantKey(deps.sql, merchantId))?.hint ?? null;
 }
 
 export async function listKeys(deps: Deps, merchantId: string) {

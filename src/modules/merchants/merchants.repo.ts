@@ -1,23 +1,6 @@
 /** SQL for merchants, their sessions and wallet-link challenges. */
 import type { Db } from "../../db/client.ts";
-
-export type WalletProvider = "MANAGED" | "EXTENSION_WALLET" | "LINK_WALLET" | "HOSTED_WALLET";
-
-export interface MerchantRow {
-  id: string;
-  email: string;
-  businessName: string;
-  passwordHash: string;
-  walletProvider: WalletProvider;
-  walletAddress: string | null;
-  managedWalletId: string | null;
-  verifiedAt: Date | null;
-  verificationCodeHash: string | null;
-  verificationExpiresAt: Date | null;
-  verificationAttempts: number;
-  createdAt: Date;
-  updatedAt: Date;
-}
+import type { MerchantRow, WalletProvider } from "./merchants.types.ts";
 
 export async function findById(sql: Db, id: string): Promise<MerchantRow | null> {
   const [row] = await sql<MerchantRow[]>`select * from merchants where id = ${id}`;
@@ -99,6 +82,18 @@ export async function setPayoutWallet(
       managed_wallet_id = ${f.managedWalletId}, updated_at = ${f.now}
     where id = ${id} returning *`;
   return row;
+}
+
+// ---- webhook signing secret (kept on the merchant; the webhooks module signs with it) -------
+
+export async function webhookSecret(sql: Db, merchantId: string): Promise<string | null> {
+  const [row] = await sql<{ webhookSecret: string }[]>`
+    select webhook_secret from merchants where id = ${merchantId}`;
+  return row?.webhookSecret ?? null;
+}
+
+export async function setWebhookSecret(sql: Db, merchantId: string, secret: string): Promise<void> {
+  await sql`update merchants set webhook_secret = ${secret}, updated_at = now() where id = ${merchantId}`;
 }
 
 // ---- sessions ---------------------------------------------------------------------------------

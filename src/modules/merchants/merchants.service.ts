@@ -6,8 +6,7 @@ import { signToken } from "../../http/session-token.ts";
 import { MERCHANT_SESSION_SECONDS } from "../../http/session-token.ts";
 import { checksum } from "../../chain/address.ts";
 import * as repo from "./merchants.repo.ts";
-import * as keysRepo from "../keys/keys.repo.ts";
-import { issueKey } from "../keys/keys.service.ts";
+import { activeMerchantKeyHint, issueKey } from "../keys/keys.service.ts";
 import {
   checkCode,
   CODE_TTL_MS,
@@ -22,7 +21,7 @@ import {
   verifyPassword,
 } from "./merchants.rules.ts";
 import { computeStats, type PaymentSummaryRow, recentPayment } from "./merchants.stats.ts";
-import type { WalletProvider } from "./merchants.repo.ts";
+import type { MerchantRow, WalletProvider } from "./merchants.types.ts";
 import * as payments from "../payments/payments.service.ts";
 import { paymentRecord } from "../payments/payments.rules.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
@@ -128,13 +127,23 @@ export async function login(deps: Deps, body: { email: string; password: string 
   return { merchant: m, token };
 }
 
+/** The merchant of a live session, in one query (every cookie request asks). */
+export async function sessionMerchant(
+  deps: Pick<Deps, "sql">,
+  sessionId: string,
+  merchantId: string,
+  now: Date,
+) {
+  return await repo.sessionMerchant(deps.sql, sessionId, merchantId, now);
+}
+
 export async function logout(deps: Deps, sessionId: string) {
   await repo.revokeSession(deps.sql, sessionId, deps.clock.now());
 }
 
 /** The profile: the merchant, payment stats over the 50 most recent, the 20 newest. */
-export async function profile(deps: Deps, m: repo.MerchantRow) {
-  const key = await keysRepo.activeMerchantKey(deps.sql, m.id);
+export async function profile(deps: Deps, m: MerchantRow) {
+  const hint = await activeMerchantKeyHint(deps, m.id);
   const recent = await recentPayments(deps, m.id, 50);
   return {
     merchant: {
@@ -144,7 +153,7 @@ export async function profile(deps: Deps, m: repo.MerchantRow) {
       createdAt: m.createdAt.toISOString(),
       walletProvider: m.walletProvider,
       walletAddress: displayAddress(m.walletAddress),
-      apiKeyHint: key?.hint ?? null,
+      apiKeyHint: hint,
     },
     stats: computeStats(recent),
     recentPayments: recent.slice(0, 20).map((p) => recentPayment(p, deps.config.BASE_URL)),
@@ -167,7 +176,7 @@ export async function dashboardPayments(deps: Deps, merchantId: string, profile:
   return rows.map((p) => paymentRecord(p, profile, now));
 }
 
-export function publicMerchant(m: repo.MerchantRow) {
+export function publicMerchant(m: MerchantRow) {
   return {
     id: m.id,
     email: m.email,

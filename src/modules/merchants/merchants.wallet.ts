@@ -10,10 +10,11 @@ import { M } from "../../http/messages.ts";
 import { WALLET_NONCE_SECONDS } from "../../http/session-token.ts";
 import { checksum, isAddress, lower } from "../../chain/address.ts";
 import * as repo from "./merchants.repo.ts";
+import type { MerchantRow, WalletProvider } from "./merchants.types.ts";
 import { displayAddress } from "./merchants.service.ts";
 import { EXTERNAL_WALLET_KINDS } from "./merchants.schemas.ts";
 
-export function walletView(m: repo.MerchantRow) {
+export function walletView(m: MerchantRow) {
   return {
     walletProvider: m.walletProvider,
     walletAddress: displayAddress(m.walletAddress),
@@ -22,7 +23,7 @@ export function walletView(m: repo.MerchantRow) {
 }
 
 /** A brand-new managed wallet; allowed only when the payout wallet is not already managed. */
-export async function switchToManaged(deps: Deps, m: repo.MerchantRow, walletProvider: string) {
+export async function switchToManaged(deps: Deps, m: MerchantRow, walletProvider: string) {
   if (walletProvider !== "MANAGED") throw new ApiError(400, M.walletPatchExternal);
   if (m.walletProvider === "MANAGED" && m.managedWalletId) {
     throw new ApiError(409, M.walletAlreadyManaged);
@@ -49,7 +50,7 @@ export async function switchToManaged(deps: Deps, m: repo.MerchantRow, walletPro
   };
 }
 
-export async function linkChallenge(deps: Deps, m: repo.MerchantRow, address: string | undefined) {
+export async function linkChallenge(deps: Deps, m: MerchantRow, address: string | undefined) {
   if (!address) throw new ApiError(400, M.connectAddressMissing);
   if (!isAddress(address)) throw new ApiError(400, M.connectAddressInvalid);
   const now = deps.clock.now();
@@ -79,7 +80,7 @@ export async function linkChallenge(deps: Deps, m: repo.MerchantRow, address: st
 
 export async function linkWallet(
   deps: Deps,
-  m: repo.MerchantRow,
+  m: MerchantRow,
   nonce: string | undefined,
   body: { address?: unknown; message?: unknown; signature?: unknown; walletKind?: unknown },
 ) {
@@ -108,7 +109,7 @@ export async function linkWallet(
   });
   if (!valid) throw new ApiError(401, M.connectSignature);
   const updated = await repo.setPayoutWallet(deps.sql, m.id, {
-    walletProvider: walletKind as repo.WalletProvider,
+    walletProvider: walletKind as WalletProvider,
     walletAddress: lower(address),
     managedWalletId: null,
     now,

@@ -8,7 +8,7 @@ import { ApiError } from "../../http/errors.ts";
 import { M } from "../../http/messages.ts";
 import { parseUsdc, usdcToNumber } from "../../money.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
-import type { MerchantRow } from "../merchants/merchants.repo.ts";
+import type { MerchantRow } from "../merchants/merchants.types.ts";
 import { emit, validateWebhookUrl } from "../webhooks/webhooks.service.ts";
 import * as repo from "./payments.repo.ts";
 import {

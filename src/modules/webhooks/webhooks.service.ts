@@ -8,6 +8,7 @@ import type { Db } from "../../db/client.ts";
 import { ApiError } from "../../http/errors.ts";
 import { M } from "../../http/messages.ts";
 import * as repo from "./webhooks.repo.ts";
+import * as merchantSecrets from "../merchants/merchants.secrets.ts";
 import { newWebhookSecret, signedHeaders } from "./webhooks.sign.ts";
 import { postWebhook } from "./webhooks.http.ts";
 import { checkWebhookUrl } from "./webhooks.targets.ts";
@@ -64,7 +65,7 @@ export async function attemptDelivery(deps: Deps, id: string): Promise<AttemptOu
   const startedAt = deps.clock.now();
   const d = await repo.claimAttempt(deps.sql, id, startedAt, timeoutMs + 15_000);
   if (!d) return null;
-  const secret = await repo.webhookSecret(deps.sql, d.merchantId);
+  const secret = await merchantSecrets.webhookSecret(deps, d.merchantId);
   const check = checkWebhookUrl(d.url, deps.config.WEBHOOK_TARGETS);
   const result = check.ok && secret
     ? await postWebhook(
@@ -135,6 +136,11 @@ export async function sweepDue(deps: Deps, limit = 500): Promise<number> {
 }
 
 /** Sends a delivery again now, with the same webhook-id, and a fresh round of retries. */
+/** Ids of the deliveries that gave up since `since`, oldest first (`deno task webhooks:replay`). */
+export async function undeliveredSince(deps: Pick<Deps, "sql">, since: Date): Promise<string[]> {
+  return (await repo.undeliveredSince(deps.sql, since)).map((d) => d.id);
+}
+
 export async function replay(deps: Deps, merchantId: string | null, id: string) {
   const row = await repo.reopen(deps.sql, id, merchantId, deps.clock.now());
   if (!row) throw new ApiError(404, M.deliveryNotFound);
@@ -177,12 +183,12 @@ async function listView(deps: Deps, rows: repo.DeliveryRow[]) {
 }
 
 export async function getSecret(deps: Deps, merchantId: string): Promise<string> {
-  return (await repo.webhookSecret(deps.sql, merchantId))!;
+  return (await merchantSecrets.webhookSecret(deps, merchantId))!;
 }
 
 /** A new signing secret; deliveries signed from now on use it. */
 export async function rollSecret(deps: Deps, merchantId: string): Promise<string> {
   const secret = newWebhookSecret();
-  await repo.setWebhookSecret(deps.sql, merchantId, secret);
+  await merchantSecrets.setWebhookSecret(deps, merchantId, secret);
   return secret;
 }
