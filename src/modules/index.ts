@@ -2,10 +2,9 @@
  * The module list: every domain module declares its HTTP API, pages and jobs here once.
  * Adding a module is one entry.
  */
-import type { Hono } from "hono";
 import type { Deps } from "../deps.ts";
 import type { JobDefinition } from "../queue/registry.ts";
-import type { LogHandler } from "../chain/index.ts";
+import type { AppModule } from "./module.ts";
 import { chainJobs } from "../chain/jobs.ts";
 import { explorerPages } from "../chain/explorer.pages.tsx";
 import { rateLimitJobs } from "../http/rate-limit.jobs.ts";
@@ -24,17 +23,7 @@ import { rpcProxy } from "../chain/rpc-proxy.ts";
 import { assetPages } from "../http/assets.ts";
 import { dashboardPages } from "./dashboard/dashboard.pages.tsx";
 
-export interface AppModule {
-  name: string;
-  // deno-lint-ignore no-explicit-any
-  api?: (deps: Deps) => Hono<any>;
-  // deno-lint-ignore no-explicit-any
-  pages?: (deps: Deps) => Hono<any>;
-  // deno-lint-ignore no-explicit-any
-  jobs?: JobDefinition<any, Deps>[];
-  /** Handlers for our contracts' logs, run by the chain module's watcher. */
-  logHandlers?: (deps: Deps) => LogHandler[];
-}
+export type { AppModule } from "./module.ts";
 
 /** Platform jobs: transaction recovery, rate-limit window cleanup; the local explorer pages. */
 export const platformModule: AppModule = {

@@ -5,7 +5,7 @@
  */
 import type { Deps } from "../../deps.ts";
 import type { Queue } from "../../queue/queue.ts";
-import { sendMailJob } from "./mail.jobs.ts";
+import { sendMailQueue } from "./mail.queues.ts";
 import { mailMessageSchema } from "./mail.schemas.ts";
 import type { DevMail, Mailer } from "./mail.types.ts";
 import * as repo from "./mail.repo.ts";
@@ -16,7 +16,7 @@ export function createMailer(queue: Queue): Mailer {
   return {
     async send(msg, opts = {}) {
       const message = mailMessageSchema.parse(msg);
-      await queue.send(sendMailJob, message, opts.tx ? { tx: opts.tx } : {});
+      await queue.send(sendMailQueue, message, opts.tx ? { tx: opts.tx } : {});
     },
   };
 }

@@ -10,7 +10,7 @@ import { displayUsdc, formatUsdc } from "../../money.ts";
 import * as repo from "./payments.repo.ts";
 import { effectiveStatus, type PaymentRow, REFERENCE_PATTERN } from "./payments.rules.ts";
 import { checkoutUrl, profileOf } from "./payments.service.ts";
-import { checkSubmittedJob } from "./payments.jobs.ts";
+import { checkSubmittedQueue } from "./payments.queues.ts";
 
 /** Permits are valid this long after they are prepared. */
 const PERMIT_TTL_SECONDS = 30 * 60;
@@ -127,7 +127,7 @@ export async function reportSubmitted(deps: Deps, reference: string, txHash: unk
   if (!p) throw new ApiError(404, M.paymentNotFound);
   await deps.sql.begin(async (tx) => {
     if (await repo.recordSubmitted(tx, p.id, txHash.toLowerCase(), deps.clock.now())) {
-      await deps.queue.send(checkSubmittedJob, { paymentId: p.id, attempt: 0 }, {
+      await deps.queue.send(checkSubmittedQueue, { paymentId: p.id, attempt: 0 }, {
         tx,
         startAfter: 2000,
       });

@@ -12,7 +12,7 @@ import * as merchantSecrets from "../merchants/merchants.secrets.ts";
 import { newWebhookSecret, signedHeaders } from "./webhooks.sign.ts";
 import { postWebhook } from "./webhooks.http.ts";
 import { checkWebhookUrl } from "./webhooks.targets.ts";
-import { deliverWebhookJob } from "./webhooks.jobs.ts";
+import { deliverWebhookQueue } from "./webhooks.queues.ts";
 
 /** Seconds after a failed attempt that the next one is due; then the delivery is undelivered. */
 export const RETRY_SCHEDULE_SECONDS = [60, 300, 1800] as const;
@@ -39,7 +39,7 @@ export async function emit(deps: Deps, tx: Db, input: EmitInput): Promise<string
     payload: body,
     now: deps.clock.now(),
   });
-  await deps.queue.send(deliverWebhookJob, { deliveryId: id }, { tx });
+  await deps.queue.send(deliverWebhookQueue, { deliveryId: id }, { tx });
   return id;
 }
 
@@ -113,7 +113,7 @@ export async function attemptDelivery(deps: Deps, id: string): Promise<AttemptOu
       now,
     });
     if (outcome === "retry") {
-      await deps.queue.send(deliverWebhookJob, { deliveryId: d.id }, { tx, startAfter: delayMs });
+      await deps.queue.send(deliverWebhookQueue, { deliveryId: d.id }, { tx, startAfter: delayMs });
     }
   });
   deps.log.info("webhook attempt", {
