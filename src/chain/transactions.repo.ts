@@ -174,3 +174,19 @@ export async function statusCounts(sql: Db, chainId: number) {
     select status, count(*)::int as n from chain_transactions
     where chain_id = ${chainId} group by status order by status`;
 }
+
+/** Transactions that moved money (not our deployments), in any state that reached the node. */
+export async function countMoneyTransactions(sql: Db, chainId: number): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`
+    select count(*)::int as n from chain_transactions
+    where chain_id = ${chainId} and intent_key not like 'deploy:%'
+      and status in ('confirmed', 'reverted', 'broadcast', 'signed')`;
+  return row.n;
+}
+
+/** Moves every transaction of a reset chain into the archive, tagged with the reset. */
+export async function archiveAll(sql: Db, chainId: number, resetId: string): Promise<void> {
+  await sql`
+    with moved as (delete from chain_transactions where chain_id = ${chainId} returning *)
+    insert into chain_transactions_archive select moved.*, ${resetId}::uuid from moved`;
+}

@@ -4,6 +4,7 @@
  */
 import { Hono } from "hono";
 import type { Sql } from "../db/client.ts";
+import { appliedVersions } from "../db/migrate.ts";
 
 export interface CheckResult {
   ok: boolean;
@@ -15,8 +16,7 @@ export function databaseCheck(sql: Sql, expectedVersions: number[]): ReadinessCh
   return {
     name: "database",
     run: async () => {
-      const rows = await sql<{ version: number }[]>`select version from schema_migrations`;
-      const applied = new Set(rows.map((r) => r.version));
+      const applied = new Set(await appliedVersions(sql));
       const pending = expectedVersions.filter((v) => !applied.has(v));
       return pending.length
         ? { ok: false, detail: { pendingMigrations: pending } }

@@ -141,7 +141,7 @@ export async function reportSubmitted(deps: Deps, reference: string, txHash: unk
  * this very reference counts. Returns whether to look again later (not mined yet).
  */
 export async function checkSubmitted(deps: Deps, paymentId: string): Promise<"again" | "done"> {
-  const [p] = await deps.sql<PaymentRow[]>`select * from payments where id = ${paymentId}`;
+  const p = await repo.findById(deps.sql, paymentId);
   if (!p || p.status !== "PENDING" || !p.submittedTxHash) return "done";
   const profile = profileOf(deps, p);
   const seen = await deps.chain.checkout.inspect(profile, p.submittedTxHash as `0x${string}`);

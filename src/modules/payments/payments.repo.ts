@@ -34,6 +34,11 @@ export async function insertPayment(sql: Db, p: NewPayment): Promise<PaymentRow>
 const WITH_MERCHANT = (sql: Db) =>
   sql`select p.*, m.business_name as merchant_name from payments p join merchants m on m.id = p.merchant_id`;
 
+export async function findById(sql: Db, id: string): Promise<PaymentRow | null> {
+  const [row] = await sql<PaymentRow[]>`select * from payments where id = ${id}`;
+  return row ?? null;
+}
+
 export async function findByReference(sql: Db, reference: string): Promise<PaymentRow | null> {
   const [row] = await sql<PaymentRow[]>`${WITH_MERCHANT(sql)} where p.reference = ${reference}`;
   return row ?? null;
