@@ -9,7 +9,8 @@ import type { Deps } from "./deps.ts";
 import { ApiError } from "./http/errors.ts";
 import { M } from "./http/messages.ts";
 import { accessLog } from "./http/logger.ts";
-import { healthRoutes, type ReadinessCheck } from "./http/health.ts";
+import { healthRoutes } from "./http/health.ts";
+import type { ReadinessCheck } from "./readiness.ts";
 import type { AppModule } from "./modules/index.ts";
 
 export type AppEnv = { Variables: { requestId: string } };

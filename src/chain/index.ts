@@ -15,7 +15,7 @@ import { recoverTransactions } from "./recovery.ts";
 import * as wallets from "./wallets.ts";
 import { TestUSDC } from "./contracts/artifacts/index.ts";
 import { ChainUnavailableError } from "./errors.ts";
-import type { ReadinessCheck } from "../http/health.ts";
+import type { ReadinessCheck } from "../readiness.ts";
 import type { TxRow } from "./transactions.repo.ts";
 import {
   buildSiweMessage,

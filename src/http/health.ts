@@ -5,12 +5,7 @@
 import { Hono } from "hono";
 import type { Sql } from "../db/client.ts";
 import { appliedVersions } from "../db/migrate.ts";
-
-export interface CheckResult {
-  ok: boolean;
-  detail?: unknown;
-}
-export type ReadinessCheck = { name: string; run: () => Promise<CheckResult> };
+import type { CheckResult, ReadinessCheck } from "../readiness.ts";
 
 export function databaseCheck(sql: Sql, expectedVersions: number[]): ReadinessCheck {
   return {
