@@ -40,11 +40,6 @@ export async function insertKey(sql: Db, k: NewKey): Promise<KeyRow> {
   return row;
 }
 
-export async function findByLookup(sql: Db, lookup: string): Promise<KeyRow | null> {
-  const [row] = await sql<KeyRow[]>`select * from api_keys where lookup = ${lookup}`;
-  return row ?? null;
-}
-
 /** A key and its merchant, in one query (every key-authenticated request asks). */
 export async function findByLookupWithMerchant(
   sql: Db,

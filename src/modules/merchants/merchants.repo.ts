@@ -110,18 +110,6 @@ export async function createSession(
   return row.id;
 }
 
-export async function liveSession(
-  sql: Db,
-  id: string,
-  merchantId: string,
-  now: Date,
-): Promise<boolean> {
-  const rows = await sql`
-    select 1 from merchant_sessions
-    where id = ${id} and merchant_id = ${merchantId} and revoked_at is null and expires_at > ${now}`;
-  return rows.length === 1;
-}
-
 /** The merchant of a live session, in one query (every cookie request asks). */
 export async function sessionMerchant(
   sql: Db,

@@ -105,14 +105,6 @@ export async function markSettled(
     where id = ${id}`;
 }
 
-/** PENDING → EXPIRED for one payment, if its time has come. */
-export async function expireOne(sql: Db, id: string, now: Date): Promise<boolean> {
-  const rows = await sql`
-    update payments set status = 'EXPIRED', updated_at = ${now}
-    where id = ${id} and status = 'PENDING' and expires_at <= ${now} returning 1`;
-  return rows.length === 1;
-}
-
 export async function expireDue(sql: Db, now: Date, limit = 1000): Promise<number> {
   const rows = await sql`
     update payments set status = 'EXPIRED', updated_at = ${now}
