@@ -26,7 +26,6 @@ import {
 } from "./siwe.ts";
 import { parseAbiItem } from "viem";
 import {
-  bytes32ToReference,
   inspectPayment,
   type OrderInput,
   payWithPermitData,
@@ -37,6 +36,7 @@ import {
 } from "./checkout.ts";
 
 export type { ChainEvent, LogHandler } from "./watcher.ts";
+export { onPaymentSettled, type PaymentSettledEvent } from "./events.ts";
 export type { Signer, TxRequest } from "./sender.ts";
 export type { TxRow } from "./transactions.repo.ts";
 export type { ManagedWallet, WalletPurpose } from "./wallets.ts";
@@ -276,7 +276,6 @@ export class Chain {
       payWithPermitData(signed, deadline, permitSignature),
     receipt: (profile: ProfileName, hash: `0x${string}`) =>
       receiptStatus(this.runtime(profile), hash),
-    reference: (ref: `0x${string}`) => bytes32ToReference(ref),
     inspect: (profile: ProfileName, hash: `0x${string}`) =>
       inspectPayment(this.runtime(profile), hash),
     routerAddress: (profile: ProfileName) => this.contract(profile, "PaymentRouter"),
