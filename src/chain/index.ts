@@ -15,7 +15,6 @@ import { recoverTransactions } from "./recovery.ts";
 import * as wallets from "./wallets.ts";
 import { TestUSDC } from "./contracts/artifacts/index.ts";
 import { ChainUnavailableError } from "./errors.ts";
-import type { ReadinessCheck } from "../http/health.ts";
 import type { TxRow } from "./transactions.repo.ts";
 import {
   buildSiweMessage,
@@ -362,7 +361,8 @@ export class Chain {
 
   // ---- health -----------------------------------------------------------------------------
 
-  readiness(): ReadinessCheck {
+  /** A readiness check for /readyz (the HTTP layer's ReadinessCheck, by shape). */
+  readiness(): { name: string; run: () => Promise<{ ok: boolean; detail?: unknown }> } {
     return {
       name: "chains",
       run: async () => {
