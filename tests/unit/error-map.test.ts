@@ -87,3 +87,29 @@ Deno.test("error map: one row per domain code", async (t) => {
     },
   );
 });
+
+Deno.test("layering: src/chain imports nothing from src/http; services throw no HTTP errors", async () => {
+  const offenders: string[] = [];
+  const walk = async (dir: string, visit: (path: string, text: string) => void) => {
+    for await (const e of Deno.readDir(dir)) {
+      const path = `${dir}/${e.name}`;
+      if (e.isDirectory) await walk(path, visit);
+      else if (/\.tsx?$/.test(e.name)) visit(path, await Deno.readTextFile(path));
+    }
+  };
+  const imports = (text: string) => [...text.matchAll(/from\s+"([^"]+)"/g)].map((m) => m[1]);
+  await walk("src/chain", (path, text) => {
+    for (const spec of imports(text)) {
+      if (/(^|\/)http\//.test(spec)) offenders.push(`${path}: ${spec}`);
+    }
+  });
+  // The edge of a module (its API, pages and dashboard routes) may answer in HTTP; the rest not.
+  const edge = /\.(api|pages|section)\.tsx?$|\/dashboard\//;
+  await walk("src/modules", (path, text) => {
+    if (edge.test(path)) return;
+    for (const spec of imports(text)) {
+      if (/http\/(errors|error-map)\.ts$/.test(spec)) offenders.push(`${path}: ${spec}`);
+    }
+  });
+  assert.deepEqual(offenders, []);
+});
