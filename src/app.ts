@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import { requestId } from "hono/request-id";
 import { HTTPException } from "hono/http-exception";
 import type { Deps } from "./deps.ts";
-import { ApiError } from "./http/errors.ts";
+import { answerFor } from "./http/error-map.ts";
 import { M } from "./http/messages.ts";
 import { accessLog } from "./http/logger.ts";
 import { healthRoutes } from "./http/health.ts";
@@ -32,9 +32,10 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   app.use(accessLog(log));
 
   app.onError((err, c) => {
-    if (err instanceof ApiError) {
-      for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
-      return c.json(err.body(), err.status);
+    const answer = answerFor(err);
+    if (!answer.unexpected) {
+      for (const [k, v] of Object.entries(answer.headers)) c.header(k, v);
+      return c.json(answer.body, answer.status);
     }
     if (err instanceof HTTPException) {
       const status = err.status;
@@ -49,7 +50,7 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
       path: c.req.path,
       error: err,
     });
-    return c.json({ success: false, error: M.internal }, 500);
+    return c.json(answer.body, answer.status);
   });
 
   app.notFound((c) => {

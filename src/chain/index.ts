@@ -361,6 +361,7 @@ export class Chain {
 
   // ---- health -----------------------------------------------------------------------------
 
+  /** A readiness check for /readyz. */
   readiness(): ReadinessCheck {
     return {
       name: "chains",

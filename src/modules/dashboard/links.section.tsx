@@ -7,7 +7,8 @@ import type { MiddlewareHandler } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import QRCode from "qrcode";
 import type { Deps } from "../../deps.ts";
-import { ApiError } from "../../http/errors.ts";
+import { DomainError, type ErrorCode } from "../../errors.ts";
+import { answerFor } from "../../http/error-map.ts";
 import { M } from "../../http/messages.ts";
 import { enforce } from "../../http/rate-limit.ts";
 import * as payments from "../payments/payments.service.ts";
@@ -28,11 +29,11 @@ import type { DashboardSection } from "./dashboard.sections.ts";
 
 const LIST_LIMIT = 100;
 
-/** Where the service's texts belong on the form. */
-const FIELD_OF: Record<string, string> = {
-  [M.paymentAmount]: "amount",
-  [M.paymentDescription]: "description",
-  [M.webhookUrlInvalid]: "webhookUrl",
+/** Where the service's errors belong on the form. */
+const FIELD_OF: Partial<Record<ErrorCode, string>> = {
+  payment_amount_invalid: "amount",
+  payment_description_invalid: "description",
+  webhook_url_invalid: "webhookUrl",
 };
 
 export const linksSection: DashboardSection = {
@@ -73,7 +74,7 @@ export const linksSection: DashboardSection = {
         )
       );
       if (!r.ok) {
-        const field = FIELD_OF[r.error.message];
+        const field = r.error.code && FIELD_OF[r.error.code];
         const form: LinkForm = { values, errors: field ? { [field]: r.error.message } : {} };
         const notice = field ? undefined : { kind: "error" as const, text: r.error.message };
         return await render(c, deps, { form, notice }, r.error.status);
@@ -115,8 +116,8 @@ function fieldErrors(deps: Deps, input: payments.CreateInput): Record<string, st
     try {
       payments.parseCreate(deps, probe);
     } catch (e) {
-      if (!(e instanceof ApiError)) throw e;
-      errors[field] = e.message;
+      if (!(e instanceof DomainError)) throw e;
+      errors[field] = answerFor(e).message;
     }
   }
   return errors;

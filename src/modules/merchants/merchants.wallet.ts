@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Deps } from "../../deps.ts";
-import { ApiError } from "../../http/errors.ts";
+import { DomainError } from "../../errors.ts";
 import { M } from "../../http/messages.ts";
 import { WALLET_NONCE_SECONDS } from "../../http/session-token.ts";
 import { checksum, isAddress, lower } from "../../chain/address.ts";
@@ -24,16 +24,16 @@ export function walletView(m: MerchantRow) {
 
 /** A brand-new managed wallet; allowed only when the payout wallet is not already managed. */
 export async function switchToManaged(deps: Deps, m: MerchantRow, walletProvider: string) {
-  if (walletProvider !== "MANAGED") throw new ApiError(400, M.walletPatchExternal);
+  if (walletProvider !== "MANAGED") throw new DomainError("wallet_provider_not_managed");
   if (m.walletProvider === "MANAGED" && m.managedWalletId) {
-    throw new ApiError(409, M.walletAlreadyManaged);
+    throw new DomainError("wallet_already_managed");
   }
   let wallet;
   try {
     wallet = await deps.chain.createWallet("merchant");
   } catch (e) {
     deps.log.error("managed wallet provisioning failed", { merchantId: m.id, error: e });
-    throw new ApiError(500, M.walletSetupFailed);
+    throw new DomainError("wallet_setup_failed", {}, { cause: e });
   }
   const updated = await repo.setPayoutWallet(deps.sql, m.id, {
     walletProvider: "MANAGED",
@@ -51,8 +51,8 @@ export async function switchToManaged(deps: Deps, m: MerchantRow, walletProvider
 }
 
 export async function linkChallenge(deps: Deps, m: MerchantRow, address: string | undefined) {
-  if (!address) throw new ApiError(400, M.connectAddressMissing);
-  if (!isAddress(address)) throw new ApiError(400, M.connectAddressInvalid);
+  if (!address) throw new DomainError("wallet_address_missing");
+  if (!isAddress(address)) throw new DomainError("wallet_address_invalid");
   const now = deps.clock.now();
   const expiresAt = new Date(now.getTime() + WALLET_NONCE_SECONDS * 1000);
   const nonce = deps.chain.siwe.nonce();
@@ -89,14 +89,14 @@ export async function linkWallet(
     typeof address !== "string" || !address || typeof message !== "string" || !message ||
     typeof signature !== "string" || !signature || typeof walletKind !== "string" || !walletKind
   ) {
-    throw new ApiError(400, M.connectFields);
+    throw new DomainError("wallet_link_fields_missing");
   }
   if (!(EXTERNAL_WALLET_KINDS as readonly string[]).includes(walletKind)) {
-    throw new ApiError(400, M.connectKind);
+    throw new DomainError("wallet_kind_invalid");
   }
   const now = deps.clock.now();
   const challenge = nonce ? await repo.consumeChallenge(deps.sql, nonce, m.id, now) : null;
-  if (!challenge) throw new ApiError(400, M.connectChallenge);
+  if (!challenge) throw new DomainError("wallet_challenge_missing");
   const matches = isAddress(address) && lower(address) === challenge.address &&
     sha256(message) === challenge.messageHash;
   const valid = matches && await deps.chain.siwe.verify(deps.chain.payoutProfile(), {
@@ -107,7 +107,7 @@ export async function linkWallet(
     address: checksum(address),
     time: now,
   });
-  if (!valid) throw new ApiError(401, M.connectSignature);
+  if (!valid) throw new DomainError("wallet_signature_invalid");
   const updated = await repo.setPayoutWallet(deps.sql, m.id, {
     walletProvider: walletKind as WalletProvider,
     walletAddress: lower(address),

@@ -3,8 +3,7 @@
  * to send, and a payer-reported transaction to watch.
  */
 import type { Deps } from "../../deps.ts";
-import { ApiError } from "../../http/errors.ts";
-import { M } from "../../http/messages.ts";
+import { DomainError } from "../../errors.ts";
 import { checksum, isAddress, lower } from "../../chain/address.ts";
 import { displayUsdc, formatUsdc } from "../../money.ts";
 import * as repo from "./payments.repo.ts";
@@ -54,17 +53,17 @@ export function checkoutView(deps: Deps, p: PaymentRow) {
 
 async function payable(deps: Deps, reference: string): Promise<PaymentRow> {
   const p = await loadPayment(deps, reference);
-  if (!p) throw new ApiError(404, M.paymentNotFound);
+  if (!p) throw new DomainError("payment_not_found");
   if (p.status !== "PENDING" || p.expiresAt <= deps.clock.now()) {
-    throw new ApiError(409, M.paymentNotPayable, {
-      extra: { status: effectiveStatus(p, deps.clock.now()) },
+    throw new DomainError("payment_not_payable", {
+      paymentStatus: effectiveStatus(p, deps.clock.now()),
     });
   }
   return p;
 }
 
 function payerAddress(raw: unknown): `0x${string}` {
-  if (!isAddress(raw)) throw new ApiError(400, M.payerAddress);
+  if (!isAddress(raw)) throw new DomainError("payer_address_invalid");
   return lower(raw);
 }
 
@@ -99,10 +98,10 @@ export async function payCall(deps: Deps, reference: string, body: Record<string
   const signature = body.signature;
   const deadline = body.deadline;
   if (typeof signature !== "string" || !/^0x[0-9a-fA-F]{130}$/.test(signature)) {
-    throw new ApiError(400, M.permitSignature);
+    throw new DomainError("permit_signature_invalid");
   }
   if (typeof deadline !== "string" || !/^\d{1,12}$/.test(deadline)) {
-    throw new ApiError(400, M.permitSignature);
+    throw new DomainError("permit_signature_invalid");
   }
   const profile = profileOf(deps, p);
   const signed = await deps.chain.checkout.order(profile, {
@@ -121,10 +120,10 @@ export async function payCall(deps: Deps, reference: string, body: Record<string
 /** The payer's wallet sent the router transaction: watch it so a revert is not left unseen. */
 export async function reportSubmitted(deps: Deps, reference: string, txHash: unknown) {
   if (typeof txHash !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(txHash)) {
-    throw new ApiError(400, M.txHashInvalid);
+    throw new DomainError("tx_hash_invalid");
   }
   const p = await loadPayment(deps, reference);
-  if (!p) throw new ApiError(404, M.paymentNotFound);
+  if (!p) throw new DomainError("payment_not_found");
   await deps.sql.begin(async (tx) => {
     if (await repo.recordSubmitted(tx, p.id, txHash.toLowerCase(), deps.clock.now())) {
       await deps.queue.send(checkSubmittedQueue, { paymentId: p.id, attempt: 0 }, {

@@ -4,8 +4,7 @@
  */
 import type { Deps } from "../../deps.ts";
 import type { Db } from "../../db/client.ts";
-import { ApiError } from "../../http/errors.ts";
-import { M } from "../../http/messages.ts";
+import { DomainError } from "../../errors.ts";
 import { parseUsdc, usdcToNumber } from "../../money.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
@@ -31,7 +30,7 @@ export interface CreateInput {
   metadata?: unknown;
 }
 
-/** Validates a create request; every failure is a 400 with the catalog's text. */
+/** Validates a create request; every failure is a DomainError naming the field's problem. */
 export function parseCreate(deps: Deps, body: CreateInput) {
   let amount: bigint;
   try {
@@ -39,18 +38,18 @@ export function parseCreate(deps: Deps, body: CreateInput) {
     if (typeof body.amount !== "string") throw new TypeError("amount must be a string");
     amount = parseUsdc(body.amount);
   } catch {
-    throw new ApiError(400, M.paymentAmount, { hint: M.paymentAmountHint });
+    throw new DomainError("payment_amount_invalid");
   }
   const currency = body.currency ?? "USDC";
-  if (currency !== "USDC") throw new ApiError(400, M.paymentCurrency);
+  if (currency !== "USDC") throw new DomainError("payment_currency_invalid");
   if (
     body.description !== undefined && body.description !== null &&
     typeof body.description !== "string"
   ) {
-    throw new ApiError(400, M.paymentDescription);
+    throw new DomainError("payment_description_invalid");
   }
   const description = typeof body.description === "string" ? body.description : null;
-  if (description && description.length > 500) throw new ApiError(400, M.paymentDescription);
+  if (description && description.length > 500) throw new DomainError("payment_description_invalid");
   const webhookUrl = validateWebhookUrl(deps, body.webhookUrl);
   const metadata = body.metadata ?? null;
   if (
@@ -58,7 +57,7 @@ export function parseCreate(deps: Deps, body: CreateInput) {
     (typeof metadata !== "object" || Array.isArray(metadata) ||
       JSON.stringify(metadata).length > 4000)
   ) {
-    throw new ApiError(400, M.paymentMetadata);
+    throw new DomainError("payment_metadata_invalid");
   }
   return { amount, currency: "USDC", description, webhookUrl, metadata };
 }
@@ -75,7 +74,7 @@ export async function createPayment(
   profile: ProfileName,
   input: ReturnType<typeof parseCreate>,
 ): Promise<PaymentRow> {
-  if (!merchant.walletAddress) throw new ApiError(400, M.paymentNoWallet);
+  if (!merchant.walletAddress) throw new DomainError("payout_wallet_missing");
   const now = deps.clock.now();
   const expiresAt = new Date(now.getTime() + LIFETIME_MS[kind]);
   return await deps.sql.begin(async (tx) => {
@@ -103,7 +102,7 @@ export function checkoutUrl(deps: Deps, reference: string): string {
 
 export function profileOf(deps: Deps, p: Pick<PaymentRow, "chainId">): ProfileName {
   const found = deps.chain.profiles().find((n) => deps.chain.chainId(n) === p.chainId);
-  if (!found) throw new ApiError(500, M.chainNotConfigured);
+  if (!found) throw new DomainError("chain_not_configured");
   return found;
 }
 
@@ -131,7 +130,7 @@ export async function verifyPayment(
   const p = await repo.findForMerchant(deps.sql, merchantId, reference, [
     deps.chain.chainId(profile),
   ]);
-  if (!p) throw new ApiError(404, M.paymentNotFound);
+  if (!p) throw new DomainError("payment_not_found");
   return detailedRecord(deps, p);
 }
 
@@ -181,7 +180,7 @@ function decodeCursor(cursor: string): { createdAt: Date; id: string } {
     if (isNaN(createdAt.getTime()) || !/^[0-9a-f-]{36}$/.test(id)) throw new Error();
     return { createdAt, id };
   } catch {
-    throw new ApiError(400, M.paymentCursor);
+    throw new DomainError("payment_cursor_invalid");
   }
 }
 

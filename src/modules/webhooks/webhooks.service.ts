@@ -5,8 +5,7 @@
  */
 import type { Deps } from "../../deps.ts";
 import type { Db } from "../../db/client.ts";
-import { ApiError } from "../../http/errors.ts";
-import { M } from "../../http/messages.ts";
+import { DomainError } from "../../errors.ts";
 import * as repo from "./webhooks.repo.ts";
 import * as merchantSecrets from "../merchants/merchants.secrets.ts";
 import { newWebhookSecret, signedHeaders } from "./webhooks.sign.ts";
@@ -49,10 +48,10 @@ export async function emit(deps: Deps, tx: Db, input: EmitInput): Promise<string
  */
 export function validateWebhookUrl(deps: Pick<Deps, "config">, raw: unknown): string | null {
   if (raw === undefined || raw === null || raw === "") return null;
-  if (typeof raw !== "string") throw new ApiError(400, M.webhookUrlInvalid);
+  if (typeof raw !== "string") throw new DomainError("webhook_url_invalid");
   const check = checkWebhookUrl(raw.trim(), deps.config.WEBHOOK_TARGETS);
   if (!check.ok) {
-    throw new ApiError(400, M.webhookUrlInvalid, { hint: `webhookUrl: ${check.reason}` });
+    throw new DomainError("webhook_url_invalid", { hint: `webhookUrl: ${check.reason}` });
   }
   return check.url.toString();
 }
@@ -143,7 +142,7 @@ export async function undeliveredSince(deps: Pick<Deps, "sql">, since: Date): Pr
 
 export async function replay(deps: Deps, merchantId: string | null, id: string) {
   const row = await repo.reopen(deps.sql, id, merchantId, deps.clock.now());
-  if (!row) throw new ApiError(404, M.deliveryNotFound);
+  if (!row) throw new DomainError("delivery_not_found");
   await attemptDelivery(deps, id);
   return (await listView(deps, [(await repo.findDelivery(deps.sql, id))!]))[0];
 }
