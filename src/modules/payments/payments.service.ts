@@ -6,11 +6,12 @@ import type { Deps } from "../../deps.ts";
 import type { Db } from "../../db/client.ts";
 import { ApiError } from "../../http/errors.ts";
 import { M } from "../../http/messages.ts";
-import { parseUsdc, usdcToNumber } from "../../chain/amount.ts";
+import { usdcToNumber } from "../../chain/amount.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 import type { MerchantRow } from "../merchants/merchants.repo.ts";
-import { emit, validateWebhookUrl } from "../webhooks/webhooks.service.ts";
+import { emit } from "../webhooks/webhooks.service.ts";
 import * as repo from "./payments.repo.ts";
+import type { CreatePaymentInput } from "./payments.schemas.ts";
 import {
   amountString,
   effectiveStatus,
@@ -23,46 +24,6 @@ import {
   REFERENCE_PATTERN,
 } from "./payments.rules.ts";
 
-export interface CreateInput {
-  amount?: unknown;
-  currency?: unknown;
-  description?: unknown;
-  webhookUrl?: unknown;
-  metadata?: unknown;
-}
-
-/** Validates a create request; every failure is a 400 with the catalog's text. */
-export function parseCreate(deps: Deps, body: CreateInput) {
-  let amount: bigint;
-  try {
-    // Strict: a decimal string, up to 6 places, never rounded (DESIGN §4).
-    if (typeof body.amount !== "string") throw new TypeError("amount must be a string");
-    amount = parseUsdc(body.amount);
-  } catch {
-    throw new ApiError(400, M.paymentAmount, { hint: M.paymentAmountHint });
-  }
-  const currency = body.currency ?? "USDC";
-  if (currency !== "USDC") throw new ApiError(400, M.paymentCurrency);
-  if (
-    body.description !== undefined && body.description !== null &&
-    typeof body.description !== "string"
-  ) {
-    throw new ApiError(400, M.paymentDescription);
-  }
-  const description = typeof body.description === "string" ? body.description : null;
-  if (description && description.length > 500) throw new ApiError(400, M.paymentDescription);
-  const webhookUrl = validateWebhookUrl(deps, body.webhookUrl);
-  const metadata = body.metadata ?? null;
-  if (
-    metadata !== null &&
-    (typeof metadata !== "object" || Array.isArray(metadata) ||
-      JSON.stringify(metadata).length > 4000)
-  ) {
-    throw new ApiError(400, M.paymentMetadata);
-  }
-  return { amount, currency: "USDC", description, webhookUrl, metadata };
-}
-
 /**
  * A PENDING payment paying the merchant's current payout wallet. Its expiry needs no job of its
  * own: past `expires_at` it reads as EXPIRED everywhere at once, and the per-minute sweep job
@@ -73,7 +34,7 @@ export async function createPayment(
   merchant: MerchantRow,
   kind: PaymentKind,
   profile: ProfileName,
-  input: ReturnType<typeof parseCreate>,
+  input: CreatePaymentInput,
 ): Promise<PaymentRow> {
   if (!merchant.walletAddress) throw new ApiError(400, M.paymentNoWallet);
   const now = deps.clock.now();
