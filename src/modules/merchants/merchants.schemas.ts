@@ -139,7 +139,7 @@ export const merchantsRoutes: RouteDoc[] = [
         description: "Signed in",
         schema: z.object({ success: ok, merchant: publicMerchant }),
       },
-      ...errors([400, 401, 429]),
+      ...errors([400, 401, 403, 429]),
     },
   },
   {
@@ -202,8 +202,7 @@ export const merchantsRoutes: RouteDoc[] = [
           payments: z.array(paymentRecord),
         }),
       },
-      ...errors([401, 404], bareErrorBody),
-      ...errors([429]),
+      ...errors([401, 403, 404, 429], bareErrorBody),
     },
   },
   {
