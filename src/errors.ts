@@ -38,10 +38,6 @@ export const ERROR_CODES = [
   "webhook_url_invalid",
   "delivery_not_found",
   // Payments and checkout
-  "payment_amount_invalid",
-  "payment_currency_invalid",
-  "payment_description_invalid",
-  "payment_metadata_invalid",
   "payout_wallet_missing",
   "payment_not_found",
   "payment_not_payable",

@@ -52,10 +52,6 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   webhook_url_invalid: { status: 400, text: M.webhookUrlInvalid },
   delivery_not_found: { status: 404, text: M.deliveryNotFound },
 
-  payment_amount_invalid: { status: 400, text: M.paymentAmount, hint: M.paymentAmountHint },
-  payment_currency_invalid: { status: 400, text: M.paymentCurrency },
-  payment_description_invalid: { status: 400, text: M.paymentDescription },
-  payment_metadata_invalid: { status: 400, text: M.paymentMetadata },
   payout_wallet_missing: { status: 400, text: M.paymentNoWallet },
   payment_not_found: { status: 404, text: M.paymentNotFound },
   payment_not_payable: { status: 409, text: M.paymentNotPayable },

@@ -22,6 +22,13 @@ import { checkoutPages } from "./payments/payments.pages.tsx";
 import { rpcProxy } from "../chain/rpc-proxy.ts";
 import { assetPages } from "../http/assets.ts";
 import { dashboardPages } from "./dashboard/dashboard.pages.tsx";
+import type { RouteDoc } from "../http/contract.ts";
+import { docsApi, docsRoutes } from "../http/openapi.ts";
+import { merchantsRoutes } from "./merchants/merchants.schemas.ts";
+import { keysRoutes } from "./keys/keys.schemas.ts";
+import { consumersRoutes } from "./consumers/consumers.schemas.ts";
+import { webhooksRoutes } from "./webhooks/webhooks.schemas.ts";
+import { paymentsRoutes } from "./payments/payments.schemas.ts";
 
 export type { AppModule } from "./module.ts";
 
@@ -35,13 +42,14 @@ export const platformModule: AppModule = {
 export const modules: AppModule[] = [
   platformModule,
   mailModule,
-  { name: "merchants", api: merchantsApi },
-  { name: "keys", api: keysApi },
-  { name: "consumers", api: consumersApi },
-  { name: "webhooks", api: webhooksApi, jobs: webhookJobs },
+  { name: "merchants", api: merchantsApi, routes: merchantsRoutes },
+  { name: "keys", api: keysApi, routes: keysRoutes },
+  { name: "consumers", api: consumersApi, routes: consumersRoutes },
+  { name: "webhooks", api: webhooksApi, routes: webhooksRoutes, jobs: webhookJobs },
   {
     name: "payments",
     api: paymentsApi,
+    routes: paymentsRoutes,
     pages: checkoutPages,
     jobs: paymentJobs,
     logHandlers: settlementHandlers,
@@ -49,7 +57,17 @@ export const modules: AppModule[] = [
   { name: "rpc", api: rpcProxy },
   { name: "assets", pages: assetPages },
   { name: "dashboard", pages: dashboardPages },
+  {
+    name: "docs",
+    api: (deps) => docsApi(() => apiRoutes(modules), deps.config.BASE_URL),
+    routes: docsRoutes,
+  },
 ];
+
+/** Every documented `/api/` route of the list (the docs module's own included). */
+export function apiRoutes(list: AppModule[] = modules): RouteDoc[] {
+  return list.flatMap((m) => m.routes ?? []);
+}
 
 export function allJobs(list: AppModule[] = modules): JobDefinition<unknown, Deps>[] {
   return list.flatMap((m) => m.jobs ?? []) as JobDefinition<unknown, Deps>[];

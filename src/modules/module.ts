@@ -6,6 +6,7 @@ import type { Hono } from "hono";
 import type { Deps } from "../deps.ts";
 import type { JobDefinition } from "../queue/registry.ts";
 import type { LogHandler } from "../chain/index.ts";
+import type { RouteDoc } from "../http/contract.ts";
 
 export interface AppModule {
   name: string;
@@ -13,6 +14,8 @@ export interface AppModule {
   api?: (deps: Deps) => Hono<any>;
   // deno-lint-ignore no-explicit-any
   pages?: (deps: Deps) => Hono<any>;
+  /** Every `/api/` route of `api`, documented (`<name>.schemas.ts`); a test checks both agree. */
+  routes?: RouteDoc[];
   // deno-lint-ignore no-explicit-any
   jobs?: JobDefinition<any, Deps>[];
   /** Handlers for our contracts' logs, run by the chain module's watcher. */

@@ -29,10 +29,10 @@ Deno.test("error map: one row per domain code", async (t) => {
   });
 
   await t.step("the row's hint is the default; the error's own hint replaces it", () => {
-    assert.deepEqual(answerFor(new DomainError("payment_amount_invalid")).body, {
+    assert.deepEqual(answerFor(new DomainError("chain_timeout")).body, {
       success: false,
-      error: M.paymentAmount,
-      hint: M.paymentAmountHint,
+      error: M.chainTimeout,
+      hint: M.chainTimeoutHint,
     });
     const own = answerFor(new DomainError("webhook_url_invalid", { hint: "webhookUrl: why" }));
     assert.equal(own.status, 400);

@@ -2,6 +2,7 @@
  * The hosted checkout page and its status partial. Data comes in as a view model; the page
  * script (/assets/checkout.js) talks to the payer's browser wallet.
  */
+import type { PaymentStatus } from "../../src/modules/payments/payments.rules.ts";
 import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
 import { Layout } from "../layout.tsx";
@@ -13,7 +14,7 @@ export interface CheckoutView {
   amount: string;
   currency: string;
   description: string | null;
-  status: "PENDING" | "SUCCESS" | "FAILED" | "EXPIRED";
+  status: PaymentStatus;
   payable: boolean;
   expiresAt: string;
   secondsLeft: number;

@@ -5,11 +5,12 @@
 import type { Deps } from "../../deps.ts";
 import type { Db } from "../../db/client.ts";
 import { DomainError } from "../../errors.ts";
-import { parseUsdc, usdcToNumber } from "../../money.ts";
+import { usdcToNumber } from "../../money.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
-import { emit, validateWebhookUrl } from "../webhooks/webhooks.service.ts";
+import { emit } from "../webhooks/webhooks.service.ts";
 import * as repo from "./payments.repo.ts";
+import type { CreatePaymentInput } from "./payments.schemas.ts";
 import {
   amountString,
   effectiveStatus,
@@ -22,46 +23,6 @@ import {
   REFERENCE_PATTERN,
 } from "./payments.rules.ts";
 
-export interface CreateInput {
-  amount?: unknown;
-  currency?: unknown;
-  description?: unknown;
-  webhookUrl?: unknown;
-  metadata?: unknown;
-}
-
-/** Validates a create request; every failure is a DomainError naming the field's problem. */
-export function parseCreate(deps: Deps, body: CreateInput) {
-  let amount: bigint;
-  try {
-    // Strict: a decimal string, up to 6 places, never rounded (DESIGN §4).
-    if (typeof body.amount !== "string") throw new TypeError("amount must be a string");
-    amount = parseUsdc(body.amount);
-  } catch {
-    throw new DomainError("payment_amount_invalid");
-  }
-  const currency = body.currency ?? "USDC";
-  if (currency !== "USDC") throw new DomainError("payment_currency_invalid");
-  if (
-    body.description !== undefined && body.description !== null &&
-    typeof body.description !== "string"
-  ) {
-    throw new DomainError("payment_description_invalid");
-  }
-  const description = typeof body.description === "string" ? body.description : null;
-  if (description && description.length > 500) throw new DomainError("payment_description_invalid");
-  const webhookUrl = validateWebhookUrl(deps, body.webhookUrl);
-  const metadata = body.metadata ?? null;
-  if (
-    metadata !== null &&
-    (typeof metadata !== "object" || Array.isArray(metadata) ||
-      JSON.stringify(metadata).length > 4000)
-  ) {
-    throw new DomainError("payment_metadata_invalid");
-  }
-  return { amount, currency: "USDC", description, webhookUrl, metadata };
-}
-
 /**
  * A PENDING payment paying the merchant's current payout wallet. Its expiry needs no job of its
  * own: past `expires_at` it reads as EXPIRED everywhere at once, and the per-minute sweep job
@@ -72,7 +33,7 @@ export async function createPayment(
   merchant: MerchantRow,
   kind: PaymentKind,
   profile: ProfileName,
-  input: ReturnType<typeof parseCreate>,
+  input: CreatePaymentInput,
 ): Promise<PaymentRow> {
   if (!merchant.walletAddress) throw new DomainError("payout_wallet_missing");
   const now = deps.clock.now();
