@@ -33,7 +33,7 @@ import {
   sessionOf,
   single,
 } from "./dashboard.http.tsx";
-import type { DashboardApp } from "./dashboard.sections.ts";
+import type { DashboardApp } from "./section.ts";
 
 /** Paths served without a session. */
 export const PUBLIC_PATHS = new Set(["/dashboard/login", "/dashboard/signup", "/dashboard/verify"]);

@@ -12,9 +12,9 @@ import { z } from "zod";
 import type { Deps } from "../../deps.ts";
 import { M } from "../../http/messages.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
-import * as payments from "../payments/payments.service.ts";
-import { chainCode, type PaymentStatus } from "../payments/payments.rules.ts";
-import { historyQuery } from "../payments/payments.schemas.ts";
+import * as payments from "./payments.service.ts";
+import { chainCode, type PaymentStatus } from "./payments.rules.ts";
+import { historyQuery } from "./payments.schemas.ts";
 import * as webhooks from "../webhooks/webhooks.service.ts";
 import {
   MoreRows,
@@ -34,9 +34,9 @@ import {
   isPartial,
   merchantOf,
   page,
-} from "./dashboard.http.tsx";
-import { fingerprint, paymentItem } from "./payment-items.ts";
-import type { DashboardSection } from "./dashboard.sections.ts";
+} from "../dashboard/dashboard.http.tsx";
+import { fingerprint, paymentItem } from "./payments.items.ts";
+import type { DashboardSection } from "../dashboard/section.ts";
 
 const PAGE_SIZE = 25;
 

@@ -5,9 +5,9 @@
  */
 import type { Deps } from "../../deps.ts";
 import { displayUsdc, formatUsdc, roundUsdcTo } from "../../money.ts";
-import * as payments from "../payments/payments.service.ts";
+import * as payments from "./payments.service.ts";
 import { computeStats } from "../merchants/merchants.stats.ts";
-import type { PaymentRow } from "../payments/payments.rules.ts";
+import type { PaymentRow } from "./payments.rules.ts";
 import {
   CHART,
   type ChartDay,
@@ -16,9 +16,15 @@ import {
   OverviewView,
   type VolumeChartData,
 } from "../../../views/dashboard/overview.tsx";
-import { fragment, isPartial, type Merchant, merchantOf, page } from "./dashboard.http.tsx";
-import { fingerprint, paymentItem } from "./payment-items.ts";
-import type { DashboardSection } from "./dashboard.sections.ts";
+import {
+  fragment,
+  isPartial,
+  type Merchant,
+  merchantOf,
+  page,
+} from "../dashboard/dashboard.http.tsx";
+import { fingerprint, paymentItem } from "./payments.items.ts";
+import type { DashboardSection } from "../dashboard/section.ts";
 
 /** The profile's stats are over this many payments (spec), the list shows the first few. */
 const STATS_OVER = 50;

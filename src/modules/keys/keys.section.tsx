@@ -2,9 +2,9 @@
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Deps } from "../../deps.ts";
 import { M } from "../../http/messages.ts";
-import * as keys from "../keys/keys.service.ts";
-import { KEY_SCOPES } from "../keys/keys.rules.ts";
-import { createKeyBody } from "../keys/keys.schemas.ts";
+import * as keys from "./keys.service.ts";
+import { KEY_SCOPES } from "./keys.rules.ts";
+import { createKeyBody } from "./keys.schemas.ts";
 import { parseFields } from "../../http/contract.ts";
 import { type KeyItem, KeysView, type KeysViewProps } from "../../../views/dashboard/keys.tsx";
 import {
@@ -14,8 +14,8 @@ import {
   merchantOf,
   page,
   single,
-} from "./dashboard.http.tsx";
-import type { DashboardSection } from "./dashboard.sections.ts";
+} from "../dashboard/dashboard.http.tsx";
+import type { DashboardSection } from "../dashboard/section.ts";
 
 const KIND_NAME: Record<string, string> = {
   merchant: "merchant key",

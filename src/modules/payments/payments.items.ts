@@ -7,8 +7,8 @@ import { createHash } from "node:crypto";
 import type { Deps } from "../../deps.ts";
 import { checksum } from "../../chain/address.ts";
 import { displayUsdc } from "../../money.ts";
-import { detailedRecord } from "../payments/payments.service.ts";
-import type { PaymentRow } from "../payments/payments.rules.ts";
+import { detailedRecord } from "./payments.service.ts";
+import type { PaymentRow } from "./payments.rules.ts";
 import type { PaymentItem } from "../../../views/dashboard/payment-parts.tsx";
 
 export function paymentItem(deps: Deps, p: PaymentRow): PaymentItem {

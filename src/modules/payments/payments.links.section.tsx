@@ -10,8 +10,8 @@ import type { Deps } from "../../deps.ts";
 import { parseFields } from "../../http/contract.ts";
 import { M } from "../../http/messages.ts";
 import { enforce } from "../../http/rate-limit.ts";
-import * as payments from "../payments/payments.service.ts";
-import { createPaymentBody } from "../payments/payments.schemas.ts";
+import * as payments from "./payments.service.ts";
+import { createPaymentBody } from "./payments.schemas.ts";
 import { type LinkForm, LinksView, type LinksViewProps } from "../../../views/dashboard/links.tsx";
 import type { PaymentItem } from "../../../views/dashboard/payment-parts.tsx";
 import {
@@ -23,9 +23,9 @@ import {
   page,
   sessionOf,
   single,
-} from "./dashboard.http.tsx";
-import { paymentItem } from "./payment-items.ts";
-import type { DashboardSection } from "./dashboard.sections.ts";
+} from "../dashboard/dashboard.http.tsx";
+import { paymentItem } from "./payments.items.ts";
+import type { DashboardSection } from "../dashboard/section.ts";
 
 const LIST_LIMIT = 100;
 
