@@ -17,6 +17,7 @@ import { TestUSDC } from "./contracts/artifacts/index.ts";
 import { ChainUnavailableError } from "./errors.ts";
 import type { ReadinessCheck } from "../readiness.ts";
 import type { TxRow } from "./transactions.repo.ts";
+import * as txRepo from "./transactions.repo.ts";
 import {
   buildSiweMessage,
   newSiweNonce,
@@ -26,8 +27,12 @@ import {
 } from "./siwe.ts";
 import { parseAbiItem } from "viem";
 import {
+  authorizationSignedBy,
+  authorizationTypedData,
+  type AuthorizationWindow,
   inspectPayment,
   type OrderInput,
+  payWithAuthorizationData,
   payWithPermitData,
   permitTypedData,
   receiptStatus,
@@ -41,7 +46,7 @@ export type { Signer, TxRequest } from "./sender.ts";
 export type { TxRow } from "./transactions.repo.ts";
 export type { ManagedWallet, WalletPurpose } from "./wallets.ts";
 export type { ProfileName } from "./profiles.ts";
-export type { SignedOrder } from "./checkout.ts";
+export type { AuthorizationWindow, OrderInput, SignedOrder } from "./checkout.ts";
 
 export interface UsdcTransfer {
   direction: "in" | "out";
@@ -279,7 +284,57 @@ export class Chain {
     inspect: (profile: ProfileName, hash: `0x${string}`) =>
       inspectPayment(this.runtime(profile), hash),
     routerAddress: (profile: ProfileName) => this.contract(profile, "PaymentRouter"),
+    /** The EIP-3009 ReceiveWithAuthorization a payer signs for a gasless payment of `order`. */
+    authorization: (profile: ProfileName, order: OrderInput, w: AuthorizationWindow) =>
+      authorizationTypedData(this.runtime(profile), order, w),
+    /** Whether `signature` is `w.from`'s authorization for exactly this order. */
+    authorizedBy: (
+      profile: ProfileName,
+      order: OrderInput,
+      w: AuthorizationWindow,
+      signature: `0x${string}`,
+    ) => authorizationSignedBy(this.runtime(profile), order, w, signature),
+    /**
+     * Relays the payer's authorization from the operator: signs the order, records and
+     * broadcasts once per `intentKey` (a second call, concurrent or later, gets the same
+     * transaction). Does not wait for the receipt; the log watcher settles the payment.
+     */
+    relay: async (
+      profile: ProfileName,
+      req: {
+        order: OrderInput;
+        auth: AuthorizationWindow;
+        signature: `0x${string}`;
+        intentKey: string;
+      },
+    ): Promise<TxRow> => {
+      const rt = this.runtime(profile);
+      const done = await this.transaction(profile, req.intentKey);
+      if (done) return done;
+      const signed = await signOrder(rt, req.order);
+      try {
+        return await this.sender.submit({
+          profile,
+          from: "operator",
+          to: this.contract(profile, "PaymentRouter"),
+          data: payWithAuthorizationData(signed, req.auth, req.signature),
+          intentKey: req.intentKey,
+        });
+      } catch (e) {
+        // A concurrent relay of the same intent may have been mined while this one estimated
+        // gas (which then reverts with AlreadySettled): that one is the answer.
+        const winner = await this.transaction(profile, req.intentKey);
+        if (winner) return winner;
+        throw e;
+      }
+    },
   };
+
+  /** The live transaction recorded for an intent (not a failed one), if any. */
+  async transaction(profile: ProfileName, intentKey: string): Promise<TxRow | null> {
+    const row = await txRepo.findByIntent(this.opts.sql, this.chainId(profile), intentKey);
+    return row && row.status !== "failed" ? row : null;
+  }
 
   // ---- sign-in with Ethereum ----------------------------------------------------------------
 

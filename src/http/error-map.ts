@@ -59,6 +59,15 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   payer_address_invalid: { status: 400, text: M.payerAddress },
   permit_signature_invalid: { status: 400, text: M.permitSignature },
   tx_hash_invalid: { status: 400, text: M.txHashInvalid },
+  // Gasless checkout: a relay is refused before anything is signed or broadcast.
+  authorization_amount_mismatch: { status: 400, text: M.authorizationAmount },
+  authorization_payee_mismatch: { status: 400, text: M.authorizationPayee },
+  authorization_reference_mismatch: { status: 400, text: M.authorizationReference },
+  authorization_expired: { status: 400, text: M.authorizationExpired },
+  authorization_window_invalid: { status: 400, text: M.authorizationWindow },
+  authorization_signature_invalid: { status: 400, text: M.authorizationSignature },
+  payer_balance_insufficient: { status: 400, text: M.payerBalance },
+  dev_faucet_unavailable: { status: 404, text: M.devFaucetUnavailable },
 
   // DESIGN §5: a receipt that does not arrive in time is 408, a revert 502.
   chain_timeout: { status: 408, text: M.chainTimeout, hint: M.chainTimeoutHint },

@@ -102,6 +102,16 @@ export const M = {
   payerAddress: "payer must be a valid wallet address.",
   permitSignature: "signature (65-byte hex) and deadline are required.",
   txHashInvalid: "txHash must be a 32-byte hex transaction hash.",
+  relayBody:
+    "authorization { from, to, value, validAfter, validBefore, nonce } and signature (65-byte hex) are required.",
+  authorizationAmount: "The authorization's amount does not match this payment.",
+  authorizationPayee: "The authorization does not pay this payment's payee.",
+  authorizationReference: "The authorization was signed for another payment.",
+  authorizationExpired: "The authorization has expired. Sign again.",
+  authorizationWindow: "The authorization's validity window does not fit this payment.",
+  authorizationSignature: "The signature is not the payer's authorization for this payment.",
+  payerBalance: "The payer's USDC balance does not cover this payment.",
+  devFaucetUnavailable: "Test USDC is only given on local chains in development.",
 
   // Chain
   chainTimeout: "Timed out waiting for the blockchain transaction to confirm.",

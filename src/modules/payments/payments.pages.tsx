@@ -10,8 +10,11 @@ import {
   loadPayment,
   payCall,
   payData,
+  relayPayment,
   reportSubmitted,
 } from "./payments.checkout.ts";
+import { relayBody } from "./payments.schemas.ts";
+import { parseOrThrow } from "../../http/contract.ts";
 
 export function checkoutPages(deps: Deps) {
   const app = new Hono<AuthEnv>();
@@ -47,6 +50,15 @@ export function checkoutPages(deps: Deps) {
   app.post("/checkout/:reference/calldata", open, async (c) => {
     const call = await payCall(deps, c.req.param("reference"), await readJsonObject(c));
     return c.json({ success: true, ...call });
+  });
+
+  // Gasless: the payer's signed authorization, relayed by the service (no wallet transaction).
+  app.post("/checkout/:reference/relay", open, async (c) => {
+    const input = parseOrThrow(relayBody, await readJsonObject(c));
+    return c.json({
+      success: true,
+      ...(await relayPayment(deps, c.req.param("reference"), input)),
+    });
   });
 
   app.post("/checkout/:reference/submitted", open, async (c) => {

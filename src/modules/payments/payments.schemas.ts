@@ -43,6 +43,34 @@ export const historyQuery = z.object({
   cursor: z.string().max(200).optional(),
 });
 
+/** A uint256 as JSON: a decimal string (wallets' typed data) or a safe integer. */
+const uint = z.union([
+  z.string(M.relayBody).regex(/^\d{1,78}$/, M.relayBody),
+  z.number(M.relayBody).int(M.relayBody).nonnegative(M.relayBody),
+]).transform((v) => BigInt(v));
+const hexAddress = z.string(M.relayBody).regex(/^0x[0-9a-fA-F]{40}$/, M.relayBody)
+  .transform((a) => a.toLowerCase() as `0x${string}`);
+
+/**
+ * The hosted page's gasless payment (`POST /checkout/{reference}/relay`): the payer's EIP-3009
+ * ReceiveWithAuthorization as signed, and its signature. The service checks every field against
+ * the payment before relaying.
+ */
+export const relayBody = z.object({
+  authorization: z.object({
+    from: hexAddress,
+    to: hexAddress,
+    value: uint,
+    validAfter: uint,
+    validBefore: uint,
+    nonce: z.string(M.relayBody).regex(/^0x[0-9a-fA-F]{64}$/, M.relayBody)
+      .transform((n) => n.toLowerCase() as `0x${string}`),
+  }, M.relayBody),
+  signature: z.string(M.relayBody).regex(/^0x[0-9a-fA-F]{130}$/, M.relayBody)
+    .transform((sig) => sig as `0x${string}`),
+}, M.relayBody);
+export type RelayInput = z.output<typeof relayBody>;
+
 const iso = z.string().describe("ISO 8601 timestamp");
 const status = z.enum(PAYMENT_STATUSES);
 
