@@ -264,6 +264,29 @@ export class Chain {
     });
   }
 
+  /** Whether this profile runs on a local node we started or share (not a configured RPC). */
+  isLocal(profile: ProfileName): boolean {
+    return !!this.runtime(profile).node;
+  }
+
+  /**
+   * Test funds for a payer: mints test USDC and, on a local node, gives native gas too, so a
+   * fresh wallet can also take the permit fallback. Refused on a real production chain.
+   */
+  async faucet(
+    profile: ProfileName,
+    to: `0x${string}`,
+    amount: bigint,
+  ): Promise<{ mint: TxRow; gas: TxRow | null }> {
+    const rt = this.runtime(profile);
+    if (!rt.profile.testnet && !rt.node) {
+      throw new ChainUnavailableError(`${profile} is a real production chain: no test USDC`);
+    }
+    const mint = await this.mintUsdc({ profile, to, amount });
+    const gas = rt.node ? await this.grantGas(profile, to) : null;
+    return { mint, gas };
+  }
+
   /** Raw contract call data, for modules that build their own transactions. */
   encode(...args: Parameters<typeof encodeFunctionData>): Hex {
     return encodeFunctionData(...args);

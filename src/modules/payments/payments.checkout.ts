@@ -9,6 +9,7 @@ import { displayUsdc, formatUsdc } from "../../money.ts";
 import * as repo from "./payments.repo.ts";
 import { effectiveStatus, type PaymentRow, REFERENCE_PATTERN } from "./payments.rules.ts";
 import { checkoutUrl, profileOf } from "./payments.service.ts";
+import type { ProfileName } from "../../chain/index.ts";
 import { checkSubmittedQueue } from "./payments.queues.ts";
 import type { RelayInput } from "./payments.schemas.ts";
 
@@ -41,6 +42,7 @@ export function checkoutView(deps: Deps, p: PaymentRow) {
     settledAfterExpiry: p.settledAfterExpiry,
     failureReason: p.failureReason,
     url: checkoutUrl(deps, p.reference),
+    devFaucet: devFaucetAvailable(deps, profile),
     chain: {
       profile,
       name: rt.profile.label,
@@ -49,6 +51,30 @@ export function checkoutView(deps: Deps, p: PaymentRow) {
       rpcUrl: `${deps.config.BASE_URL}/rpc/${profile}`,
       explorerUrl: rt.profile.explorerUrl,
     },
+  };
+}
+
+/** "Get test USDC" on the page: development and test only, and only on a local node. */
+export function devFaucetAvailable(deps: Deps, profile: ProfileName): boolean {
+  return deps.config.APP_ENV !== "production" && deps.chain.isLocal(profile);
+}
+
+/** Test USDC gives this much (or the payment's amount, if more). */
+const DEV_FAUCET_USDC = 100_000_000n;
+
+/** The page's "Get test USDC": mints to the connected wallet on the payment's local chain. */
+export async function devFaucet(deps: Deps, reference: string, addressRaw: unknown) {
+  const p = await loadPayment(deps, reference);
+  if (!p) throw new DomainError("payment_not_found");
+  const profile = profileOf(deps, p);
+  if (!devFaucetAvailable(deps, profile)) throw new DomainError("dev_faucet_unavailable");
+  const to = payerAddress(addressRaw);
+  const amount = p.amount > DEV_FAUCET_USDC ? p.amount : DEV_FAUCET_USDC;
+  const { mint } = await deps.chain.faucet(profile, to, amount);
+  return {
+    amount: formatUsdc(amount),
+    usdcBalance: formatUsdc(await deps.chain.usdcBalance(profile, to)),
+    txHash: mint.txHash,
   };
 }
 

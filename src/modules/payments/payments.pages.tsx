@@ -7,6 +7,7 @@ import { readJsonObject } from "../../http/body.ts";
 import { CheckoutPage, NotFoundPage, StatusBlock } from "../../../views/checkout/checkout.tsx";
 import {
   checkoutView,
+  devFaucet,
   loadPayment,
   payCall,
   payData,
@@ -68,6 +69,17 @@ export function checkoutPages(deps: Deps) {
       ...(await reportSubmitted(deps, c.req.param("reference"), body.txHash)),
     });
   });
+
+  // "Get test USDC": mounted only outside production; refused (404) on configured chains.
+  if (deps.config.APP_ENV !== "production") {
+    app.post("/checkout/:reference/dev-faucet", open, async (c) => {
+      const body = await readJsonObject(c);
+      return c.json({
+        success: true,
+        ...(await devFaucet(deps, c.req.param("reference"), body.address)),
+      });
+    });
+  }
 
   return app;
 }
