@@ -17,6 +17,7 @@ import { TestUSDC } from "./contracts/artifacts/index.ts";
 import { ChainUnavailableError } from "./errors.ts";
 import type { ReadinessCheck } from "../readiness.ts";
 import type { TxRow } from "./transactions.repo.ts";
+import * as txRepo from "./transactions.repo.ts";
 import {
   buildSiweMessage,
   newSiweNonce,
@@ -195,6 +196,11 @@ export class Chain {
 
   send(req: TxRequest, wait?: { timeoutMs?: number }): Promise<TxRow> {
     return this.sender.send(req, wait);
+  }
+
+  /** The transaction an intent already has on the profile's chain, if any (failed ones too). */
+  async intent(profile: ProfileName, intentKey: string): Promise<TxRow | null> {
+    return await txRepo.findByIntent(this.opts.sql, this.chainId(profile), intentKey);
   }
 
   async recover(profile: ProfileName, opts?: { minAgeMs?: number }) {
