@@ -86,6 +86,24 @@ async function balances(deps: Deps, address: `0x${string}`): Promise<Balances> {
   return Object.fromEntries(entries);
 }
 
+/** Test USDC one faucet press mints (the dashboard's development button). */
+export const FAUCET_AMOUNT = 100n * 1_000_000n;
+
+/** Chains the dashboard's faucet may mint on: local nodes, outside production only. */
+export function faucetProfiles(deps: Deps): ProfileName[] {
+  if (deps.config.isProduction) return [];
+  return deps.chain.profiles().filter((p) => deps.chain.isLocal(p));
+}
+
+/** Mints test USDC into one of the merchant's wallets on a local chain (development only). */
+export async function faucet(deps: Deps, m: MerchantRow, walletId: string, profile: string) {
+  const w = await find(deps, m.id, walletId);
+  const allowed = faucetProfiles(deps).find((p) => p === profile);
+  if (!allowed) throw new DomainError("chain_not_configured");
+  const row = await deps.chain.mintUsdc({ profile: allowed, to: w.address, amount: FAUCET_AMOUNT });
+  return { txHash: row.txHash, amount: formatUsdc(FAUCET_AMOUNT, { decimals: "fixed" }) };
+}
+
 export interface WithdrawInput {
   amount: bigint;
   destinationAddress: string;
