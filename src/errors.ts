@@ -25,6 +25,10 @@ export const ERROR_CODES = [
   "wallet_kind_invalid",
   "wallet_challenge_missing",
   "wallet_signature_invalid",
+  // Merchant wallets and withdrawals
+  "wallet_not_found",
+  "withdraw_external_wallet",
+  "withdraw_insufficient_balance",
   // API keys
   "key_not_found",
   "key_already_revoked",
@@ -71,6 +75,8 @@ export interface ErrorDetails {
   txHash?: string;
   /** The payment's status now (payment_not_payable). */
   paymentStatus?: string;
+  /** A wallet's balance as a decimal string (withdraw_insufficient_balance). */
+  balance?: string;
 }
 
 export class DomainError extends Error {

@@ -59,8 +59,12 @@ export interface UsdcTransfer {
   timestamp?: Date;
 }
 
-/** Gas a new managed wallet gets on a local chain (0.1 ETH). */
-const LOCAL_GAS_GRANT = 100_000_000_000_000_000n;
+export interface OperatorGas {
+  address: `0x${string}`;
+  balanceWei: bigint;
+  lowWei: bigint;
+  low: boolean;
+}
 
 export interface ChainOptions {
   config: ChainConfig;
@@ -155,13 +159,13 @@ export class Chain {
 
   // ---- wallets ----------------------------------------------------------------------------
 
-  /** A new managed wallet; on local chains it also gets gas. */
+  /**
+   * A new managed wallet. It gets no gas now: the sender tops it up from the operator before it
+   * first sends on a chain (and whenever it falls below the floor), so an unused wallet costs
+   * nothing on any chain.
+   */
   async createWallet(purpose: wallets.WalletPurpose): Promise<wallets.ManagedWallet> {
-    const w = await wallets.createWallet(this.opts.sql, this.opts.masterKey, purpose);
-    for (const rt of this.runtimes.values()) {
-      if (rt.node) await this.grantGas(rt.profile.name, w.address);
-    }
-    return w;
+    return await wallets.createWallet(this.opts.sql, this.opts.masterKey, purpose);
   }
 
   findWallet(id: string) {
@@ -172,11 +176,11 @@ export class Chain {
     return wallets.findWalletByAddress(this.opts.sql, address);
   }
 
-  /** Native gas from the operator (local chains, and tests). */
+  /** An explicit native grant from the operator (tests, operator tools); one top-up by default. */
   async grantGas(
     profile: ProfileName,
     to: `0x${string}`,
-    amount = LOCAL_GAS_GRANT,
+    amount = this.runtime(profile).profile.gas.topupWei,
   ): Promise<TxRow> {
     return await this.sender.send({
       profile,
@@ -196,6 +200,11 @@ export class Chain {
 
   send(req: TxRequest, wait?: { timeoutMs?: number }): Promise<TxRow> {
     return this.sender.send(req, wait);
+  }
+
+  /** The transaction an intent already has on the profile's chain, if any (failed ones too). */
+  async intent(profile: ProfileName, intentKey: string): Promise<TxRow | null> {
+    return await txRepo.findByIntent(this.opts.sql, this.chainId(profile), intentKey);
   }
 
   async recover(profile: ProfileName, opts?: { minAgeMs?: number }) {
@@ -439,6 +448,23 @@ export class Chain {
 
   // ---- health -----------------------------------------------------------------------------
 
+  /**
+   * The operator's native balance against the profile's low mark: it pays every gas top-up, so
+   * running dry stops managed wallets from sending. Null when no operator is configured.
+   */
+  async operatorGas(profile: ProfileName): Promise<OperatorGas | null> {
+    const rt = this.runtime(profile);
+    if (!rt.operator) return null;
+    const balance = await rt.client.getBalance({ address: rt.operator.address });
+    const lowWei = rt.profile.gas.operatorLowWei;
+    return { address: rt.operator.address, balanceWei: balance, lowWei, low: balance < lowWei };
+  }
+
+  /** Whether the profile runs on a node this service started (faucet, development tools). */
+  isLocal(profile: ProfileName): boolean {
+    return !!this.runtimes.get(profile)?.node;
+  }
+
   /** A readiness check for /readyz. */
   readiness(): ReadinessCheck {
     return {
@@ -451,6 +477,9 @@ export class Chain {
             const head = await rt.client.getBlockNumber();
             const missing = (["TestUSDC"] as const).filter((c) => !rt.contracts[c]);
             if (missing.length) ok = false;
+            // Reported, not failed: a low operator still serves every request that needs no
+            // top-up, and taking the instance out of rotation would not refill it.
+            const op = await this.operatorGas(rt.profile.name);
             detail[rt.profile.name] = {
               ok: missing.length === 0,
               chainId: rt.chainId,
@@ -458,6 +487,19 @@ export class Chain {
               local: !!rt.node,
               contracts: rt.contracts,
               ...(missing.length ? { missing } : {}),
+              ...(op
+                ? {
+                  operator: {
+                    address: op.address,
+                    balanceWei: op.balanceWei.toString(),
+                    lowWei: op.lowWei.toString(),
+                    low: op.low,
+                  },
+                }
+                : {}),
+              ...(op?.low
+                ? { warnings: [`operator ${op.address} is below ${op.lowWei} wei of gas`] }
+                : {}),
             };
           } catch (e) {
             ok = false;

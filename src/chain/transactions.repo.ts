@@ -70,6 +70,16 @@ export async function maxOpenNonce(
   return row.n;
 }
 
+/** The newest gas top-up to `to` still in flight (intent `gas:<to>:…`); null when none. */
+export async function openGasTopup(sql: Db, chainId: number, to: string): Promise<TxRow | null> {
+  const [row] = await sql<TxRow[]>`
+    select * from chain_transactions
+    where chain_id = ${chainId} and to_address = ${to} and intent_key like ${`gas:${to}:%`}
+      and status in ('signed', 'broadcast')
+    order by created_at desc limit 1`;
+  return row ?? null;
+}
+
 /** Inserts a signed transaction, or re-signs a failed one with the same intent in place. */
 export async function upsertSigned(sql: Db, tx: NewTx): Promise<TxRow> {
   const [row] = await sql<TxRow[]>`

@@ -15,7 +15,14 @@ await withCli(async ({ chain, sql }) => {
         cursor ?? "not started"
       }, confirmations ${rt.profile.confirmations}`,
     );
-    console.log(`  operator ${rt.operator?.address ?? "(none configured)"}`);
+    const op = await chain.operatorGas(profile).catch(() => null);
+    console.log(
+      `  operator ${rt.operator?.address ?? "(none configured)"}` +
+        (op
+          ? ` balance ${op.balanceWei} wei` +
+            (op.low ? ` LOW: below ${op.lowWei} wei; fund it, gas top-ups come from it` : "")
+          : ""),
+    );
     for (const [name, address] of Object.entries(rt.contracts)) console.log(`  ${name} ${address}`);
     const { counts, open } = await transactionStatus(sql, rt.chainId);
     console.log(`  transactions: ${counts.map((c) => `${c.status} ${c.n}`).join(", ") || "none"}`);

@@ -39,6 +39,10 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   wallet_challenge_missing: { status: 400, text: M.connectChallenge },
   wallet_signature_invalid: { status: 401, text: M.connectSignature },
 
+  wallet_not_found: { status: 404, text: M.walletNotFound },
+  withdraw_external_wallet: { status: 400, text: M.withdrawExternal },
+  withdraw_insufficient_balance: { status: 400, text: M.withdrawInsufficient },
+
   key_not_found: { status: 404, text: M.keyNotFound },
   key_already_revoked: { status: 400, text: M.keyAlreadyRevoked },
   // Revoked by a concurrent request between our read and our write.
@@ -125,6 +129,7 @@ function domainAnswer(err: DomainError): ErrorAnswer {
     // Details a client can act on are answered as fields of their own.
     if (details.txHash !== undefined) b.txHash = details.txHash;
     if (details.paymentStatus !== undefined) b.status = details.paymentStatus;
+    if (details.balance !== undefined) b.balance = details.balance;
     body = b;
   }
   return {

@@ -59,6 +59,22 @@ export const M = {
   connectChallenge: "Missing or expired challenge — request a new one via GET first.",
   connectSignature: "Signature verification failed.",
 
+  // Merchant wallets and withdrawals
+  walletLabel: "label must be a string of at most 100 characters.",
+  walletNotFound: "Wallet not found.",
+  withdrawAmount: "Valid amount is required.",
+  withdrawAmountHint:
+    'amount is a decimal string greater than 0 with at most 6 decimal places, e.g. "25.50".',
+  withdrawDestination:
+    "destinationAddress must be a valid EVM address other than the zero address.",
+  withdrawWalletId: "walletId must be the id of one of your wallets (GET /api/wallets).",
+  withdrawExternal:
+    "Withdrawals are for managed wallets only: your payout wallet is an external wallet you control, so move its funds with that wallet.",
+  withdrawInsufficient: "Insufficient USDC balance in this wallet for the withdrawal.",
+  dashWithdrawn: "Withdrawal confirmed on chain.",
+  dashWalletCreated: "Wallet created.",
+  dashFaucetMinted: "Test USDC minted to the wallet.",
+
   // API keys
   keyType: "type must be secret or publishable.",
   keyEnvironment: "environment must be test or live.",

@@ -29,6 +29,8 @@ import { keysRoutes } from "./keys/keys.schemas.ts";
 import { consumersRoutes } from "./consumers/consumers.schemas.ts";
 import { webhooksRoutes } from "./webhooks/webhooks.schemas.ts";
 import { paymentsRoutes } from "./payments/payments.schemas.ts";
+import { walletsApi } from "./wallets/wallets.api.ts";
+import { walletsRoutes } from "./wallets/wallets.schemas.ts";
 
 export type { AppModule } from "./module.ts";
 
@@ -44,6 +46,7 @@ export const modules: AppModule[] = [
   mailModule,
   { name: "merchants", api: merchantsApi, routes: merchantsRoutes },
   { name: "keys", api: keysApi, routes: keysRoutes },
+  { name: "wallets", api: walletsApi, routes: walletsRoutes },
   { name: "consumers", api: consumersApi, routes: consumersRoutes },
   { name: "webhooks", api: webhooksApi, routes: webhooksRoutes, jobs: webhookJobs },
   {

@@ -205,7 +205,7 @@ Deno.test("sender: a permanently refused transaction frees its nonce", async () 
       profile: "testnet",
       from: { walletId: poor.id },
       to: payee.address,
-      value: 10n ** 17n, // more ETH than the 0.1 ETH grant leaves after gas
+      value: 10n ** 17n, // more than the one 0.1 ETH top-up it gets before signing leaves after gas
       gas: 21_000n,
       intentKey: "poor:too-much-eth",
     }).then(() => null, (e) => e);

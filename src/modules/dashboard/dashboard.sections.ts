@@ -25,6 +25,7 @@ import { overviewSection } from "../payments/payments.overview.section.tsx";
 import { paymentsSection } from "../payments/payments.section.tsx";
 import { walletSection } from "../merchants/merchants.section.tsx";
 import { webhooksSection } from "../webhooks/webhooks.section.tsx";
+import { walletsSection } from "../wallets/wallets.section.tsx";
 
 export type { DashboardApp, DashboardSection } from "./section.ts";
 
@@ -34,6 +35,7 @@ export const SECTIONS: DashboardSection[] = [
   linksSection,
   keysSection,
   walletSection,
+  walletsSection,
   webhooksSection,
 ];
 

@@ -22,6 +22,7 @@ import {
 import { computeStats, type PaymentSummaryRow, recentPayment } from "./merchants.stats.ts";
 import type { MerchantRow, WalletProvider } from "./merchants.types.ts";
 import * as payments from "../payments/payments.service.ts";
+import { createManagedWallet } from "../wallets/wallets.service.ts";
 import { paymentRecord } from "../payments/payments.rules.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 
@@ -88,9 +89,9 @@ export async function verify(deps: Deps, body: { email: string; code: string }) 
     let managedWalletId: string | null = null;
     if (m.walletProvider === "MANAGED") {
       try {
-        const w = await deps.chain.createWallet("merchant");
+        const w = await createManagedWallet(deps, m.id, { tx });
         walletAddress = w.address;
-        managedWalletId = w.id;
+        managedWalletId = w.walletId;
       } catch (e) {
         deps.log.error("merchant wallet provisioning failed", { merchantId: m.id, error: e });
         throw new DomainError("wallet_setup_failed", {}, { cause: e });

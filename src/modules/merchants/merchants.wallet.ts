@@ -13,6 +13,7 @@ import * as repo from "./merchants.repo.ts";
 import type { MerchantRow, WalletProvider } from "./merchants.types.ts";
 import { displayAddress } from "./merchants.service.ts";
 import { EXTERNAL_WALLET_KINDS } from "./merchants.schemas.ts";
+import { createManagedWallet } from "../wallets/wallets.service.ts";
 
 export function walletView(m: MerchantRow) {
   return {
@@ -30,7 +31,7 @@ export async function switchToManaged(deps: Deps, m: MerchantRow, walletProvider
   }
   let wallet;
   try {
-    wallet = await deps.chain.createWallet("merchant");
+    wallet = await createManagedWallet(deps, m.id);
   } catch (e) {
     deps.log.error("managed wallet provisioning failed", { merchantId: m.id, error: e });
     throw new DomainError("wallet_setup_failed", {}, { cause: e });
@@ -38,7 +39,7 @@ export async function switchToManaged(deps: Deps, m: MerchantRow, walletProvider
   const updated = await repo.setPayoutWallet(deps.sql, m.id, {
     walletProvider: "MANAGED",
     walletAddress: wallet.address,
-    managedWalletId: wallet.id,
+    managedWalletId: wallet.walletId,
     now: deps.clock.now(),
   });
   return {
