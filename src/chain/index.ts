@@ -460,11 +460,6 @@ export class Chain {
     return { address: rt.operator.address, balanceWei: balance, lowWei, low: balance < lowWei };
   }
 
-  /** Whether the profile runs on a node this service started (faucet, development tools). */
-  isLocal(profile: ProfileName): boolean {
-    return !!this.runtimes.get(profile)?.node;
-  }
-
   /** A readiness check for /readyz. */
   readiness(): ReadinessCheck {
     return {
