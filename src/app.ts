@@ -6,11 +6,12 @@ import { Hono } from "hono";
 import { requestId } from "hono/request-id";
 import { HTTPException } from "hono/http-exception";
 import type { Deps } from "./deps.ts";
-import { ApiError } from "./http/errors.ts";
+import { answerFor } from "./http/error-map.ts";
 import { M } from "./http/messages.ts";
 import { accessLog } from "./http/logger.ts";
 import { requestLimits } from "./http/limits.ts";
-import { healthRoutes, type ReadinessCheck } from "./http/health.ts";
+import { healthRoutes } from "./http/health.ts";
+import type { ReadinessCheck } from "./readiness.ts";
 import type { AppModule } from "./modules/index.ts";
 
 export type AppEnv = { Variables: { requestId: string } };
@@ -34,9 +35,10 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   app.use(requestLimits(deps.config, opts.modules.flatMap((m) => m.bodyRules ?? [])));
 
   app.onError((err, c) => {
-    if (err instanceof ApiError) {
-      for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
-      return c.json(err.body(), err.status);
+    const answer = answerFor(err);
+    if (!answer.unexpected) {
+      for (const [k, v] of Object.entries(answer.headers)) c.header(k, v);
+      return c.json(answer.body, answer.status);
     }
     if (err instanceof HTTPException) {
       const status = err.status;
@@ -51,7 +53,7 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
       path: c.req.path,
       error: err,
     });
-    return c.json({ success: false, error: M.internal }, 500);
+    return c.json(answer.body, answer.status);
   });
 
   app.notFound((c) => {

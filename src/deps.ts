@@ -9,7 +9,7 @@ import type { Logger } from "./log.ts";
 import type { Queue } from "./queue/queue.ts";
 import type { Chain } from "./chain/index.ts";
 import type { RateLimiter } from "./http/rate-limit.ts";
-import type { Mailer } from "./modules/mail/mail.service.ts";
+import type { Mailer } from "./modules/mail/mail.types.ts";
 
 export interface Deps {
   config: Config;

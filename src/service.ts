@@ -1,6 +1,7 @@
 /**
- * startService: config → database → migrations → queue → HTTP, and the reverse on stop.
- * `main.ts` runs it with signal handling; tests run it in-process.
+ * startService: database → migrations → chains (local nodes, contracts) → queue → job workers
+ * and the chain log watcher → HTTP, and the reverse on stop. `main.ts` parses the config and
+ * runs it with signal handling; tests run it in-process.
  */
 import type { Config } from "./config.ts";
 import { type Clock, systemClock } from "./clock.ts";

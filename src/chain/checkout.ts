@@ -1,14 +1,20 @@
 /**
  * The chain side of hosted checkout: the service signs a PaymentOrder for a payment (EIP-712,
- * domain PaymentRouter v1), the payer signs an EIP-2612 permit for exactly that amount to the
- * router, and one router transaction moves the USDC and emits the reference.
+ * domain PaymentRouter v1), and the payer either signs an EIP-3009 ReceiveWithAuthorization
+ * that the service relays (gasless, the default), or an EIP-2612 permit and sends the router
+ * transaction themselves (the fallback). Either way one router call moves exactly the amount
+ * and emits the reference.
  */
 import {
   decodeFunctionData,
+  encodeAbiParameters,
   encodeFunctionData,
   type Hex,
   hexToString,
+  keccak256,
+  parseAbiParameters,
   parseSignature,
+  recoverTypedDataAddress,
   stringToHex,
   TransactionReceiptNotFoundError,
 } from "viem";
@@ -148,4 +154,99 @@ export async function inspectPayment(
     } catch { /* not one of the pay functions */ }
   }
   return { status: await receiptStatus(rt, hash), reference };
+}
+
+// ---- gasless: the payer's EIP-3009 authorization, relayed by the operator ---------------------
+
+/** What the payer authorizes; `to`, `value` and `nonce` follow from the order. */
+export interface AuthorizationWindow {
+  from: `0x${string}`;
+  validAfter: bigint;
+  validBefore: bigint;
+}
+
+/**
+ * The EIP-3009 nonce that pays this order: keccak256(abi.encode(ref, payTo, amount)), as the
+ * router computes it, so a signature pays this one payment and only once.
+ */
+export function authorizationNonce(order: OrderInput): Hex {
+  return keccak256(
+    encodeAbiParameters(parseAbiParameters("bytes32, address, uint256"), [
+      referenceToBytes32(order.reference),
+      order.payTo,
+      order.amount,
+    ]),
+  );
+}
+
+/** The ReceiveWithAuthorization typed data the payer signs for `order`. */
+export function authorizationTypedData(
+  rt: ChainRuntime,
+  order: OrderInput,
+  w: AuthorizationWindow,
+) {
+  const usdc = rt.contracts.TestUSDC;
+  const router = rt.contracts.PaymentRouter;
+  if (!usdc || !router) throw new Error(`our contracts are not deployed on ${rt.profile.name}`);
+  return {
+    domain: { name: "USD Coin", version: "2", chainId: rt.chainId, verifyingContract: usdc },
+    types: {
+      ReceiveWithAuthorization: [
+        { name: "from", type: "address" },
+        { name: "to", type: "address" },
+        { name: "value", type: "uint256" },
+        { name: "validAfter", type: "uint256" },
+        { name: "validBefore", type: "uint256" },
+        { name: "nonce", type: "bytes32" },
+      ],
+    },
+    primaryType: "ReceiveWithAuthorization" as const,
+    message: {
+      from: w.from,
+      to: router,
+      value: order.amount,
+      validAfter: w.validAfter,
+      validBefore: w.validBefore,
+      nonce: authorizationNonce(order),
+    },
+  };
+}
+
+/** Whether `signature` is `w.from`'s authorization for exactly this order (checked off chain). */
+export async function authorizationSignedBy(
+  rt: ChainRuntime,
+  order: OrderInput,
+  w: AuthorizationWindow,
+  signature: Hex,
+): Promise<boolean> {
+  try {
+    const signer = await recoverTypedDataAddress({
+      ...authorizationTypedData(rt, order, w),
+      signature,
+    });
+    return signer.toLowerCase() === w.from.toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+/** Call data for the relayed `payWithAuthorization`. */
+export function payWithAuthorizationData(
+  signed: SignedOrder,
+  w: AuthorizationWindow,
+  signature: Hex,
+): Hex {
+  const { v, r, s, yParity } = parseSignature(signature);
+  return encodeFunctionData({
+    abi: PaymentRouter.abi,
+    functionName: "payWithAuthorization",
+    args: [signed.order, signed.signature, {
+      from: w.from,
+      validAfter: w.validAfter,
+      validBefore: w.validBefore,
+      v: Number(v ?? BigInt(yParity + 27)),
+      r,
+      s,
+    }],
+  });
 }

@@ -1,38 +1,36 @@
 /**
- * Chain failures carry their HTTP answer (the spec's codes): a receipt that does not arrive in
- * time is 408, a revert is 502. Callers let them propagate; the app's error handler renders them.
+ * Chain failures, as domain errors with their codes (the edge answers a timeout with 408 and a
+ * revert with 502, the spec's codes). Callers let them propagate, or catch one by its class.
  */
-import { ApiError } from "../http/errors.ts";
-import { M } from "../http/messages.ts";
+import { DomainError } from "../errors.ts";
 
-export class ChainTimeoutError extends ApiError {
+/** No receipt within the bound; the transaction may still confirm. */
+export class ChainTimeoutError extends DomainError {
   constructor(readonly txHash: string) {
-    super(408, M.chainTimeout, { hint: M.chainTimeoutHint, extra: { txHash } });
+    super("chain_timeout", { txHash });
     this.name = "ChainTimeoutError";
   }
 }
 
-export class ChainRevertError extends ApiError {
+/** The contract reverted: at estimation (no hash) or when mined. The reason is decoded. */
+export class ChainRevertError extends DomainError {
   constructor(readonly reason: string, readonly txHash?: string) {
-    super(502, M.chainReverted, {
-      hint: reason,
-      extra: txHash ? { txHash } : {},
-    });
+    super("chain_reverted", txHash ? { hint: reason, txHash } : { hint: reason });
     this.name = "ChainRevertError";
   }
 }
 
 /** The node refused the transaction outright (insufficient gas funds, bad nonce, ...). */
-export class ChainRejectedError extends ApiError {
+export class ChainRejectedError extends DomainError {
   constructor(readonly reason: string) {
-    super(502, M.chainRejected, { hint: reason });
+    super("chain_refused", { hint: reason });
     this.name = "ChainRejectedError";
   }
 }
 
-export class ChainUnavailableError extends ApiError {
+export class ChainUnavailableError extends DomainError {
   constructor(readonly reason: string) {
-    super(500, M.chainUnavailable, { hint: reason });
+    super("chain_unavailable", { hint: reason });
     this.name = "ChainUnavailableError";
   }
 }

@@ -6,6 +6,7 @@
  */
 import type { Db } from "../db/client.ts";
 import type { ProfileName } from "./profiles.ts";
+import { getSetting, putSetting } from "./settings.repo.ts";
 
 const KEY = "service:explorer-urls";
 
@@ -14,9 +15,7 @@ export async function publishExplorerUrls(
   sql: Db,
   urls: Partial<Record<ProfileName, string>>,
 ): Promise<void> {
-  await sql`
-    insert into app_settings (key, value) values (${KEY}, ${sql.json(urls)})
-    on conflict (key) do update set value = excluded.value, updated_at = now()`;
+  await putSetting(sql, KEY, urls);
 }
 
 /** The explorer base URL the last serving process used for `profile`, if any did. */
@@ -24,8 +23,7 @@ export async function publishedExplorerUrl(
   sql: Db,
   profile: ProfileName,
 ): Promise<string | undefined> {
-  const [row] = await sql<{ value: Record<string, unknown> | null }[]>`
-    select value from app_settings where key = ${KEY}`;
-  const url = row?.value?.[profile];
+  const value = await getSetting(sql, KEY) as Record<string, unknown> | null | undefined;
+  const url = value?.[profile];
   return typeof url === "string" && /^https?:\/\//.test(url) ? url : undefined;
 }

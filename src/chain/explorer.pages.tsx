@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import type { Hex } from "viem";
 import type { Deps } from "../deps.ts";
 import { Layout } from "../../views/layout.tsx";
-import { formatUsdc } from "./amount.ts";
+import { formatUsdc } from "../money.ts";
 import type { ProfileName } from "./profiles.ts";
 
 export function explorerPages(deps: Deps): Hono {

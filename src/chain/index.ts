@@ -15,8 +15,9 @@ import { recoverTransactions } from "./recovery.ts";
 import * as wallets from "./wallets.ts";
 import { TestUSDC } from "./contracts/artifacts/index.ts";
 import { ChainUnavailableError } from "./errors.ts";
-import type { ReadinessCheck } from "../http/health.ts";
+import type { ReadinessCheck } from "../readiness.ts";
 import type { TxRow } from "./transactions.repo.ts";
+import * as txRepo from "./transactions.repo.ts";
 import {
   buildSiweMessage,
   newSiweNonce,
@@ -26,9 +27,12 @@ import {
 } from "./siwe.ts";
 import { parseAbiItem } from "viem";
 import {
-  bytes32ToReference,
+  authorizationSignedBy,
+  authorizationTypedData,
+  type AuthorizationWindow,
   inspectPayment,
   type OrderInput,
+  payWithAuthorizationData,
   payWithPermitData,
   permitTypedData,
   receiptStatus,
@@ -37,11 +41,12 @@ import {
 } from "./checkout.ts";
 
 export type { ChainEvent, LogHandler } from "./watcher.ts";
+export { onPaymentSettled, type PaymentSettledEvent } from "./events.ts";
 export type { Signer, TxRequest } from "./sender.ts";
 export type { TxRow } from "./transactions.repo.ts";
 export type { ManagedWallet, WalletPurpose } from "./wallets.ts";
 export type { ProfileName } from "./profiles.ts";
-export type { SignedOrder } from "./checkout.ts";
+export type { AuthorizationWindow, OrderInput, SignedOrder } from "./checkout.ts";
 
 export interface UsdcTransfer {
   direction: "in" | "out";
@@ -54,8 +59,12 @@ export interface UsdcTransfer {
   timestamp?: Date;
 }
 
-/** Gas a new managed wallet gets on a local chain (0.1 ETH). */
-const LOCAL_GAS_GRANT = 100_000_000_000_000_000n;
+export interface OperatorGas {
+  address: `0x${string}`;
+  balanceWei: bigint;
+  lowWei: bigint;
+  low: boolean;
+}
 
 export interface ChainOptions {
   config: ChainConfig;
@@ -150,13 +159,13 @@ export class Chain {
 
   // ---- wallets ----------------------------------------------------------------------------
 
-  /** A new managed wallet; on local chains it also gets gas. */
+  /**
+   * A new managed wallet. It gets no gas now: the sender tops it up from the operator before it
+   * first sends on a chain (and whenever it falls below the floor), so an unused wallet costs
+   * nothing on any chain.
+   */
   async createWallet(purpose: wallets.WalletPurpose): Promise<wallets.ManagedWallet> {
-    const w = await wallets.createWallet(this.opts.sql, this.opts.masterKey, purpose);
-    for (const rt of this.runtimes.values()) {
-      if (rt.node) await this.grantGas(rt.profile.name, w.address);
-    }
-    return w;
+    return await wallets.createWallet(this.opts.sql, this.opts.masterKey, purpose);
   }
 
   findWallet(id: string) {
@@ -167,11 +176,11 @@ export class Chain {
     return wallets.findWalletByAddress(this.opts.sql, address);
   }
 
-  /** Native gas from the operator (local chains, and tests). */
+  /** An explicit native grant from the operator (tests, operator tools); one top-up by default. */
   async grantGas(
     profile: ProfileName,
     to: `0x${string}`,
-    amount = LOCAL_GAS_GRANT,
+    amount = this.runtime(profile).profile.gas.topupWei,
   ): Promise<TxRow> {
     return await this.sender.send({
       profile,
@@ -191,6 +200,11 @@ export class Chain {
 
   send(req: TxRequest, wait?: { timeoutMs?: number }): Promise<TxRow> {
     return this.sender.send(req, wait);
+  }
+
+  /** The transaction an intent already has on the profile's chain, if any (failed ones too). */
+  async intent(profile: ProfileName, intentKey: string): Promise<TxRow | null> {
+    return await txRepo.findByIntent(this.opts.sql, this.chainId(profile), intentKey);
   }
 
   async recover(profile: ProfileName, opts?: { minAgeMs?: number }) {
@@ -259,6 +273,29 @@ export class Chain {
     });
   }
 
+  /** Whether this profile runs on a local node we started or share (not a configured RPC). */
+  isLocal(profile: ProfileName): boolean {
+    return !!this.runtime(profile).node;
+  }
+
+  /**
+   * Test funds for a payer: mints test USDC and, on a local node, gives native gas too, so a
+   * fresh wallet can also take the permit fallback. Refused on a real production chain.
+   */
+  async faucet(
+    profile: ProfileName,
+    to: `0x${string}`,
+    amount: bigint,
+  ): Promise<{ mint: TxRow; gas: TxRow | null }> {
+    const rt = this.runtime(profile);
+    if (!rt.profile.testnet && !rt.node) {
+      throw new ChainUnavailableError(`${profile} is a real production chain: no test USDC`);
+    }
+    const mint = await this.mintUsdc({ profile, to, amount });
+    const gas = rt.node ? await this.grantGas(profile, to) : null;
+    return { mint, gas };
+  }
+
   /** Raw contract call data, for modules that build their own transactions. */
   encode(...args: Parameters<typeof encodeFunctionData>): Hex {
     return encodeFunctionData(...args);
@@ -276,11 +313,60 @@ export class Chain {
       payWithPermitData(signed, deadline, permitSignature),
     receipt: (profile: ProfileName, hash: `0x${string}`) =>
       receiptStatus(this.runtime(profile), hash),
-    reference: (ref: `0x${string}`) => bytes32ToReference(ref),
     inspect: (profile: ProfileName, hash: `0x${string}`) =>
       inspectPayment(this.runtime(profile), hash),
     routerAddress: (profile: ProfileName) => this.contract(profile, "PaymentRouter"),
+    /** The EIP-3009 ReceiveWithAuthorization a payer signs for a gasless payment of `order`. */
+    authorization: (profile: ProfileName, order: OrderInput, w: AuthorizationWindow) =>
+      authorizationTypedData(this.runtime(profile), order, w),
+    /** Whether `signature` is `w.from`'s authorization for exactly this order. */
+    authorizedBy: (
+      profile: ProfileName,
+      order: OrderInput,
+      w: AuthorizationWindow,
+      signature: `0x${string}`,
+    ) => authorizationSignedBy(this.runtime(profile), order, w, signature),
+    /**
+     * Relays the payer's authorization from the operator: signs the order, records and
+     * broadcasts once per `intentKey` (a second call, concurrent or later, gets the same
+     * transaction). Does not wait for the receipt; the log watcher settles the payment.
+     */
+    relay: async (
+      profile: ProfileName,
+      req: {
+        order: OrderInput;
+        auth: AuthorizationWindow;
+        signature: `0x${string}`;
+        intentKey: string;
+      },
+    ): Promise<TxRow> => {
+      const rt = this.runtime(profile);
+      const done = await this.transaction(profile, req.intentKey);
+      if (done) return done;
+      const signed = await signOrder(rt, req.order);
+      try {
+        return await this.sender.submit({
+          profile,
+          from: "operator",
+          to: this.contract(profile, "PaymentRouter"),
+          data: payWithAuthorizationData(signed, req.auth, req.signature),
+          intentKey: req.intentKey,
+        });
+      } catch (e) {
+        // A concurrent relay of the same intent may have been mined while this one estimated
+        // gas (which then reverts with AlreadySettled): that one is the answer.
+        const winner = await this.transaction(profile, req.intentKey);
+        if (winner) return winner;
+        throw e;
+      }
+    },
   };
+
+  /** The live transaction recorded for an intent (not a failed one), if any. */
+  async transaction(profile: ProfileName, intentKey: string): Promise<TxRow | null> {
+    const row = await txRepo.findByIntent(this.opts.sql, this.chainId(profile), intentKey);
+    return row && row.status !== "failed" ? row : null;
+  }
 
   // ---- sign-in with Ethereum ----------------------------------------------------------------
 
@@ -362,6 +448,19 @@ export class Chain {
 
   // ---- health -----------------------------------------------------------------------------
 
+  /**
+   * The operator's native balance against the profile's low mark: it pays every gas top-up, so
+   * running dry stops managed wallets from sending. Null when no operator is configured.
+   */
+  async operatorGas(profile: ProfileName): Promise<OperatorGas | null> {
+    const rt = this.runtime(profile);
+    if (!rt.operator) return null;
+    const balance = await rt.client.getBalance({ address: rt.operator.address });
+    const lowWei = rt.profile.gas.operatorLowWei;
+    return { address: rt.operator.address, balanceWei: balance, lowWei, low: balance < lowWei };
+  }
+
+  /** A readiness check for /readyz. */
   readiness(): ReadinessCheck {
     return {
       name: "chains",
@@ -373,6 +472,9 @@ export class Chain {
             const head = await rt.client.getBlockNumber();
             const missing = (["TestUSDC"] as const).filter((c) => !rt.contracts[c]);
             if (missing.length) ok = false;
+            // Reported, not failed: a low operator still serves every request that needs no
+            // top-up, and taking the instance out of rotation would not refill it.
+            const op = await this.operatorGas(rt.profile.name);
             detail[rt.profile.name] = {
               ok: missing.length === 0,
               chainId: rt.chainId,
@@ -380,6 +482,19 @@ export class Chain {
               local: !!rt.node,
               contracts: rt.contracts,
               ...(missing.length ? { missing } : {}),
+              ...(op
+                ? {
+                  operator: {
+                    address: op.address,
+                    balanceWei: op.balanceWei.toString(),
+                    lowWei: op.lowWei.toString(),
+                    low: op.low,
+                  },
+                }
+                : {}),
+              ...(op?.low
+                ? { warnings: [`operator ${op.address} is below ${op.lowWei} wei of gas`] }
+                : {}),
             };
           } catch (e) {
             ok = false;

@@ -58,7 +58,25 @@ export interface ProfileConfig extends ProfileDef {
   operatorKey?: `0x${string}`;
   /** First block the log watcher reads on a fresh database (remote chains). */
   startBlock?: bigint;
+  /** Gas for managed wallets: below `floorWei` native, the operator sends `topupWei` first. */
+  gas: GasPolicy;
 }
+
+export interface GasPolicy {
+  /** A managed wallet with less native balance than this is topped up before it sends (0: never). */
+  floorWei: bigint;
+  /** What one top-up sends. */
+  topupWei: bigint;
+  /** The operator's native balance below this is reported (`/readyz`, `chain:status`). */
+  operatorLowWei: bigint;
+}
+
+/** 0.01 native: a few dozen token transfers at the local node's fees. */
+export const DEFAULT_GAS_FLOOR_WEI = 10_000_000_000_000_000n;
+/** 0.1 native per top-up. */
+export const DEFAULT_GAS_TOPUP_WEI = 100_000_000_000_000_000n;
+/** 1 native: about ten top-ups left. */
+export const DEFAULT_OPERATOR_LOW_WEI = 1_000_000_000_000_000_000n;
 
 export interface ChainConfig {
   profiles: ProfileConfig[];
@@ -121,6 +139,23 @@ export function parseChainConfig(
     if (start !== undefined && !/^\d+$/.test(start)) {
       problems.push(`${p}_START_BLOCK: must be a block number`);
     }
+    const wei = (suffix: string, dflt: bigint) => {
+      const v = get(`${p}_${suffix}`);
+      if (v === undefined) return dflt;
+      if (!/^\d{1,40}$/.test(v)) {
+        problems.push(`${p}_${suffix}: must be an amount in wei (digits only)`);
+        return dflt;
+      }
+      return BigInt(v);
+    };
+    const gas: GasPolicy = {
+      floorWei: wei("GAS_FLOOR_WEI", DEFAULT_GAS_FLOOR_WEI),
+      topupWei: wei("GAS_TOPUP_WEI", DEFAULT_GAS_TOPUP_WEI),
+      operatorLowWei: wei("OPERATOR_LOW_WEI", DEFAULT_OPERATOR_LOW_WEI),
+    };
+    if (gas.floorWei > 0n && gas.topupWei < gas.floorWei) {
+      problems.push(`${p}_GAS_TOPUP_WEI: must be at least ${p}_GAS_FLOOR_WEI`);
+    }
     const explorer = get(`${p}_EXPLORER_URL`) ?? `${ctx.baseUrl}/explorer/${def.name}`;
     profiles.push({
       ...def,
@@ -130,6 +165,7 @@ export function parseChainConfig(
       contracts,
       operatorKey: opKey as `0x${string}` | undefined,
       startBlock: start === undefined ? undefined : BigInt(start),
+      gas,
     });
   }
   const int = (k: string, dflt: number, min: number) => {

@@ -15,6 +15,7 @@ import type { Logger } from "../log.ts";
 import type { ChainRuntime } from "./runtime.ts";
 import type { TxSender } from "./sender.ts";
 import * as repo from "./transactions.repo.ts";
+import { findWalletByAddress } from "./wallets.ts";
 import type { Sql } from "../db/client.ts";
 
 export interface RecoveryReport {
@@ -106,7 +107,6 @@ async function fillNonce(rt: ChainRuntime, sender: TxSender, row: repo.TxRow): P
 }
 
 async function signerOf(sender: TxSender, row: repo.TxRow) {
-  const [w] = await sender.opts.sql<{ id: string }[]>`
-    select id from wallets where address = ${row.fromAddress}`;
+  const w = await findWalletByAddress(sender.opts.sql, row.fromAddress);
   return w ? { walletId: w.id } : "operator" as const;
 }

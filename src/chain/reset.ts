@@ -13,6 +13,9 @@ import type { Logger } from "../log.ts";
 import type { ProfileConfig } from "./profiles.ts";
 import * as contractsRepo from "./contracts.repo.ts";
 import * as txRepo from "./transactions.repo.ts";
+import * as watcherRepo from "./watcher.repo.ts";
+import * as resetsRepo from "./resets.repo.ts";
+import { putSetting, takeSetting } from "./settings.repo.ts";
 
 export const ACCEPT_RESET_COMMAND = "deno task chain:accept-reset";
 
@@ -69,23 +72,17 @@ export async function findResetEvidence(
 }
 
 export async function countOrphans(sql: Db, chainId: number): Promise<OrphanCounts> {
-  const [row] = await sql<{ transactions: number; handledLogs: number }[]>`
-    select
-      (select count(*)::int from chain_transactions
-        where chain_id = ${chainId} and intent_key not like 'deploy:%'
-          and status in ('confirmed', 'reverted', 'broadcast', 'signed')) as transactions,
-      (select count(*)::int from chain_log_receipts where chain_id = ${chainId}) as handled_logs`;
-  return row;
+  return {
+    transactions: await txRepo.countMoneyTransactions(sql, chainId),
+    handledLogs: await watcherRepo.countReceipts(sql, chainId),
+  };
 }
 
 const acceptKey = (chainId: number) => `chain:${chainId}:reset-accepted`;
 
 /** `deno task chain:accept-reset`: the next start may treat this chain as new. */
 export async function acceptReset(sql: Db, chainId: number, by: string): Promise<void> {
-  await sql`
-    insert into app_settings (key, value)
-    values (${acceptKey(chainId)}, ${sql.json({ by, at: new Date().toISOString() })})
-    on conflict (key) do update set value = excluded.value, updated_at = now()`;
+  await putSetting(sql, acceptKey(chainId), { by, at: new Date().toISOString() });
 }
 
 /**
@@ -101,8 +98,7 @@ export async function checkForReset(
 ): Promise<void> {
   const evidence = await findResetEvidence(sql, client, profile);
   await sql.begin(async (tx) => {
-    const [accepted] = await tx<{ value: unknown }[]>`
-      delete from app_settings where key = ${acceptKey(profile.chainId)} returning value`;
+    const accepted = await takeSetting(tx, acceptKey(profile.chainId));
     if (!evidence) return;
     const orphans = await countOrphans(tx, profile.chainId);
     const orphaning = orphans.transactions > 0 || orphans.handledLogs > 0;
@@ -110,27 +106,25 @@ export async function checkForReset(
       throw new ChainResetRefusedError(profile.name, profile.chainId, evidence, orphans);
     }
     const failed = await txRepo.failAllOpen(tx, profile.chainId, "chain was reset");
-    const [reset] = await tx<{ id: string }[]>`
-      insert into chain_resets (chain_id, accepted_by, missing_contracts, archived_transactions,
-                                forgotten_logs)
-      values (${profile.chainId}, ${accepted ? tx.json(accepted.value as never) : null},
-              ${tx.json(evidence.missing)}, ${orphans.transactions}, ${orphans.handledLogs})
-      returning id`;
+    const resetId = await resetsRepo.insertReset(tx, {
+      chainId: profile.chainId,
+      acceptedBy: accepted ? accepted.value : null,
+      missingContracts: evidence.missing,
+      archivedTransactions: orphans.transactions,
+      forgottenLogs: orphans.handledLogs,
+    });
     // The new chain starts clean: intent keys, hashes and log receipts of the old one would
     // otherwise pass for work already done.
-    await tx`
-      with moved as (delete from chain_transactions where chain_id = ${profile.chainId} returning *)
-      insert into chain_transactions_archive select moved.*, ${reset.id}::uuid from moved`;
+    await txRepo.archiveAll(tx, profile.chainId, resetId);
     await contractsRepo.forget(tx, profile.chainId);
-    await tx`delete from chain_cursors where chain_id = ${profile.chainId}`;
-    await tx`delete from chain_log_receipts where chain_id = ${profile.chainId}`;
+    await watcherRepo.forgetChain(tx, profile.chainId);
     log.warn("chain was reset: our contracts are gone; they will be deployed again", {
       chainId: profile.chainId,
       missing: evidence.missing,
       orphans,
       acceptedBy: accepted?.value ?? null,
       openTransactionsFailed: failed,
-      resetId: reset.id,
+      resetId,
     });
   });
 }

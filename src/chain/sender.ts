@@ -12,6 +12,10 @@
  *    waiter or by the recovery job, so the nonce is never left as a gap.
  * 4. The receipt is awaited outside the lock, polling with a bound (viem's waitFor… can hang on
  *    an automining anvil). Timeout → 408, revert → 502.
+ * 5. Before a managed wallet signs anything, its native balance is checked against the profile's
+ *    gas floor; below it the operator sends a top-up first, itself an intent keyed by the wallet
+ *    and the nonce the wallet is about to use (`gas:<address>:<nonce>`), so one need is met once
+ *    however many requests, retries or processes meet it.
  */
 import {
   BaseError,
@@ -91,6 +95,7 @@ export class TxSender {
     if (existing && existing.status !== "failed") return existing;
 
     const account = await this.opts.account(rt, req.from);
+    if (req.from !== "operator") await this.ensureGas(rt, account.address);
     const from = account.address.toLowerCase();
     const value = req.value ?? 0n;
     const data = req.data ?? "0x";
@@ -146,6 +151,39 @@ export class TxSender {
         row = { ...row, status: "broadcast" };
       }
       return row;
+    });
+  }
+
+  /**
+   * Tops up a managed wallet's native gas from the operator when it is below the profile's floor
+   * (local and remote chains alike). A top-up to it already in flight is awaited rather than
+   * doubled; otherwise the top-up's intent is `gas:<address>:<next nonce of the wallet>`, so
+   * concurrent senders and a retry after a crash find the same transaction. Returns the top-up
+   * sent or awaited, if any.
+   */
+  async ensureGas(rt: ChainRuntime, address: `0x${string}`): Promise<repo.TxRow | null> {
+    const { floorWei, topupWei } = rt.profile.gas;
+    if (floorWei === 0n || !rt.operator) return null;
+    if (await rt.client.getBalance({ address }) >= floorWei) return null;
+    const to = address.toLowerCase() as `0x${string}`;
+    const open = await repo.openGasTopup(this.opts.sql, rt.chainId, to);
+    if (open) {
+      const done = await this.wait(rt.profile.name, open);
+      if (await rt.client.getBalance({ address }) >= floorWei) return done;
+    }
+    const [count, inFlight] = await Promise.all([
+      rt.client.getTransactionCount({ address, blockTag: "pending" }),
+      repo.maxOpenNonce(this.opts.sql, rt.chainId, to),
+    ]);
+    const pending = BigInt(count);
+    const nonce = inFlight !== null && inFlight + 1n > pending ? inFlight + 1n : pending;
+    this.opts.log.info("gas top-up", { chainId: rt.chainId, to, nonce: String(nonce) });
+    return await this.send({
+      profile: rt.profile.name,
+      from: "operator",
+      to,
+      value: topupWei,
+      intentKey: `gas:${to}:${nonce}`,
     });
   }
 

@@ -70,6 +70,16 @@ export async function maxOpenNonce(
   return row.n;
 }
 
+/** The newest gas top-up to `to` still in flight (intent `gas:<to>:…`); null when none. */
+export async function openGasTopup(sql: Db, chainId: number, to: string): Promise<TxRow | null> {
+  const [row] = await sql<TxRow[]>`
+    select * from chain_transactions
+    where chain_id = ${chainId} and to_address = ${to} and intent_key like ${`gas:${to}:%`}
+      and status in ('signed', 'broadcast')
+    order by created_at desc limit 1`;
+  return row ?? null;
+}
+
 /** Inserts a signed transaction, or re-signs a failed one with the same intent in place. */
 export async function upsertSigned(sql: Db, tx: NewTx): Promise<TxRow> {
   const [row] = await sql<TxRow[]>`
@@ -173,4 +183,20 @@ export async function statusCounts(sql: Db, chainId: number) {
   return await sql<{ status: TxStatus; n: number }[]>`
     select status, count(*)::int as n from chain_transactions
     where chain_id = ${chainId} group by status order by status`;
+}
+
+/** Transactions that moved money (not our deployments), in any state that reached the node. */
+export async function countMoneyTransactions(sql: Db, chainId: number): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`
+    select count(*)::int as n from chain_transactions
+    where chain_id = ${chainId} and intent_key not like 'deploy:%'
+      and status in ('confirmed', 'reverted', 'broadcast', 'signed')`;
+  return row.n;
+}
+
+/** Moves every transaction of a reset chain into the archive, tagged with the reset. */
+export async function archiveAll(sql: Db, chainId: number, resetId: string): Promise<void> {
+  await sql`
+    with moved as (delete from chain_transactions where chain_id = ${chainId} returning *)
+    insert into chain_transactions_archive select moved.*, ${resetId}::uuid from moved`;
 }

@@ -6,23 +6,10 @@ import type { LocalAccount } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Db } from "../db/client.ts";
 import { openPrivateKey, sealPrivateKey } from "./keystore.ts";
+import * as repo from "./wallets.repo.ts";
+import type { ManagedWallet, WalletPurpose } from "./wallets.repo.ts";
 
-export type WalletPurpose = "merchant" | "consumer" | "agent" | "operator" | "test";
-
-export interface ManagedWallet {
-  id: string;
-  address: `0x${string}`;
-  purpose: WalletPurpose;
-  createdAt: Date;
-}
-
-interface WalletRow extends ManagedWallet {
-  keyVersion: number;
-  keyCiphertext: Uint8Array;
-  keyIv: Uint8Array;
-  dekCiphertext: Uint8Array;
-  dekIv: Uint8Array;
-}
+export type { ManagedWallet, WalletPurpose } from "./wallets.repo.ts";
 
 export async function createWallet(
   sql: Db,
@@ -32,28 +19,18 @@ export async function createWallet(
   const key = generatePrivateKey();
   const address = privateKeyToAccount(key).address.toLowerCase() as `0x${string}`;
   const sealed = await sealPrivateKey(masterKey, key, address);
-  const [row] = await sql<ManagedWallet[]>`
-    insert into wallets (address, purpose, key_version, key_ciphertext, key_iv, dek_ciphertext, dek_iv)
-    values (${address}, ${purpose}, ${sealed.version}, ${sealed.keyCiphertext}, ${sealed.keyIv},
-            ${sealed.dekCiphertext}, ${sealed.dekIv})
-    returning id, address, purpose, created_at`;
-  return row;
+  return await repo.insertWallet(sql, { address, purpose, sealed });
 }
 
 export async function findWallet(sql: Db, id: string): Promise<ManagedWallet | null> {
-  if (!isUuid(id)) return null;
-  const [row] = await sql<ManagedWallet[]>`
-    select id, address, purpose, created_at from wallets where id = ${id}`;
-  return row ?? null;
+  return isUuid(id) ? await repo.findById(sql, id) : null;
 }
 
 export async function findWalletByAddress(
   sql: Db,
   address: string,
 ): Promise<ManagedWallet | null> {
-  const [row] = await sql<ManagedWallet[]>`
-    select id, address, purpose, created_at from wallets where address = ${address.toLowerCase()}`;
-  return row ?? null;
+  return await repo.findByAddress(sql, address.toLowerCase());
 }
 
 /** The signing account of a managed wallet; the key lives only in this object's closure. */
@@ -62,7 +39,7 @@ export async function walletAccount(
   masterKey: string,
   id: string,
 ): Promise<LocalAccount> {
-  const [row] = isUuid(id) ? await sql<WalletRow[]>`select * from wallets where id = ${id}` : [];
+  const row = isUuid(id) ? await repo.findSealed(sql, id) : null;
   if (!row) throw new Error(`unknown managed wallet ${id}`);
   const key = await openPrivateKey(masterKey, {
     version: 1,

@@ -13,6 +13,7 @@ import type { Sql, Tx } from "../db/client.ts";
 import type { Logger } from "../log.ts";
 import type { ChainRuntime } from "./runtime.ts";
 import type { ContractName, ProfileName } from "./profiles.ts";
+import * as repo from "./watcher.repo.ts";
 
 export interface ChainEvent {
   eventName: string;
@@ -115,12 +116,11 @@ export class LogWatcher {
     const batch = BigInt(this.opts.batchSize ?? 500);
 
     return await this.opts.sql.begin(async (tx) => {
-      const [{ locked }] = await tx<{ locked: boolean }[]>`
-        select pg_try_advisory_xact_lock(${LOCK_NAMESPACE}, ${rt.chainId}) as locked`;
-      if (!locked) return { handled: 0, more: false };
-      const [cur] = await tx<{ blockNumber: bigint }[]>`
-        select block_number from chain_cursors where chain_id = ${rt.chainId} and name = ${CURSOR}`;
-      const from = cur ? cur.blockNumber + 1n : rt.startBlock;
+      if (!await repo.tryLockChain(tx, LOCK_NAMESPACE, rt.chainId)) {
+        return { handled: 0, more: false };
+      }
+      const cur = await repo.readCursor(tx, rt.chainId, CURSOR);
+      const from = cur !== null ? cur + 1n : rt.startBlock;
       if (from > safe) return { handled: 0, more: false };
       const to = from + batch - 1n < safe ? from + batch - 1n : safe;
 
@@ -137,9 +137,7 @@ export class LogWatcher {
         );
         for (const log of logs) handled += await this.#dispatch(tx, rt, handlers, log);
       }
-      await tx`
-        insert into chain_cursors (chain_id, name, block_number) values (${rt.chainId}, ${CURSOR}, ${to})
-        on conflict (chain_id, name) do update set block_number = excluded.block_number, updated_at = now()`;
+      await repo.saveCursor(tx, rt.chainId, CURSOR, to);
       return { from, to, handled, more: to < safe };
     });
   }
@@ -150,11 +148,14 @@ export class LogWatcher {
       if (log.address.toLowerCase() !== rt.contracts[h.contract]!.toLowerCase()) continue;
       const event = decode(h, log);
       if (!event) continue;
-      const inserted = await tx`
-        insert into chain_log_receipts (chain_id, handler, tx_hash, log_index, block_number)
-        values (${rt.chainId}, ${h.name}, ${event.transactionHash}, ${event.logIndex}, ${event.blockNumber})
-        on conflict do nothing returning 1`;
-      if (inserted.length === 0) continue;
+      const first = await repo.recordReceipt(tx, {
+        chainId: rt.chainId,
+        handler: h.name,
+        txHash: event.transactionHash,
+        logIndex: event.logIndex,
+        blockNumber: event.blockNumber,
+      });
+      if (!first) continue;
       await h.handle(tx, event, { profile: rt.profile.name, chainId: rt.chainId });
       handled++;
     }
@@ -162,9 +163,7 @@ export class LogWatcher {
   }
 
   async cursor(rt: ChainRuntime): Promise<bigint | null> {
-    const [cur] = await this.opts.sql<{ blockNumber: bigint }[]>`
-      select block_number from chain_cursors where chain_id = ${rt.chainId} and name = ${CURSOR}`;
-    return cur?.blockNumber ?? null;
+    return await repo.readCursor(this.opts.sql, rt.chainId, CURSOR);
   }
 }
 

@@ -1,6 +1,6 @@
 /** `deno task chain:status`: heads, cursors, contracts and transactions in flight per chain. */
 import { withCli } from "./context.ts";
-import * as txRepo from "../chain/transactions.repo.ts";
+import { transactionStatus } from "../chain/status.ts";
 
 await withCli(async ({ chain, sql }) => {
   for (const profile of chain.profiles()) {
@@ -15,11 +15,17 @@ await withCli(async ({ chain, sql }) => {
         cursor ?? "not started"
       }, confirmations ${rt.profile.confirmations}`,
     );
-    console.log(`  operator ${rt.operator?.address ?? "(none configured)"}`);
+    const op = await chain.operatorGas(profile).catch(() => null);
+    console.log(
+      `  operator ${rt.operator?.address ?? "(none configured)"}` +
+        (op
+          ? ` balance ${op.balanceWei} wei` +
+            (op.low ? ` LOW: below ${op.lowWei} wei; fund it, gas top-ups come from it` : "")
+          : ""),
+    );
     for (const [name, address] of Object.entries(rt.contracts)) console.log(`  ${name} ${address}`);
-    const counts = await txRepo.statusCounts(sql, rt.chainId);
+    const { counts, open } = await transactionStatus(sql, rt.chainId);
     console.log(`  transactions: ${counts.map((c) => `${c.status} ${c.n}`).join(", ") || "none"}`);
-    const open = await txRepo.listOpen(sql, rt.chainId, 0);
     for (const t of open.slice(0, 20)) {
       console.log(
         `    ${

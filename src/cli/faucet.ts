@@ -1,9 +1,17 @@
 /**
- * `deno task faucet <address> <amount> [--network testnet]`: mint test USDC to an address on a
- * local node or the test network. Never on a real production chain.
+ * `deno task faucet <address> <amount> [--network <profile>]`: test USDC for a payer, on the
+ * chain payment links settle on (the payout profile, production) unless `--network` says
+ * otherwise; on a local node also native gas. Never on a real production chain.
  */
 import { fail, parseArgs, withCli } from "./context.ts";
-import { AmountError, formatUsdc, parseUsdc } from "../chain/amount.ts";
+import { AmountError, formatUsdc, parseUsdc } from "../money.ts";
+
+/** Native balance for display (18 decimals, trailing zeros trimmed). */
+function formatEther(wei: bigint): string {
+  const whole = wei / 10n ** 18n;
+  const frac = (wei % 10n ** 18n).toString().padStart(18, "0").replace(/0+$/, "");
+  return frac ? `${whole}.${frac}` : `${whole}`;
+}
 import { explorerTxUrl, type ProfileName } from "../chain/profiles.ts";
 import { publishedExplorerUrl } from "../chain/explorer-links.ts";
 
@@ -18,15 +26,16 @@ try {
 } catch (e) {
   fail(`Not a valid USDC amount (${e instanceof AmountError ? e.message : e}): ${amountText}`);
 }
-const network = (flags.network ?? "testnet") as ProfileName;
 
 await withCli(async ({ chain, sql }) => {
+  // Payment links settle on the payout profile, so that is where a payer needs the funds.
+  const network = (flags.network ?? chain.payoutProfile()) as ProfileName;
   if (!chain.has(network)) fail(`Chain profile "${network}" is not configured.`);
   const rt = chain.runtime(network);
   if (!rt.profile.testnet && !rt.node) {
     fail(`Refusing to mint on ${network}: it is a real production chain.`);
   }
-  const tx = await chain.mintUsdc({ profile: network, to: address as `0x${string}`, amount });
+  const { mint: tx, gas } = await chain.faucet(network, address as `0x${string}`, amount);
   const balance = await chain.usdcBalance(network, address as `0x${string}`);
   // The service's explorer (it serves the local explorer pages), not one built from this
   // process's PORT/BASE_URL, which are usually unset here; ours only when no service has run.
@@ -39,4 +48,8 @@ await withCli(async ({ chain, sql }) => {
   console.log(`  tx:      ${tx.txHash}`);
   console.log(`  explorer ${link}`);
   console.log(`  balance: ${formatUsdc(balance)} USDC`);
+  if (gas) {
+    const native = await chain.nativeBalance(network, address as `0x${string}`);
+    console.log(`  gas:     ${formatEther(native)} ETH (local node)`);
+  }
 });

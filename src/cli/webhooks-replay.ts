@@ -5,8 +5,7 @@
  */
 import { fail, parseArgs, withCli } from "./context.ts";
 import { createQueueForCli } from "./queue.ts";
-import { replay } from "../modules/webhooks/webhooks.service.ts";
-import { undeliveredSince } from "../modules/webhooks/webhooks.repo.ts";
+import { replay, undeliveredSince } from "../modules/webhooks/webhooks.service.ts";
 
 const { flags, positional } = parseArgs(Deno.args);
 const usage = "usage: deno task webhooks:replay <deliveryId> | --undelivered --since <ISO time>";
@@ -17,9 +16,7 @@ if (flags.undelivered === "true" && (!since || isNaN(since.getTime()))) fail(usa
 await withCli(async (ctx) => {
   const { deps, stop } = await createQueueForCli(ctx);
   try {
-    const ids = positional.length
-      ? positional
-      : (await undeliveredSince(ctx.sql, since!)).map((d) => d.id);
+    const ids = positional.length ? positional : await undeliveredSince(ctx, since!);
     if (ids.length === 0) console.log("Nothing to replay.");
     for (const id of ids) {
       try {

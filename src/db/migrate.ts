@@ -100,9 +100,14 @@ export async function pendingMigrations(sql: Sql, dir?: string): Promise<number[
   const migrations = await readMigrations(dir);
   const exists = await sql<{ t: string | null }[]>`select to_regclass('schema_migrations') as t`;
   if (!exists[0].t) return migrations.map((m) => m.version);
-  const rows = await sql<{ version: number }[]>`select version from schema_migrations`;
-  const done = new Set(rows.map((r) => r.version));
+  const done = new Set(await appliedVersions(sql));
   return migrations.filter((m) => !done.has(m.version)).map((m) => m.version);
+}
+
+/** Versions recorded in schema_migrations. */
+export async function appliedVersions(sql: Sql): Promise<number[]> {
+  const rows = await sql<{ version: number }[]>`select version from schema_migrations`;
+  return rows.map((r) => r.version);
 }
 
 async function sha256(text: string): Promise<string> {

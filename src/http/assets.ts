@@ -1,6 +1,6 @@
 /**
  * Static assets served from our own origin (no CDN): `/assets/htmx.min.js` from the htmx.org
- * package, and every plain file of `views/assets/` (css, js, images) at `/assets/<name>`.
+ * package, Swagger UI's bundle and stylesheet from swagger-ui-dist (for /api/docs), and every plain file of `views/assets/` (css, js, images) at `/assets/<name>`.
  *
  * Pages link them with `assetUrl(name)`, which appends a content hash (`?v=…`), so the long
  * cache lifetime is safe: a changed file gets a new URL. The route itself ignores the query.
@@ -11,6 +11,13 @@ import type { Deps } from "../deps.ts";
 
 const VIEWS_ASSETS = new URL("../../views/assets/", import.meta.url);
 const HTMX = new URL("../../node_modules/htmx.org/dist/htmx.min.js", import.meta.url);
+/** Swagger UI's standalone bundle for /api/docs (src/http/openapi.ts), a pinned package too. */
+const SWAGGER_UI = new URL("../../node_modules/swagger-ui-dist/", import.meta.url);
+const PACKAGED: Record<string, URL> = {
+  "htmx.min.js": HTMX,
+  "swagger-ui-bundle.js": new URL("swagger-ui-bundle.js", SWAGGER_UI),
+  "swagger-ui.css": new URL("swagger-ui.css", SWAGGER_UI),
+};
 
 const TYPES: Record<string, string> = {
   css: "text/css; charset=utf-8",
@@ -27,7 +34,7 @@ const NAME = /^[a-z0-9][a-z0-9_-]*(\.[a-z0-9_-]+)*\.(css|js|svg|png|ico|woff2)$/
 function locate(name: string): { file: URL; type: string } | undefined {
   if (!NAME.test(name)) return undefined;
   const type = TYPES[name.slice(name.lastIndexOf(".") + 1).toLowerCase()];
-  if (name === "htmx.min.js") return { file: HTMX, type };
+  if (PACKAGED[name]) return { file: PACKAGED[name], type };
   return { file: new URL(name, VIEWS_ASSETS), type };
 }
 
@@ -80,7 +87,7 @@ export function assetPages(_deps: Deps): Hono {
     const file = asset ? load(name) : undefined;
     if (!asset || !file) return c.text("Not found", 404);
     const etag = `"${file.etag}"`;
-    const pinned = name === "htmx.min.js" || c.req.query("v") === file.etag;
+    const pinned = name in PACKAGED || c.req.query("v") === file.etag;
     c.header("Cache-Control", pinned ? ASSET_CACHE_CONTROL : REVALIDATE);
     c.header("ETag", etag);
     c.header("X-Content-Type-Options", "nosniff");

@@ -24,7 +24,8 @@ import { MERCHANT_COOKIE, verifyToken } from "./session-token.ts";
 import { clientAddress, enforce, type RateBucket } from "./rate-limit.ts";
 import { isUuid, resolveKey } from "../modules/keys/keys.service.ts";
 import { type KeyEnvironment, type KeyKind, keyProfile } from "../modules/keys/keys.rules.ts";
-import * as merchantsRepo from "../modules/merchants/merchants.repo.ts";
+import { sessionMerchant } from "../modules/merchants/merchants.service.ts";
+import type { MerchantRow } from "../modules/merchants/merchants.types.ts";
 import type { ProfileName } from "../chain/profiles.ts";
 
 export type Credential = "cookie" | "apiKey" | "bearer";
@@ -41,7 +42,7 @@ export interface AuthKey {
 
 export interface Auth {
   via: Credential | "none";
-  merchant?: merchantsRepo.MerchantRow;
+  merchant?: MerchantRow;
   key?: AuthKey;
   sessionId?: string;
   /** Who the rate limits count: a key, a merchant session, or a client address. */
@@ -128,7 +129,7 @@ async function authenticate(
   if (cookie) {
     const claims = await verifyToken(deps.config, "merchant", cookie, now);
     const session = claims?.sid && isUuid(claims.sid) && isUuid(claims.sub)
-      ? await merchantsRepo.sessionMerchant(deps.sql, claims.sid, claims.sub, now)
+      ? await sessionMerchant(deps, claims.sid, claims.sub, now)
       : null;
     if (session?.live) {
       const merchant = session.merchant;
@@ -187,7 +188,7 @@ function refusedKind(opts: GuardOptions, kinds: KeyKind[], kind: KeyKind): boole
 }
 
 /** The authenticated merchant (routes behind a guard that accepts credentials). */
-export function merchantOf(c: Context<AuthEnv>): merchantsRepo.MerchantRow {
+export function merchantOf(c: Context<AuthEnv>): MerchantRow {
   const m = c.get("auth").merchant;
   if (!m) throw new ApiError(401, M.authRequired);
   return m;

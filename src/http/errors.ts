@@ -1,6 +1,8 @@
 /**
- * One error type for every failure that has an HTTP answer. It carries its status and body, so
- * services throw domain errors and the app's error handler only serialises them.
+ * The edge's own errors: failures that are HTTP concerns (authentication, rate limits, body
+ * parsing, per-route texts), thrown by `src/http/` and handlers. Each carries its status and
+ * body. Services and `src/chain/` throw `DomainError` instead (`src/errors.ts`), answered through
+ * the table in `error-map.ts`.
  */
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 

@@ -4,19 +4,14 @@
  */
 import { Hono } from "hono";
 import type { Sql } from "../db/client.ts";
-
-export interface CheckResult {
-  ok: boolean;
-  detail?: unknown;
-}
-export type ReadinessCheck = { name: string; run: () => Promise<CheckResult> };
+import { appliedVersions } from "../db/migrate.ts";
+import type { CheckResult, ReadinessCheck } from "../readiness.ts";
 
 export function databaseCheck(sql: Sql, expectedVersions: number[]): ReadinessCheck {
   return {
     name: "database",
     run: async () => {
-      const rows = await sql<{ version: number }[]>`select version from schema_migrations`;
-      const applied = new Set(rows.map((r) => r.version));
+      const applied = new Set(await appliedVersions(sql));
       const pending = expectedVersions.filter((v) => !applied.has(v));
       return pending.length
         ? { ok: false, detail: { pendingMigrations: pending } }

@@ -67,6 +67,22 @@ export const M = {
   connectChallenge: "Missing or expired challenge — request a new one via GET first.",
   connectSignature: "Signature verification failed.",
 
+  // Merchant wallets and withdrawals
+  walletLabel: "label must be a string of at most 100 characters.",
+  walletNotFound: "Wallet not found.",
+  withdrawAmount: "Valid amount is required.",
+  withdrawAmountHint:
+    'amount is a decimal string greater than 0 with at most 6 decimal places, e.g. "25.50".',
+  withdrawDestination:
+    "destinationAddress must be a valid EVM address other than the zero address.",
+  withdrawWalletId: "walletId must be the id of one of your wallets (GET /api/wallets).",
+  withdrawExternal:
+    "Withdrawals are for managed wallets only: your payout wallet is an external wallet you control, so move its funds with that wallet.",
+  withdrawInsufficient: "Insufficient USDC balance in this wallet for the withdrawal.",
+  dashWithdrawn: "Withdrawal confirmed on chain.",
+  dashWalletCreated: "Wallet created.",
+  dashFaucetMinted: "Test USDC minted to the wallet.",
+
   // API keys
   keyType: "type must be secret or publishable.",
   keyEnvironment: "environment must be test or live.",
@@ -110,6 +126,16 @@ export const M = {
   payerAddress: "payer must be a valid wallet address.",
   permitSignature: "signature (65-byte hex) and deadline are required.",
   txHashInvalid: "txHash must be a 32-byte hex transaction hash.",
+  relayBody:
+    "authorization { from, to, value, validAfter, validBefore, nonce } and signature (65-byte hex) are required.",
+  authorizationAmount: "The authorization's amount does not match this payment.",
+  authorizationPayee: "The authorization does not pay this payment's payee.",
+  authorizationReference: "The authorization was signed for another payment.",
+  authorizationExpired: "The authorization has expired. Sign again.",
+  authorizationWindow: "The authorization's validity window does not fit this payment.",
+  authorizationSignature: "The signature is not the payer's authorization for this payment.",
+  payerBalance: "The payer's USDC balance does not cover this payment.",
+  devFaucetUnavailable: "Test USDC is only given on local chains in development.",
 
   // Chain
   chainTimeout: "Timed out waiting for the blockchain transaction to confirm.",

@@ -2,11 +2,9 @@
  * The module list: every domain module declares its HTTP API, pages and jobs here once.
  * Adding a module is one entry.
  */
-import type { Hono } from "hono";
 import type { Deps } from "../deps.ts";
 import type { JobDefinition } from "../queue/registry.ts";
-import type { LogHandler } from "../chain/index.ts";
-import type { BodyRule } from "../http/limits.ts";
+import type { AppModule } from "./module.ts";
 import { chainJobs } from "../chain/jobs.ts";
 import { explorerPages } from "../chain/explorer.pages.tsx";
 import { rateLimitJobs } from "../http/rate-limit.jobs.ts";
@@ -24,20 +22,17 @@ import { checkoutPages } from "./payments/payments.pages.tsx";
 import { rpcProxy } from "../chain/rpc-proxy.ts";
 import { assetPages } from "../http/assets.ts";
 import { dashboardPages } from "./dashboard/dashboard.pages.tsx";
+import type { RouteDoc } from "../http/contract.ts";
+import { docsApi, docsRoutes } from "../http/openapi.ts";
+import { merchantsRoutes } from "./merchants/merchants.schemas.ts";
+import { keysRoutes } from "./keys/keys.schemas.ts";
+import { consumersRoutes } from "./consumers/consumers.schemas.ts";
+import { webhooksRoutes } from "./webhooks/webhooks.schemas.ts";
+import { paymentsRoutes } from "./payments/payments.schemas.ts";
+import { walletsApi } from "./wallets/wallets.api.ts";
+import { walletsRoutes } from "./wallets/wallets.schemas.ts";
 
-export interface AppModule {
-  name: string;
-  // deno-lint-ignore no-explicit-any
-  api?: (deps: Deps) => Hono<any>;
-  // deno-lint-ignore no-explicit-any
-  pages?: (deps: Deps) => Hono<any>;
-  // deno-lint-ignore no-explicit-any
-  jobs?: JobDefinition<any, Deps>[];
-  /** Handlers for our contracts' logs, run by the chain module's watcher. */
-  logHandlers?: (deps: Deps) => LogHandler[];
-  /** Routes that take a larger body or another media type than JSON (src/http/limits.ts). */
-  bodyRules?: BodyRule[];
-}
+export type { AppModule } from "./module.ts";
 
 /** Platform jobs: transaction recovery, rate-limit window cleanup; the local explorer pages. */
 export const platformModule: AppModule = {
@@ -49,13 +44,15 @@ export const platformModule: AppModule = {
 export const modules: AppModule[] = [
   platformModule,
   mailModule,
-  { name: "merchants", api: merchantsApi },
-  { name: "keys", api: keysApi },
-  { name: "consumers", api: consumersApi },
-  { name: "webhooks", api: webhooksApi, jobs: webhookJobs },
+  { name: "merchants", api: merchantsApi, routes: merchantsRoutes },
+  { name: "keys", api: keysApi, routes: keysRoutes },
+  { name: "wallets", api: walletsApi, routes: walletsRoutes },
+  { name: "consumers", api: consumersApi, routes: consumersRoutes },
+  { name: "webhooks", api: webhooksApi, routes: webhooksRoutes, jobs: webhookJobs },
   {
     name: "payments",
     api: paymentsApi,
+    routes: paymentsRoutes,
     pages: checkoutPages,
     jobs: paymentJobs,
     logHandlers: settlementHandlers,
@@ -63,7 +60,17 @@ export const modules: AppModule[] = [
   { name: "rpc", api: rpcProxy },
   { name: "assets", pages: assetPages },
   { name: "dashboard", pages: dashboardPages },
+  {
+    name: "docs",
+    api: (deps) => docsApi(() => apiRoutes(modules), deps.config.BASE_URL),
+    routes: docsRoutes,
+  },
 ];
+
+/** Every documented `/api/` route of the list (the docs module's own included). */
+export function apiRoutes(list: AppModule[] = modules): RouteDoc[] {
+  return list.flatMap((m) => m.routes ?? []);
+}
 
 export function allJobs(list: AppModule[] = modules): JobDefinition<unknown, Deps>[] {
   return list.flatMap((m) => m.jobs ?? []) as JobDefinition<unknown, Deps>[];

@@ -5,7 +5,7 @@
 import { PgBoss, type SendOptions } from "pg-boss";
 import type { Db } from "../db/client.ts";
 import type { Logger } from "../log.ts";
-import type { JobDefinition } from "./registry.ts";
+import type { JobDefinition, JobDescriptor } from "./registry.ts";
 
 export interface SendJobOptions {
   /** Enqueue inside this transaction. */
@@ -23,7 +23,7 @@ type AnyJob<T = any, D = any> = JobDefinition<T, D>;
 
 export interface Queue {
   readonly boss: PgBoss;
-  send<T>(job: AnyJob<T> | string, data: T, opts?: SendJobOptions): Promise<string | null>;
+  send<T>(job: JobDescriptor<T> | string, data: T, opts?: SendJobOptions): Promise<string | null>;
   /** Creates the queues of these jobs; with `work`, also starts their workers. */
   // deno-lint-ignore no-explicit-any
   register<D>(jobs: AnyJob<any, D>[], deps: D, opts?: { work?: boolean }): Promise<void>;
@@ -56,7 +56,7 @@ export async function startQueue(
   });
   boss.on("error", (e: unknown) => log.error("queue error", { error: e }));
   await boss.start();
-  const schemas = new Map<string, AnyJob>();
+  const schemas = new Map<string, JobDescriptor>();
 
   const queue: Queue = {
     boss,

@@ -1,6 +1,9 @@
 /**
- * The job registry: each module declares its jobs as data (name, payload schema, handler,
- * queue and worker options) in its `<name>.jobs.ts`, and `src/queue/jobs.ts` lists them all.
+ * The job registry. A job has two halves: its descriptor (name, payload schema, queue options),
+ * which is all a sender needs and lives in the module's `<name>.queues.ts`, and its definition
+ * (descriptor + handler + worker options) in `<name>.jobs.ts`. A service enqueues with the
+ * descriptor and so never imports the handlers that call back into it. `src/modules/index.ts`
+ * lists every module's definitions.
  */
 import { z } from "zod";
 import type { QueueOptions, WorkOptions } from "pg-boss";
@@ -13,12 +16,16 @@ export interface JobContext<D> {
   signal: AbortSignal;
 }
 
-export interface JobDefinition<T = unknown, D = unknown> {
+/** What a sender needs to enqueue a job: the queue's name, payload schema and options. */
+export interface JobDescriptor<T = unknown> {
   name: string;
   schema: z.ZodType<T>;
-  handler: (data: T, ctx: JobContext<D>) => Promise<void>;
   /** pg-boss queue options: retryLimit, retryDelay, expireInSeconds, ... */
   queue?: QueueOptions & { policy?: "standard" | "short" | "singleton" | "stately" };
+}
+
+export interface JobDefinition<T = unknown, D = unknown> extends JobDescriptor<T> {
+  handler: (data: T, ctx: JobContext<D>) => Promise<void>;
   /** pg-boss worker options: localConcurrency, batchSize, polling. */
   work?: Pick<WorkOptions, "localConcurrency" | "pollingIntervalSeconds" | "batchSize">;
   /** Cron expression for a recurring job (UTC). */
@@ -44,7 +51,15 @@ export function defineCron<D>(
   });
 }
 
+/** A job's descriptor, for `<name>.queues.ts`; its handler joins it with `defineJob`. */
+export function defineQueue<T>(descriptor: JobDescriptor<T>): JobDescriptor<T> {
+  if (!/^[a-z][a-z0-9_.-]*$/.test(descriptor.name)) {
+    throw new Error(`Bad job name: ${descriptor.name}`);
+  }
+  return descriptor;
+}
+
 export function defineJob<T, D>(def: JobDefinition<T, D>): JobDefinition<T, D> {
-  if (!/^[a-z][a-z0-9_.-]*$/.test(def.name)) throw new Error(`Bad job name: ${def.name}`);
+  defineQueue(def);
   return def;
 }

@@ -44,7 +44,7 @@ Deno.test(
       browser = await launchBrowser();
 
       await t.step(
-        "pays: adds the chain, switches, signs, sends, turns to Paid by itself",
+        "pays gasless: adds the chain, switches, signs once, sends nothing, turns to Paid",
         async () => {
           const url = await newLink(svc, m, "42.50");
           const page = await browser!.newPage();
@@ -76,11 +76,13 @@ Deno.test(
               "wallet_switchEthereumChain",
               "wallet_addEthereumChain",
               "eth_signTypedData_v4",
-              "eth_sendTransaction",
             ]
           ) {
             assert.ok(methods.includes(m), `${m} in ${methods.join(",")}`);
           }
+          // Gasless: one signature, and the wallet sends no transaction.
+          assert.equal(methods.filter((x) => x === "eth_signTypedData_v4").length, 1);
+          assert.ok(!methods.includes("eth_sendTransaction"), methods.join(","));
           const added = wallet.requests.find((r) => r.method === "wallet_addEthereumChain")!
             .params as [{ rpcUrls: string[]; chainId: string }];
           assert.equal(added[0].chainId, "0x13b2");
@@ -93,6 +95,36 @@ Deno.test(
           const receipt = await production.client.getTransactionReceipt({ hash: p.chainTxHash });
           assert.equal(receipt.status, "success");
           assert.deepEqual(problems, []);
+          await page.close();
+        },
+      );
+
+      await t.step(
+        "relay unavailable: the page offers the permit + transaction fallback",
+        async () => {
+          const url = await newLink(svc, m, "3.25");
+          const page = await browser!.newPage();
+          await page.route("**/relay", (route) =>
+            route.fulfill({
+              status: 503,
+              contentType: "application/json",
+              body: JSON.stringify({ success: false, error: "Service unavailable." }),
+            }));
+          const wallet = await installWallet(page, {
+            privateKey: ANVIL_KEYS[2],
+            chains: { "0x13b2": production.rpcUrl },
+            initialChainId: "0x13b2",
+          });
+          await page.goto(url);
+          await page.getByRole("button", { name: "Pay with wallet" }).click();
+          await progressText(page, /gasless relay is unavailable.*Nothing was paid/);
+          await screenshot(page, "checkout-2b-relay-unavailable");
+          await page.getByRole("button", { name: "Pay with a wallet transaction instead" })
+            .click();
+          await page.locator("#status[data-status=SUCCESS]").waitFor({ timeout: 30_000 });
+          const methods = wallet.requests.map((r) => r.method);
+          assert.equal(methods.filter((x) => x === "eth_signTypedData_v4").length, 2);
+          assert.equal(methods.filter((x) => x === "eth_sendTransaction").length, 1);
           await page.close();
         },
       );

@@ -225,7 +225,7 @@ Deno.test(browserTest("merchant dashboard in Chromium", async (t) => {
         amount: 12_500_000n,
       });
       await page.getByRole("navigation", { name: "Dashboard sections" })
-        .getByRole("link", { name: "Wallet" }).click();
+        .getByRole("link", { name: "Wallet", exact: true }).click();
       await page.getByRole("heading", { name: "Payout wallet" }).waitFor();
       assert.equal(await page.locator("#wallet-address").inputValue(), managedAddress);
       assert.match(await page.getByTestId("wallet-provider").innerText(), /MANAGED/);

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import type { TestService } from "./service.ts";
 import { waitFor } from "./poll.ts";
+import { assertDocumented } from "./contract.ts";
 
 export interface TestMerchant {
   id: string;
@@ -12,6 +13,7 @@ export interface TestMerchant {
   walletAddress: string | null;
 }
 
+/** A JSON call; every response of a documented route is checked against its documentation. */
 export function api(svc: TestService) {
   return async (
     method: string,
@@ -28,6 +30,7 @@ export function api(svc: TestService) {
       redirect: "manual",
     });
     const text = await res.text();
+    assertDocumented(method, path, res.status, res.headers.get("content-type"), text);
     let json: Record<string, unknown> = {};
     try {
       json = JSON.parse(text);

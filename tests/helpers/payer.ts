@@ -73,6 +73,46 @@ export function payerAt(
       if (cd.status !== 200) throw new Error(`calldata ${cd.status}: ${JSON.stringify(call)}`);
       return { to: call.to, data: call.data };
     },
+    /**
+     * Gasless: the EIP-3009 authorization the page would sign (from pay-data), with `change`
+     * applied to the message before signing, as the JSON body of `POST …/relay`.
+     */
+    async authorize(
+      reference: string,
+      change: (m: Record<string, string>) => Record<string, string> = (m) => m,
+    ): Promise<{ authorization: Record<string, string>; signature: Hex }> {
+      const pd = await fetch(
+        `${svc.baseUrl}/checkout/${reference}/pay-data?payer=${account.address}`,
+      );
+      const payData = await pd.json();
+      if (pd.status !== 200) throw new Error(`pay-data ${pd.status}: ${JSON.stringify(payData)}`);
+      const typed = payData.authorization;
+      const message = change({ ...typed.message });
+      const signature = await account.signTypedData({
+        domain: { ...typed.domain, chainId: Number(typed.domain.chainId) },
+        types: typed.types,
+        primaryType: typed.primaryType,
+        message: {
+          ...message,
+          value: BigInt(message.value),
+          validAfter: BigInt(message.validAfter),
+          validBefore: BigInt(message.validBefore),
+        },
+      });
+      return { authorization: message, signature };
+    },
+    /** POST the signed authorization to the relay; the answer as status and JSON. */
+    async relay(
+      reference: string,
+      body: unknown,
+    ): Promise<{ status: number; json: Record<string, string> }> {
+      const res = await fetch(`${svc.baseUrl}/checkout/${reference}/relay`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, json: await res.json() };
+    },
     /** prepare + send: one permit signature, one transaction. */
     async pay(reference: string): Promise<{ hash: Hex; data: Hex; to: Hex }> {
       const call = await this.prepare(reference);

@@ -48,6 +48,11 @@ export async function startTestService(
     workers?: boolean;
     /** A second process of the same deployment: same database, same chains. */
     sameDeploymentAs?: TestService;
+    /**
+     * Local nodes publish themselves under DATA_DIR like `deno task start`'s, so an operator
+     * command (`deno task faucet`) given the same DATA_DIR shares them.
+     */
+    persistChains?: boolean;
   } = {},
 ): Promise<TestService> {
   const peer = opts.sameDeploymentAs;
@@ -67,7 +72,7 @@ export async function startTestService(
     clock,
     modules: opts.modules,
     workers: opts.workers,
-    persistChains: false,
+    persistChains: opts.persistChains ?? false,
   });
   return {
     ...service,

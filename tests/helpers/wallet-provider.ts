@@ -45,6 +45,8 @@ export interface WalletOptions {
 export interface WalletRequest {
   method: string;
   params: unknown;
+  /** When the page asked (Date.now() in the test process). */
+  at: number;
 }
 
 export interface TestWallet {
@@ -251,7 +253,7 @@ export async function installWallet(page: Page, opts: WalletOptions): Promise<Te
   await page.exposeFunction(EXPOSED, async (method: string, params: unknown): Promise<Answer> => {
     const events: [string, unknown][] = [];
     if (method === "__state") return { result: null, events, state: state() };
-    requests.push({ method, params });
+    requests.push({ method, params, at: Date.now() });
     if (rejected(method)) {
       return { error: fail(4001, "User rejected the request."), events, state: state() };
     }

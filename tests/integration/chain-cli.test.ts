@@ -33,7 +33,7 @@ Deno.test("faucet mints test USDC (never on a configured production chain); chai
       };
     };
     const to = "0x000000000000000000000000000000000000bEEF";
-    const ok = await run("faucet.ts", to, "12.5");
+    const ok = await run("faucet.ts", to, "12.5", "--network", "testnet");
     assert.equal(ok.code, 0, ok.err);
     assert.match(ok.out, /Minted 12\.5 USDC to 0x0+bEEF on testnet\./);
     // The command's environment names no PORT or BASE_URL: the link is the running service's,
@@ -51,9 +51,13 @@ Deno.test("faucet mints test USDC (never on a configured production chain); chai
       12_500_000n,
     );
 
-    const prod = await run("faucet.ts", to, "1", "--network", "production");
-    assert.notEqual(prod.code, 0);
-    assert.match(prod.err, /Refusing to mint on production: it is a real production chain\./);
+    // Without --network the faucet funds the chain payment links settle on (production); here
+    // that is a configured chain, so it refuses, by flag or by default.
+    for (const args of [["--network", "production"], []]) {
+      const prod = await run("faucet.ts", to, "1", ...args);
+      assert.notEqual(prod.code, 0);
+      assert.match(prod.err, /Refusing to mint on production: it is a real production chain\./);
+    }
     const bad = await run("faucet.ts", to, "1.0000001");
     assert.equal(bad.code, 2);
     assert.match(bad.err, /Not a valid USDC amount/);

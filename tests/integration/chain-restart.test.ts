@@ -220,7 +220,24 @@ Deno.test({
       let proc = spawnService(env(db, dataDir, port));
       await ready(port, proc);
       const svc = { baseUrl: `http://127.0.0.1:${port}`, db } as unknown as TestService;
-      const merchant = await createMerchant(svc); // its managed wallet got gas: a transaction
+      const merchant = await createMerchant(svc);
+      // Money on the chain: test USDC for its managed wallet. (A new managed wallet no longer
+      // gets gas at creation, issue 12, so signing up alone records no transaction.)
+      const mint = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--allow-all",
+          "src/cli/faucet.ts",
+          merchant.walletAddress!,
+          "1",
+          "--network",
+          "production",
+        ],
+        env: env(db, dataDir, freePort()),
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(mint.code, 0, new TextDecoder().decode(mint.stderr));
       const before = await contractRows(db);
       proc.child.kill("SIGTERM");
       await proc.output();

@@ -3,6 +3,7 @@ import { createPublicClient, http } from "viem";
 import { createTestDatabase } from "../helpers/db.ts";
 import { rpc, startTestChain } from "../helpers/chain.ts";
 import { ChainRevertError, ChainTimeoutError } from "../../src/chain/errors.ts";
+import { answerFor } from "../../src/http/error-map.ts";
 import { waitFor } from "../helpers/poll.ts";
 
 const USDC = 1_000_000n;
@@ -60,9 +61,11 @@ Deno.test("sender: transfers settle once per intent; reverts are 502, timeouts 4
         intentKey: "test:transfer:too-much",
       }).then(() => null, (e) => e);
       assert.ok(err instanceof ChainRevertError, String(err));
-      assert.equal(err.status, 502);
-      assert.equal(err.body().error, "The on-chain transaction was reverted by the contract.");
-      assert.match(String(err.body().hint), /ERC20InsufficientBalance/);
+      assert.equal(err.code, "chain_reverted");
+      const answer = answerFor(err);
+      assert.equal(answer.status, 502);
+      assert.equal(answer.body.error, "The on-chain transaction was reverted by the contract.");
+      assert.match(String(answer.body.hint), /ERC20InsufficientBalance/);
       const rows = await db
         .sql`select 1 from chain_transactions where intent_key = 'test:transfer:too-much'`;
       assert.equal(rows.length, 0);
@@ -82,8 +85,9 @@ Deno.test("sender: transfers settle once per intent; reverts are 502, timeouts 4
         intentKey: "test:revert-mined",
       }).then(() => null, (e) => e);
       assert.ok(err instanceof ChainRevertError, String(err));
-      assert.equal(err.status, 502);
-      assert.match(String(err.body().txHash), /^0x[0-9a-f]{64}$/);
+      const answer = answerFor(err);
+      assert.equal(answer.status, 502);
+      assert.match(String(answer.body.txHash), /^0x[0-9a-f]{64}$/);
       const [row] = await db
         .sql`select status from chain_transactions where intent_key = 'test:revert-mined'`;
       assert.equal(row.status, "reverted");
@@ -101,11 +105,11 @@ Deno.test("sender: transfers settle once per intent; reverts are 502, timeouts 4
           intentKey: "test:slow",
         }, { timeoutMs: 300 }).then(() => null, (e) => e);
         assert.ok(err instanceof ChainTimeoutError, String(err));
-        assert.equal(err.status, 408);
+        assert.equal(answerFor(err).status, 408);
         const [row] = await db
           .sql`select status, tx_hash from chain_transactions where intent_key = 'test:slow'`;
         assert.equal(row.status, "broadcast");
-        assert.equal(err.body().txHash, row.txHash);
+        assert.equal(answerFor(err).body.txHash, row.txHash);
       } finally {
         await rpc(rt.rpcUrl, "evm_mine");
         await rpc(rt.rpcUrl, "evm_setAutomine", [true]);
@@ -201,12 +205,13 @@ Deno.test("sender: a permanently refused transaction frees its nonce", async () 
       profile: "testnet",
       from: { walletId: poor.id },
       to: payee.address,
-      value: 10n ** 17n, // more ETH than the 0.1 ETH grant leaves after gas
+      value: 10n ** 17n, // more than the one 0.1 ETH top-up it gets before signing leaves after gas
       gas: 21_000n,
       intentKey: "poor:too-much-eth",
     }).then(() => null, (e) => e);
     assert.ok(err, "the node refuses it");
-    assert.equal(err.status, 502);
+    assert.equal(err.code, "chain_refused");
+    assert.equal(answerFor(err).status, 502);
     const [row] = await db
       .sql`select status, nonce from chain_transactions where intent_key = 'poor:too-much-eth'`;
     assert.equal(row.status, "failed");

@@ -11,11 +11,14 @@ import {
   createTestClient,
   createWalletClient,
   defineChain,
+  encodeAbiParameters,
   getAddress,
   type Hash,
   hashTypedData,
   type Hex,
   http,
+  keccak256,
+  parseAbiParameters,
   parseEventLogs,
   parseSignature,
   toHex,
@@ -603,38 +606,112 @@ Deno.test("contracts: TestUSDC and PaymentRouter on anvil", async (t) => {
       );
     });
 
-    await t.step("router: payWithAuthorization", async () => {
-      const amount = 7n * USDC;
-      const reference = randomBytes32();
-      const { order, signature } = await signOrder({ reference, payTo: merchantAddr, amount });
-      const auth = {
-        to: router,
-        value: amount,
-        validAfter: 0n,
-        validBefore: (await now()) + 600n,
-        nonce: randomBytes32(),
-      };
-      const { v, r, s } = vrs(await signAuthorization("ReceiveWithAuthorization", payer, auth));
-      const [payerBefore, merchantBefore] = [
-        await balanceOf(payerAddr),
-        await balanceOf(merchantAddr),
-      ];
-      const receipt = await mined(payer.writeContract({
-        address: router,
-        abi: PaymentRouter.abi,
-        functionName: "payWithAuthorization",
-        args: [order, signature, auth.validAfter, auth.validBefore, auth.nonce, v, r, s],
-      }));
-      assert.equal(await balanceOf(payerAddr), payerBefore - amount);
-      assert.equal(await balanceOf(merchantAddr), merchantBefore + amount);
-      assert.equal(await balanceOf(router), 0n);
-      assert.deepEqual(settledEvent(receipt), {
-        ref: reference,
-        payer: payerAddr,
-        payTo: merchantAddr,
-        amount,
-      });
-    });
+    await t.step(
+      "router: payWithAuthorization relayed by someone else (gasless payer)",
+      async (t) => {
+        const amount = 7n * USDC;
+        const reference = randomBytes32();
+        const { order, signature } = await signOrder({ reference, payTo: merchantAddr, amount });
+        const nonceOf = (o: typeof order) =>
+          pub.readContract({
+            address: router,
+            abi: PaymentRouter.abi,
+            functionName: "authorizationNonce",
+            args: [o],
+          });
+        const nonce = await nonceOf(order);
+        // The nonce binds reference, payee and amount: abi.encode(ref, payTo, amount).
+        assert.equal(
+          nonce,
+          keccak256(
+            encodeAbiParameters(parseAbiParameters("bytes32, address, uint256"), [
+              reference,
+              merchantAddr,
+              amount,
+            ]),
+          ),
+        );
+        const validBefore = (await now()) + 600n;
+        const authFor = async (m: { value?: bigint; nonce?: Hex; validBefore?: bigint } = {}) => {
+          const msg = {
+            to: router,
+            value: m.value ?? amount,
+            validAfter: 0n,
+            validBefore: m.validBefore ?? validBefore,
+            nonce: m.nonce ?? nonce,
+          };
+          const sig = vrs(await signAuthorization("ReceiveWithAuthorization", payer, msg));
+          return { from: payerAddr, validAfter: 0n, validBefore: msg.validBefore, ...sig };
+        };
+        // The operator relays; `other` stands for anyone else.
+        const relay = (o: typeof order, auth: Awaited<ReturnType<typeof authFor>>, by = operator) =>
+          by.writeContract({
+            address: router,
+            abi: ROUTER_AND_TOKEN_ABI,
+            functionName: "payWithAuthorization",
+            args: [o, signature, auth],
+          });
+
+        await t.step("another amount, nonce or window: the token refuses it", async () => {
+          await reverts(
+            relay(order, await authFor({ value: amount - 1n })),
+            "ERC3009InvalidSignature",
+          );
+          await reverts(
+            relay(order, await authFor({ nonce: randomBytes32() })),
+            "ERC3009InvalidSignature",
+          );
+          // Signed for another payee's order (same reference and amount): another nonce.
+          const elsewhere = await signOrder({ reference, payTo: otherAddr, amount });
+          const forOther = await authFor({ nonce: await nonceOf(elsewhere.order) });
+          await reverts(relay(order, forOther), "ERC3009InvalidSignature");
+          await reverts(
+            relay(order, await authFor({ validBefore: (await now()) - 1n })),
+            "ERC3009InvalidAuthorizationTime",
+          );
+        });
+
+        const payerNonce = await pub.getTransactionCount({ address: payerAddr });
+        const [payerBefore, merchantBefore] = [
+          await balanceOf(payerAddr),
+          await balanceOf(merchantAddr),
+        ];
+        const auth = await authFor();
+        const receipt = await mined(relay(order, auth));
+        assert.equal(receipt.from.toLowerCase(), operatorAddr.toLowerCase());
+        assert.equal(await balanceOf(payerAddr), payerBefore - amount);
+        assert.equal(await balanceOf(merchantAddr), merchantBefore + amount);
+        assert.equal(await balanceOf(router), 0n);
+        assert.equal(await pub.getTransactionCount({ address: payerAddr }), payerNonce);
+        assert.deepEqual(settledEvent(receipt), {
+          ref: reference,
+          payer: payerAddr,
+          payTo: merchantAddr,
+          amount,
+        });
+
+        await t.step("replays are refused", async () => {
+          // The same order again: settled. The same signature under another order: its nonce
+          // is another one, so the signature does not recover to the payer.
+          await reverts(relay(order, auth, other), "AlreadySettled");
+          const second = await signOrder({
+            reference: randomBytes32(),
+            payTo: merchantAddr,
+            amount,
+          });
+          await reverts(
+            other.writeContract({
+              address: router,
+              abi: ROUTER_AND_TOKEN_ABI,
+              functionName: "payWithAuthorization",
+              args: [second.order, second.signature, auth],
+            }),
+            "ERC3009InvalidSignature",
+          );
+          assert.equal(await balanceOf(merchantAddr), merchantBefore + amount);
+        });
+      },
+    );
 
     await t.step("router: pay() with a prior approve", async () => {
       const amount = 4n * USDC;

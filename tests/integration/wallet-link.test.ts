@@ -236,7 +236,8 @@ Deno.test("wallet linking with SIWE", async (t) => {
           "production",
           wallet.walletAddress.toLowerCase() as `0x${string}`,
         );
-        assert.ok(gas > 0n, "a new managed wallet gets gas on local chains");
+        // Issue 12 item 5: no grant at creation; the sender tops it up before it first sends.
+        assert.equal(gas, 0n, "a new managed wallet gets gas only when it sends");
       },
     );
   } finally {

@@ -8,7 +8,8 @@ import {
   validateWebhookUrl,
 } from "../../src/modules/webhooks/webhooks.service.ts";
 import { checkWebhookUrl, isPublicAddress } from "../../src/modules/webhooks/webhooks.targets.ts";
-import { ApiError } from "../../src/http/errors.ts";
+import { DomainError } from "../../src/errors.ts";
+import { answerFor } from "../../src/http/error-map.ts";
 import { waitFor } from "../helpers/poll.ts";
 
 Deno.test("webhook targets: the SSRF matrix under the public policy", async () => {
@@ -77,7 +78,7 @@ Deno.test("webhook targets: the SSRF matrix under the public policy", async () =
     ) {
       assert.throws(
         () => validateWebhookUrl(svc.deps, url),
-        (e: unknown) => e instanceof ApiError && e.status === 400,
+        (e: unknown) => e instanceof DomainError && answerFor(e).status === 400,
       );
     }
     assert.equal(

@@ -5,7 +5,7 @@ import {
   newReference,
   REFERENCE_PATTERN,
 } from "../../src/modules/payments/payments.rules.ts";
-import { displayAmount } from "../../src/modules/payments/payments.checkout.ts";
+import { displayUsdc } from "../../src/money.ts";
 
 Deno.test("payments: references are pay_ref_ + 20 base62 characters and fit a bytes32", () => {
   const seen = new Set<string>();
@@ -30,9 +30,12 @@ Deno.test("payments: a pending payment past its deadline reads as expired", () =
 });
 
 Deno.test("payments: amounts shown to people keep two decimals and every significant one", () => {
-  assert.equal(displayAmount(42_500_000n), "42.50");
-  assert.equal(displayAmount(1_000_000n), "1.00");
-  assert.equal(displayAmount(1_234_567n), "1.234567");
-  assert.equal(displayAmount(1n), "0.000001");
-  assert.equal(displayAmount(1_230_000n), "1.23");
+  assert.equal(displayUsdc(42_500_000n), "42.50");
+  assert.equal(displayUsdc(1_000_000n), "1.00");
+  assert.equal(displayUsdc(1_234_567n), "1.234567");
+  assert.equal(displayUsdc(1n), "0.000001");
+  assert.equal(displayUsdc(1_230_000n), "1.23");
+  assert.equal(displayUsdc(1_234_567_000_000n), "1,234,567.00");
+  assert.equal(displayUsdc(1_234_567_000_000n, { grouped: false }), "1234567.00");
+  assert.equal(displayUsdc(1_234_550n, { places: 4 }), "1.2346");
 });

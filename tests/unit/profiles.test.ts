@@ -66,3 +66,38 @@ Deno.test("profiles: configured chains and their problems", () => {
   assert.equal(bad.length, 5, bad.join("\n"));
   assert.ok(bad.some((b) => b.includes('unknown chain profile "mainnet"')));
 });
+
+Deno.test("profiles: gas floor, top-up and operator low mark per chain, in wei", () => {
+  const ctx = { baseUrl: "http://localhost:3000", isProduction: false };
+  const ok: string[] = [];
+  const c = parseChainConfig(
+    { CHAINS: "testnet", TESTNET_GAS_FLOOR_WEI: "5", TESTNET_GAS_TOPUP_WEI: "50" },
+    ctx,
+    ok,
+  );
+  assert.deepEqual(ok, []);
+  assert.deepEqual(c.profiles[0].gas, {
+    floorWei: 5n,
+    topupWei: 50n,
+    operatorLowWei: 10n ** 18n,
+  });
+  const defaults = parseChainConfig({ CHAINS: "production" }, ctx, []).profiles[0].gas;
+  assert.deepEqual(defaults, {
+    floorWei: 10n ** 16n,
+    topupWei: 10n ** 17n,
+    operatorLowWei: 10n ** 18n,
+  });
+  const bad: string[] = [];
+  parseChainConfig(
+    { CHAINS: "testnet", TESTNET_GAS_FLOOR_WEI: "1e18", TESTNET_OPERATOR_LOW_WEI: "-1" },
+    ctx,
+    bad,
+  );
+  assert.deepEqual(bad, [
+    "TESTNET_GAS_FLOOR_WEI: must be an amount in wei (digits only)",
+    "TESTNET_OPERATOR_LOW_WEI: must be an amount in wei (digits only)",
+  ]);
+  const under: string[] = [];
+  parseChainConfig({ CHAINS: "testnet", TESTNET_GAS_TOPUP_WEI: "1" }, ctx, under);
+  assert.deepEqual(under, ["TESTNET_GAS_TOPUP_WEI: must be at least TESTNET_GAS_FLOOR_WEI"]);
+});

@@ -1,11 +1,17 @@
-// Hosted checkout: pay with an injected EIP-1193 wallet (one permit signature, one transaction).
-// Everything else — the order, the permit's typed data, the router call — comes from the server.
+// Hosted checkout: pay with an injected EIP-1193 wallet. By default gasless: one EIP-3009
+// signature, relayed by the service (the wallet sends no transaction). If the relay is
+// unavailable, the page offers the fallback: a permit signature and the payer's own transaction.
+// Everything else — the typed data, the router call — comes from the server.
 (() => {
   "use strict";
   const data = JSON.parse(document.getElementById("checkout-data").textContent);
   const button = document.getElementById("pay-button");
   const panel = document.getElementById("pay-panel");
   const progress = document.getElementById("progress");
+  const fallbackButton = document.getElementById("fallback-button");
+  const faucetButton = document.getElementById("faucet-button");
+  const buttons = [button, fallbackButton, faucetButton].filter(Boolean);
+  let fallback = null;
   const base = `/checkout/${encodeURIComponent(data.reference)}`;
   let busy = false;
 
@@ -91,11 +97,15 @@
     }
     if (!pd.body.payer.sufficient) {
       return say(
-        `Insufficient balance: this wallet holds ${pd.body.payer.usdcBalance} USDC and the payment is ${data.amount} USDC.`,
+        `Insufficient balance: this wallet holds ${pd.body.payer.usdcBalance} USDC and the payment is ${data.amount} USDC.` +
+          (data.devFaucet ? " Use “Get test USDC” below." : ""),
         "error",
       );
     }
-    const typed = pd.body.permit;
+    return await payGasless(eth, account, pd.body);
+  }
+
+  async function signTyped(eth, account, typed) {
     const payload = {
       ...typed,
       types: {
@@ -108,13 +118,66 @@
         ...typed.types,
       },
     };
+    return await eth.request({
+      method: "eth_signTypedData_v4",
+      params: [account, JSON.stringify(payload)],
+    });
+  }
+
+  function submitted(href) {
+    sayWithLink("Payment submitted. Waiting for confirmation…", href, "View transaction");
+    button.hidden = true;
+    fallbackButton.hidden = true;
+  }
+
+  // The default: one signature, no transaction from the payer; the service relays it.
+  async function payGasless(eth, account, pd) {
+    say("Sign the payment in your wallet…");
+    let signature;
+    try {
+      signature = await signTyped(eth, account, pd.authorization);
+    } catch (e) {
+      if (rejected(e)) return say("Signature rejected. Nothing was paid.", "error");
+      throw e;
+    }
+    say("Submitting your payment…");
+    let relay;
+    try {
+      relay = await json(`${base}/relay`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ authorization: pd.authorization.message, signature }),
+      });
+    } catch {
+      relay = { status: 0, body: {} };
+    }
+    if (relay.status === 200) return submitted(relay.body.explorerUrl);
+    if (relay.status === 408) {
+      // Broadcast, not yet mined: the status block turns to Paid when it is.
+      return say("Payment submitted. Waiting for confirmation…");
+    }
+    if (relay.status >= 400 && relay.status < 500 && relay.status !== 429) {
+      return say(relay.body.error || "The payment could not be submitted.", "error");
+    }
+    // The relay is unavailable: offer the payer-sent transaction (needs native gas).
+    say(
+      "The gasless relay is unavailable right now. Nothing was paid. You can pay with a transaction from your wallet instead (it needs a little native gas).",
+      "error",
+    );
+    fallback = { eth, account, pd };
+    fallbackButton.hidden = false;
+  }
+
+  // The fallback: an EIP-2612 permit and the router transaction from the payer's wallet.
+  async function payWithTransaction({ eth, account, pd }) {
+    if (!(await ensureChain(eth))) {
+      return say(`Wrong network: switch your wallet to ${data.chain.name} to pay.`, "error");
+    }
+    const typed = pd.permit;
     say("Sign the payment permit in your wallet…");
     let signature;
     try {
-      signature = await eth.request({
-        method: "eth_signTypedData_v4",
-        params: [account, JSON.stringify(payload)],
-      });
+      signature = await signTyped(eth, account, typed);
     } catch (e) {
       if (rejected(e)) return say("Signature rejected. Nothing was paid.", "error");
       throw e;
@@ -143,27 +206,52 @@
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ txHash: hash }),
     });
-    sayWithLink(
-      "Payment sent. Waiting for confirmation…",
-      `${data.chain.explorerUrl}/tx/${hash}`,
-      "View transaction",
-    );
-    button.hidden = true;
+    submitted(`${data.chain.explorerUrl}/tx/${hash}`);
   }
 
-  button.addEventListener("click", async () => {
-    if (busy) return;
-    busy = true;
-    button.disabled = true;
+  // Development on a local chain only: test USDC (and gas) for the connected wallet.
+  async function getTestUsdc() {
+    const eth = globalThis.ethereum;
+    if (!eth) return say("No browser wallet found.", "error");
+    let account;
     try {
-      await pay();
+      [account] = await eth.request({ method: "eth_requestAccounts" });
     } catch (e) {
-      say(`Something went wrong: ${(e && e.message) || e}`, "error");
-    } finally {
-      busy = false;
-      button.disabled = false;
+      if (rejected(e)) return say("Wallet connection rejected.", "error");
+      throw e;
     }
-  });
+    say("Getting test USDC…");
+    const r = await json(`${base}/dev-faucet`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ address: account }),
+    });
+    if (r.status !== 200) return say(r.body.error || "No test USDC right now.", "error");
+    say(`Test USDC received: this wallet now holds ${r.body.usdcBalance} USDC.`);
+  }
+
+  function guarded(fn) {
+    return async () => {
+      if (busy) return;
+      busy = true;
+      for (const b of buttons) b.disabled = true;
+      try {
+        await fn();
+      } catch (e) {
+        say(`Something went wrong: ${(e && e.message) || e}`, "error");
+      } finally {
+        busy = false;
+        for (const b of buttons) b.disabled = false;
+      }
+    };
+  }
+
+  button.addEventListener("click", guarded(pay));
+  fallbackButton.addEventListener(
+    "click",
+    guarded(() => fallback ? payWithTransaction(fallback) : pay()),
+  );
+  if (faucetButton) faucetButton.addEventListener("click", guarded(getTestUsdc));
 
   // The status block is replaced by htmx while polling; hide the pay panel once it is final.
   document.body.addEventListener("htmx:afterSwap", () => {

@@ -2,6 +2,7 @@
  * The hosted checkout page and its status partial. Data comes in as a view model; the page
  * script (/assets/checkout.js) talks to the payer's browser wallet.
  */
+import type { PaymentStatus } from "../../src/modules/payments/payments.rules.ts";
 import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
 import { Layout } from "../layout.tsx";
@@ -13,7 +14,7 @@ export interface CheckoutView {
   amount: string;
   currency: string;
   description: string | null;
-  status: "PENDING" | "SUCCESS" | "FAILED" | "EXPIRED";
+  status: PaymentStatus;
   payable: boolean;
   expiresAt: string;
   secondsLeft: number;
@@ -23,6 +24,8 @@ export interface CheckoutView {
   settledAfterExpiry: boolean;
   failureReason: string | null;
   url: string;
+  /** Development on a local chain: the page offers "Get test USDC". */
+  devFaucet: boolean;
   chain: {
     profile: string;
     name: string;
@@ -55,6 +58,7 @@ export function CheckoutPage(props: { view: CheckoutView; qrSvg: string }) {
     reference: v.reference,
     amount: v.amount,
     currency: v.currency,
+    devFaucet: v.devFaucet,
     chain: v.chain,
   }).replaceAll("<", "\\u003c");
   return (
@@ -72,6 +76,15 @@ export function CheckoutPage(props: { view: CheckoutView; qrSvg: string }) {
         <section id="pay-panel" class="pay-panel" hidden={!v.payable}>
           <button id="pay-button" type="button" class="primary">Pay with wallet</button>
           <p id="progress" class="progress" role="status" aria-live="polite"></p>
+          <button id="fallback-button" type="button" class="secondary" hidden>
+            Pay with a wallet transaction instead
+          </button>
+          {v.devFaucet && (
+            <p class="dev-faucet">
+              <button id="faucet-button" type="button" class="secondary">Get test USDC</button>
+              <span class="note">Development only: funds the connected wallet on this chain.</span>
+            </p>
+          )}
         </section>
         <section class="qr" aria-label="Pay from a phone">
           <p>Or open this page in a phone wallet:</p>

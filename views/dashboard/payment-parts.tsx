@@ -2,6 +2,7 @@
  * Pieces the payment pages share (Overview, Payments, Payment links, the detail page): the
  * payment as the views see it, its status badge, its chain, and the payments table.
  */
+import type { PaymentStatus } from "../../src/modules/payments/payments.rules.ts";
 import { Badge, Time } from "./shell.tsx";
 
 export interface PaymentItem {
@@ -10,7 +11,7 @@ export interface PaymentItem {
   /** Display amount, e.g. "1,234.50". */
   amount: string;
   currency: string;
-  status: "PENDING" | "SUCCESS" | "FAILED" | "EXPIRED";
+  status: PaymentStatus;
   /** The record's chain: Settle or Settle_Testnet. */
   chain: string;
   chainId: number;

@@ -12,9 +12,10 @@ import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
 /**
  * @title PaymentRouter
  * @notice Settles hosted-checkout payments. The service signs an EIP-712 order (reference, payee,
- * exact amount, deadline); the payer submits it with their own transaction and the router moves
- * exactly that amount from the payer to the payee, once per reference, emitting the reference so
- * the service's log watcher can match the payment.
+ * exact amount, deadline); either the payer submits it with their own transaction (permit), or the
+ * service relays the payer's EIP-3009 authorization (gasless). The router moves exactly that
+ * amount from the payer to the payee, once per reference, emitting the reference so the
+ * service's log watcher can match the payment.
  *
  * @dev `reference` is a reserved word in Solidity, so the ABI calls the field `ref`; the signed
  * EIP-712 type keeps the name `reference` (field names only matter in the type string).
@@ -27,6 +28,17 @@ contract PaymentRouter is EIP712, Ownable {
         address payTo;
         uint256 amount;
         uint256 validBefore;
+    }
+
+    /// @notice The payer's EIP-3009 ReceiveWithAuthorization, minus what the order fixes (to,
+    /// value, nonce). A struct keeps the relay call within the stack limit.
+    struct Authorization {
+        address from;
+        uint256 validAfter;
+        uint256 validBefore;
+        uint8 v;
+        bytes32 r;
+        bytes32 s;
     }
 
     bytes32 public constant PAYMENT_ORDER_TYPEHASH =
@@ -80,32 +92,40 @@ contract PaymentRouter is EIP712, Ownable {
         emit PaymentSettled(order.ref, msg.sender, order.payTo, order.amount);
     }
 
-    /// @notice Pays `order` from the caller with an EIP-3009 ReceiveWithAuthorization whose `to`
-    /// is this router and whose value is exactly `order.amount`.
+    /// @notice Gasless checkout: pays `order` from `from` with their EIP-3009
+    /// ReceiveWithAuthorization (to = this router, value = exactly `order.amount`, nonce =
+    /// `authorizationNonce(order)`). Anyone may submit it (the service relays it from its
+    /// operator), so the payer needs USDC and no native gas.
+    /// @dev The nonce is derived from the order, never passed in: a signature made for one
+    /// payment recovers to another address under any other order (the token refuses it), and the
+    /// token spends the nonce, so it pays that payment once. Front-running it only submits the
+    /// same payment to the same payee.
     function payWithAuthorization(
         PaymentOrder calldata order,
         bytes calldata orderSignature,
-        uint256 validAfter,
-        uint256 validBefore,
-        bytes32 nonce,
-        uint8 v,
-        bytes32 r,
-        bytes32 s
+        Authorization calldata auth
     ) external {
+        if (auth.from == address(0)) revert ZeroAddress();
         _accept(order, orderSignature);
         IERC3009(address(usdc)).receiveWithAuthorization(
-            msg.sender,
+            auth.from,
             address(this),
             order.amount,
-            validAfter,
-            validBefore,
-            nonce,
-            v,
-            r,
-            s
+            auth.validAfter,
+            auth.validBefore,
+            authorizationNonce(order),
+            auth.v,
+            auth.r,
+            auth.s
         );
         usdc.safeTransfer(order.payTo, order.amount);
-        emit PaymentSettled(order.ref, msg.sender, order.payTo, order.amount);
+        emit PaymentSettled(order.ref, auth.from, order.payTo, order.amount);
+    }
+
+    /// @notice The EIP-3009 nonce a payer signs to pay `order` gaslessly: it binds the reference,
+    /// the payee and the amount.
+    function authorizationNonce(PaymentOrder calldata order) public pure returns (bytes32) {
+        return keccak256(abi.encode(order.ref, order.payTo, order.amount));
     }
 
     /// @notice Pays `order` from the caller using an allowance given beforehand with `approve`.

@@ -12,6 +12,8 @@ import {
   setSessionCookie,
 } from "../../http/session-token.ts";
 import * as service from "./consumers.service.ts";
+import { sessionBody } from "./consumers.schemas.ts";
+import { parseOrThrow } from "../../http/contract.ts";
 
 export function consumersApi(deps: Deps) {
   const app = new Hono<AuthEnv>();
@@ -19,7 +21,7 @@ export function consumersApi(deps: Deps) {
   const open = guard(deps, { accept: [] });
 
   app.post("/api/consumer/session", open, idempotent(deps), async (c) => {
-    const body = await readJsonObject(c);
+    const body = parseOrThrow(sessionBody, await readJsonObject(c));
     const r = await service.startSession(deps, body.walletAddress);
     setSessionCookie(c, deps.config, CONSUMER_COOKIE, r.token, CONSUMER_SESSION_SECONDS);
     return c.json({

@@ -1,10 +1,9 @@
 /** Wallet-first consumer sessions: a managed wallet made for you, or your own wallet's address. */
 import type { Deps } from "../../deps.ts";
-import { ApiError } from "../../http/errors.ts";
-import { M } from "../../http/messages.ts";
+import { DomainError } from "../../errors.ts";
 import { CONSUMER_SESSION_SECONDS, signToken, verifyToken } from "../../http/session-token.ts";
 import { checksum, isAddress, lower } from "../../chain/address.ts";
-import { formatUsdc } from "../../chain/amount.ts";
+import { formatUsdc } from "../../money.ts";
 import * as repo from "./consumers.repo.ts";
 
 export async function startSession(deps: Deps, walletAddress: unknown) {
@@ -19,7 +18,7 @@ export async function startSession(deps: Deps, walletAddress: unknown) {
       now,
     });
   } else {
-    if (!isAddress(walletAddress)) throw new ApiError(400, M.consumerAddress);
+    if (!isAddress(walletAddress)) throw new DomainError("consumer_address_invalid");
     account = await repo.upsertExternal(deps.sql, lower(walletAddress), now);
   }
   const token = await signToken(
@@ -37,10 +36,10 @@ export async function sessionAccount(
   deps: Deps,
   token: string | undefined,
 ): Promise<repo.ConsumerRow> {
-  if (!token) throw new ApiError(401, M.consumerNoSession);
+  if (!token) throw new DomainError("consumer_session_missing");
   const claims = await verifyToken(deps.config, "consumer", token, deps.clock.now());
   const account = claims ? await repo.findById(deps.sql, claims.sub) : null;
-  if (!account) throw new ApiError(401, M.consumerBadSession);
+  if (!account) throw new DomainError("consumer_session_invalid");
   return account;
 }
 

@@ -11,6 +11,7 @@ import type { Auth } from "../../http/auth.ts";
 import { assetUrl } from "../../http/assets.ts";
 import type { CsrfEnv } from "../../http/csrf.ts";
 import { ApiError } from "../../http/errors.ts";
+import { answerFor, type ErrorAnswer } from "../../http/error-map.ts";
 import { M } from "../../http/messages.ts";
 import {
   DashboardPage,
@@ -185,14 +186,18 @@ export function single(values: FormValues): Record<string, string> {
   );
 }
 
-export type Outcome<T> = { ok: true; value: T } | { ok: false; error: ApiError };
+export type Outcome<T> = { ok: true; value: T } | { ok: false; error: ErrorAnswer };
 
-/** Runs a service call; its ApiError (the catalog text) comes back to be shown inline. */
+/**
+ * Runs a service call; its failure comes back as the API's answer (status, catalog text, code)
+ * to be shown inline. Unexpected errors propagate to the dashboard's error page.
+ */
 export async function attempt<T>(fn: () => Promise<T>): Promise<Outcome<T>> {
   try {
     return { ok: true, value: await fn() };
   } catch (e) {
-    if (e instanceof ApiError) return { ok: false, error: e };
-    throw e;
+    const error = answerFor(e);
+    if (error.unexpected) throw e;
+    return { ok: false, error };
   }
 }

@@ -18,6 +18,7 @@ import type { Deps } from "../../deps.ts";
 import { guard } from "../../http/auth.ts";
 import { csrfCookie, csrfVerify } from "../../http/csrf.ts";
 import { ApiError } from "../../http/errors.ts";
+import { answerFor } from "../../http/error-map.ts";
 import { M } from "../../http/messages.ts";
 import { MERCHANT_COOKIE } from "../../http/session-token.ts";
 import { ErrorView } from "../../../views/dashboard/shell.tsx";
@@ -114,16 +115,17 @@ function refuse(c: DashContext, status: ContentfulStatusCode, title: string, mes
   return page(c, { title, status, body: <ErrorView title={title} message={message} /> });
 }
 
+/** The API's answer for the error (the same table and texts), as a page or a notice. */
 function failure(c: DashContext, deps: Deps, err: Error) {
-  if (err instanceof ApiError) {
-    for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
-    const title = err.status === 429 ? "Slow down" : "Something went wrong";
-    return refuse(c, err.status, title, err.message);
+  const answer = answerFor(err);
+  if (answer.unexpected) {
+    deps.log.error("dashboard error", {
+      requestId: c.get("requestId"),
+      path: c.req.path,
+      error: err,
+    });
   }
-  deps.log.error("dashboard error", {
-    requestId: c.get("requestId"),
-    path: c.req.path,
-    error: err,
-  });
-  return refuse(c, 500, "Something went wrong", M.internal);
+  for (const [k, v] of Object.entries(answer.headers)) c.header(k, v);
+  const title = answer.status === 429 ? "Slow down" : "Something went wrong";
+  return refuse(c, answer.status, title, answer.message);
 }

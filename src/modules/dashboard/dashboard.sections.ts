@@ -1,7 +1,8 @@
 /**
  * The dashboard's sections: each is a nav entry plus its routes. Adding one (Overview,
  * Payments, Payment links, later escrow, streams, ...) is its view in `views/dashboard/<name>.tsx`,
- * a `<name>.section.tsx` here that renders it with `page()`, and one entry in SECTIONS.
+ * a `<name>.section.tsx` in its module's folder (src/modules/<name>/) that renders it with
+ * `page()`, and one entry in SECTIONS. The section's type is in `section.ts`.
  *
  *   export const paymentsSection: DashboardSection = {
  *     id: "payments", label: "Payments", path: "/dashboard/payments", order: 20,
@@ -16,32 +17,17 @@
  * page token as `c.get("csrfToken")` for its forms. A section whose path is "/dashboard"
  * (Overview) becomes the landing page; until one exists, /dashboard opens the first section.
  */
-import type { Hono } from "hono";
-import type { BlankSchema } from "hono/types";
-import type { Deps } from "../../deps.ts";
 import type { NavItem } from "../../../views/dashboard/shell.tsx";
-import type { DashEnv } from "./dashboard.http.tsx";
-import { keysSection } from "./keys.section.tsx";
-import { linksSection } from "./links.section.tsx";
-import { overviewSection } from "./overview.section.tsx";
-import { paymentsSection } from "./payments.section.tsx";
-import { walletSection } from "./wallet.section.tsx";
-import { webhooksSection } from "./webhooks.section.tsx";
+import type { DashboardSection } from "./section.ts";
+import { keysSection } from "../keys/keys.section.tsx";
+import { linksSection } from "../payments/payments.links.section.tsx";
+import { overviewSection } from "../payments/payments.overview.section.tsx";
+import { paymentsSection } from "../payments/payments.section.tsx";
+import { walletSection } from "../merchants/merchants.section.tsx";
+import { webhooksSection } from "../webhooks/webhooks.section.tsx";
+import { walletsSection } from "../wallets/wallets.section.tsx";
 
-export type DashboardApp = Hono<DashEnv, BlankSchema, "/dashboard">;
-
-export interface DashboardSection {
-  /** Stable id; `page({ section })` marks the nav entry current with it. */
-  id: string;
-  /** The nav text. */
-  label: string;
-  /** Where the nav entry links (absolute, e.g. "/dashboard/keys"). */
-  path: string;
-  /** Nav position: Overview 10, Payments 20, Payment links 30, API keys 40, Wallet 50, Webhooks 60. */
-  order: number;
-  /** Registers the section's routes (paths relative to /dashboard). */
-  routes(app: DashboardApp, deps: Deps): void;
-}
+export type { DashboardApp, DashboardSection } from "./section.ts";
 
 export const SECTIONS: DashboardSection[] = [
   overviewSection,
@@ -49,6 +35,7 @@ export const SECTIONS: DashboardSection[] = [
   linksSection,
   keysSection,
   walletSection,
+  walletsSection,
   webhooksSection,
 ];
 

@@ -5,7 +5,8 @@
 import type { MiddlewareHandler } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Deps } from "../../deps.ts";
-import { ApiError } from "../../http/errors.ts";
+import type { ErrorCode } from "../../errors.ts";
+import type { ErrorAnswer } from "../../http/error-map.ts";
 import { M } from "../../http/messages.ts";
 import {
   clearCookie,
@@ -32,7 +33,7 @@ import {
   sessionOf,
   single,
 } from "./dashboard.http.tsx";
-import type { DashboardApp } from "./dashboard.sections.ts";
+import type { DashboardApp } from "./section.ts";
 
 /** Paths served without a session. */
 export const PUBLIC_PATHS = new Set(["/dashboard/login", "/dashboard/signup", "/dashboard/verify"]);
@@ -45,19 +46,19 @@ const SIGNUP_FIELD_MESSAGES: Record<string, string> = {
 };
 
 /** Where each service error belongs on the form. */
-const ERROR_FIELD: Record<string, string> = {
-  [M.emailTaken]: "email",
-  [M.noAccount]: "email",
-  [M.alreadyVerified]: "email",
-  [M.invalidCode]: "code",
-  [M.codeExpired]: "code",
-  [M.codeLocked]: "code",
-  [M.badLogin]: "password",
-  [M.unverifiedLogin]: "email",
+const ERROR_FIELD: Partial<Record<ErrorCode, string>> = {
+  email_taken: "email",
+  account_not_found: "email",
+  account_already_verified: "email",
+  verification_code_invalid: "code",
+  verification_code_expired: "code",
+  verification_code_locked: "code",
+  login_invalid: "password",
+  login_unverified: "email",
 };
 
-function placed(e: ApiError): FormState {
-  const field = ERROR_FIELD[e.message];
+function placed(e: ErrorAnswer): FormState {
+  const field = e.code && ERROR_FIELD[e.code];
   return field
     ? { errors: { [field]: e.message } }
     : { notice: { kind: "error", text: e.message } };

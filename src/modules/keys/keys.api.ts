@@ -1,27 +1,13 @@
 /** /api/keys: issue, list, revoke and rotate API keys (merchant cookie or merchant key). */
 import { Hono } from "hono";
-import { z } from "zod";
 import type { Deps } from "../../deps.ts";
-import { parseBody } from "../../http/body.ts";
+import { readJsonObject } from "../../http/body.ts";
+import { parseOrThrow } from "../../http/contract.ts";
 import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
 import { idempotent } from "../../http/idempotency.ts";
 import { M } from "../../http/messages.ts";
-import { KEY_SCOPES } from "./keys.rules.ts";
+import { createKeyBody } from "./keys.schemas.ts";
 import * as service from "./keys.service.ts";
-
-const createBody = z.object({
-  type: z.enum(["secret", "publishable"]),
-  environment: z.enum(["test", "live"]),
-  label: z.string().trim().max(100).optional(),
-  scopes: z.array(z.enum(KEY_SCOPES)).max(KEY_SCOPES.length).optional(),
-});
-
-const FIELD_MESSAGES: Record<string, string> = {
-  type: M.keyType,
-  environment: M.keyEnvironment,
-  label: M.keyLabel,
-  scopes: M.keyScopes,
-};
 
 export function keysApi(deps: Deps) {
   const app = new Hono<AuthEnv>();
@@ -29,9 +15,7 @@ export function keysApi(deps: Deps) {
   const once = idempotent(deps);
 
   app.post("/api/keys", owner, once, async (c) => {
-    const body = await parseBody(c, createBody, {
-      message: (issues) => FIELD_MESSAGES[String(issues[0]?.path[0])] ?? M.keyType,
-    });
+    const body = parseOrThrow(createKeyBody, await readJsonObject(c));
     const key = await service.createKey(deps, merchantOf(c).id, body);
     return c.json({ success: true, key, warning: M.keyWarning }, 201);
   });

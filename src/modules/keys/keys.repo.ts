@@ -1,7 +1,7 @@
 /** SQL for api_keys. */
 import type { Db } from "../../db/client.ts";
 import type { KeyEnvironment, KeyKind } from "./keys.rules.ts";
-import type { MerchantRow } from "../merchants/merchants.repo.ts";
+import type { MerchantRow } from "../merchants/merchants.types.ts";
 
 export interface KeyRow {
   id: string;
@@ -38,11 +38,6 @@ export async function insertKey(sql: Db, k: NewKey): Promise<KeyRow> {
             ${k.label}, ${k.scopes}, ${k.createdAt})
     returning *`;
   return row;
-}
-
-export async function findByLookup(sql: Db, lookup: string): Promise<KeyRow | null> {
-  const [row] = await sql<KeyRow[]>`select * from api_keys where lookup = ${lookup}`;
-  return row ?? null;
 }
 
 /** A key and its merchant, in one query (every key-authenticated request asks). */

@@ -1,10 +1,9 @@
 /** API keys: issue (shown once), list, revoke, rotate, and resolve a presented key. */
 import type { Deps } from "../../deps.ts";
 import type { Db } from "../../db/client.ts";
-import { ApiError } from "../../http/errors.ts";
-import { M } from "../../http/messages.ts";
+import { DomainError } from "../../errors.ts";
 import * as repo from "./keys.repo.ts";
-import type { MerchantRow } from "../merchants/merchants.repo.ts";
+import type { MerchantRow } from "../merchants/merchants.types.ts";
 import {
   generateKey,
   hashKey,
@@ -84,6 +83,14 @@ export async function resolveKey(
   return { status: "ok", row, merchant: found!.merchant };
 }
 
+/** The hint of the merchant's active `merchant` key, shown on the profile. */
+export async function activeMerchantKeyHint(
+  deps: Pick<Deps, "sql">,
+  merchantId: string,
+): Promise<string | null> {
+  return (await repo.activeMerchantKey(deps.sql, merchantId))?.hint ?? null;
+}
+
 export async function listKeys(deps: Deps, merchantId: string) {
   return (await repo.listForMerchant(deps.sql, merchantId)).map(publicKey);
 }
@@ -109,9 +116,9 @@ export async function createKey(
 
 export async function revokeKey(deps: Deps, merchantId: string, id: string) {
   const row = isUuid(id) ? await repo.findForMerchant(deps.sql, merchantId, id) : null;
-  if (!row) throw new ApiError(404, M.keyNotFound);
-  if (row.revokedAt) throw new ApiError(400, M.keyAlreadyRevoked);
-  if (row.kind === "merchant") throw new ApiError(400, M.merchantKeyRevoke);
+  if (!row) throw new DomainError("key_not_found");
+  if (row.revokedAt) throw new DomainError("key_already_revoked");
+  if (row.kind === "merchant") throw new DomainError("merchant_key_not_revocable");
   await repo.revoke(deps.sql, row.id, deps.clock.now());
   return publicKey({ ...row, revokedAt: deps.clock.now() });
 }
@@ -120,12 +127,12 @@ export async function revokeKey(deps: Deps, merchantId: string, id: string) {
 export async function rotateKey(deps: Deps, merchantId: string, id: string) {
   return await deps.sql.begin(async (tx) => {
     const row = isUuid(id) ? await repo.findForMerchant(tx, merchantId, id) : null;
-    if (!row) throw new ApiError(404, M.keyNotFound);
-    if (row.revokedAt) throw new ApiError(400, M.keyAlreadyRevoked);
+    if (!row) throw new DomainError("key_not_found");
+    if (row.revokedAt) throw new DomainError("key_already_revoked");
     const now = deps.clock.now();
     const issued = await issueKey(tx, now, merchantId, row);
     if (!(await repo.revoke(tx, row.id, now, issued.row.id))) {
-      throw new ApiError(409, M.keyAlreadyRevoked);
+      throw new DomainError("key_revoked_concurrently");
     }
     return { key: { ...publicKey(issued.row), key: issued.key }, revokedKeyId: row.id };
   });

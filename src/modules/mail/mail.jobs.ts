@@ -14,7 +14,8 @@ import { createTransport, type Transporter } from "nodemailer";
 import { defineJob } from "../../queue/registry.ts";
 import type { Deps } from "../../deps.ts";
 import { insertDevMail } from "./mail.repo.ts";
-import { type MailMessage, mailMessageSchema } from "./mail.schemas.ts";
+import type { MailMessage } from "./mail.schemas.ts";
+import { sendMailQueue } from "./mail.queues.ts";
 
 // One transporter per URL: it holds the parsed options and, for pooled URLs, the connections.
 const transporters = new Map<string, Transporter>();
@@ -43,15 +44,7 @@ export class MailNotConfiguredError extends Error {
 }
 
 export const sendMailJob = defineJob<MailMessage, Deps>({
-  name: "mail.send",
-  schema: mailMessageSchema,
-  queue: {
-    retryLimit: 5,
-    retryDelay: 5,
-    retryBackoff: true,
-    retryDelayMax: 300,
-    expireInSeconds: 180,
-  },
+  ...sendMailQueue,
   handler: async (msg, { deps, jobId }) => {
     const { config, log } = deps;
     if (config.SMTP_URL) {

@@ -1,5 +1,5 @@
 /** Mail: the `mail.send` job behind `deps.mailer`, and the development mailbox pages. */
-import type { AppModule } from "../index.ts";
+import type { AppModule } from "../module.ts";
 import { mailJobs } from "./mail.jobs.ts";
 import { mailPages } from "./mail.pages.tsx";
 

@@ -9,7 +9,8 @@ import type { Context } from "hono";
 import { getConnInfo } from "hono/deno";
 import type { Deps } from "../../deps.ts";
 import { Layout } from "../../../views/layout.tsx";
-import { type DevMail, getDevMail, listDevMail } from "./mail.repo.ts";
+import { getDevMail, listDevMail } from "./mail.service.ts";
+import type { DevMail } from "./mail.types.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_LIST = 200;
@@ -22,13 +23,13 @@ export function mailPages(deps: Deps): Hono {
     if (!isLocalRequest(c)) return c.notFound();
     const to = c.req.query("to")?.trim() || undefined;
     const limit = clampLimit(c.req.query("limit"));
-    const mails = await listDevMail(deps.sql, { to, limit });
+    const mails = await listDevMail(deps, { to, limit });
     return c.json({ success: true, messages: mails.map(toJson) });
   });
 
   app.get("/dev/mailbox", async (c) => {
     if (!isLocalRequest(c)) return c.notFound();
-    const mails = await listDevMail(deps.sql, { limit: MAX_LIST });
+    const mails = await listDevMail(deps, { limit: MAX_LIST });
     return c.html(
       <Page title="Dev mailbox">
         <p>Mail the service would have sent (no SMTP_URL is configured). Newest first.</p>
@@ -61,7 +62,7 @@ export function mailPages(deps: Deps): Hono {
   app.get("/dev/mailbox/:id", async (c) => {
     if (!isLocalRequest(c)) return c.notFound();
     const id = c.req.param("id");
-    const mail = UUID.test(id) ? await getDevMail(deps.sql, id) : undefined;
+    const mail = UUID.test(id) ? await getDevMail(deps, id) : undefined;
     if (!mail) {
       return c.html(<Page title="Not found">No such message.</Page>, 404);
     }

@@ -1,14 +1,6 @@
 /** The development mailbox: mail kept in the database when no SMTP server is configured. */
 import type { Db } from "../../db/client.ts";
-
-export interface DevMail {
-  id: string;
-  toAddress: string;
-  subject: string;
-  textBody: string;
-  htmlBody: string | null;
-  createdAt: Date;
-}
+import type { DevMail } from "./mail.types.ts";
 
 /** Stores one mail; a second insert with the same id (a redelivered job) is ignored. */
 export async function insertDevMail(

@@ -3,22 +3,35 @@
  * caller's transaction when given one: a slow mail server never slows a request, and a
  * rolled-back signup sends nothing.
  */
-import type { Db } from "../../db/client.ts";
+import type { Deps } from "../../deps.ts";
 import type { Queue } from "../../queue/queue.ts";
-import { sendMailJob } from "./mail.jobs.ts";
-import { type MailMessage, mailMessageSchema } from "./mail.schemas.ts";
+import { sendMailQueue } from "./mail.queues.ts";
+import { mailMessageSchema } from "./mail.schemas.ts";
+import type { DevMail, Mailer } from "./mail.types.ts";
+import * as repo from "./mail.repo.ts";
 
-export type { MailMessage } from "./mail.schemas.ts";
-
-export interface Mailer {
-  send(msg: MailMessage, opts?: { tx?: Db }): Promise<void>;
-}
+export type { Mailer, MailMessage } from "./mail.types.ts";
 
 export function createMailer(queue: Queue): Mailer {
   return {
     async send(msg, opts = {}) {
       const message = mailMessageSchema.parse(msg);
-      await queue.send(sendMailJob, message, opts.tx ? { tx: opts.tx } : {});
+      await queue.send(sendMailQueue, message, opts.tx ? { tx: opts.tx } : {});
     },
   };
+}
+
+/** The development mailbox, newest first; `to` filters by recipient, case-insensitively. */
+export async function listDevMail(
+  deps: Pick<Deps, "sql">,
+  opts: { to?: string; limit: number },
+): Promise<DevMail[]> {
+  return await repo.listDevMail(deps.sql, opts);
+}
+
+export async function getDevMail(
+  deps: Pick<Deps, "sql">,
+  id: string,
+): Promise<DevMail | undefined> {
+  return await repo.getDevMail(deps.sql, id);
 }

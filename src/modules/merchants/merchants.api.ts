@@ -2,7 +2,8 @@
 import { Hono } from "hono";
 import { getCookie } from "hono/cookie";
 import type { Deps } from "../../deps.ts";
-import { parseBody, readJsonObject } from "../../http/body.ts";
+import { readJsonObject } from "../../http/body.ts";
+import { parseOrThrow } from "../../http/contract.ts";
 import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
 import { idempotent } from "../../http/idempotency.ts";
 import { M } from "../../http/messages.ts";
@@ -14,7 +15,14 @@ import {
   WALLET_NONCE_COOKIE,
   WALLET_NONCE_SECONDS,
 } from "../../http/session-token.ts";
-import { loginBody, signupBody, verifyBody } from "./merchants.schemas.ts";
+import {
+  connectBody,
+  connectQuery,
+  loginBody,
+  signupBody,
+  verifyBody,
+  walletPatchBody,
+} from "./merchants.schemas.ts";
 import * as service from "./merchants.service.ts";
 import * as wallet from "./merchants.wallet.ts";
 
@@ -40,15 +48,13 @@ export function merchantsApi(deps: Deps) {
   const once = idempotent(deps);
 
   app.post("/api/merchant/signup", open, once, async (c) => {
-    const body = await parseBody(c, signupBody, {
-      message: (issues) => signupMessage(String(issues[0]?.path[0] ?? "")),
-    });
+    const body = parseOrThrow(signupBody, await readJsonObject(c));
     const r = await service.signup(deps, body);
     return c.json({ success: true, message: M.codeSent, email: r.email }, 201);
   });
 
   app.post("/api/merchant/verify", open, once, async (c) => {
-    const body = await parseBody(c, verifyBody, { message: M.verifyFields });
+    const body = parseOrThrow(verifyBody, await readJsonObject(c));
     const r = await service.verify(deps, body);
     return c.json({
       success: true,
@@ -60,7 +66,7 @@ export function merchantsApi(deps: Deps) {
   });
 
   app.post("/api/merchant/login", open, async (c) => {
-    const body = await parseBody(c, loginBody, { message: M.loginFields });
+    const body = parseOrThrow(loginBody, await readJsonObject(c));
     const r = await service.login(deps, body);
     setSessionCookie(c, deps.config, MERCHANT_COOKIE, r.token, MERCHANT_SESSION_SECONDS);
     return c.json({ success: true, merchant: service.publicMerchant(r.merchant) });
@@ -90,13 +96,14 @@ export function merchantsApi(deps: Deps) {
   });
 
   app.patch("/api/merchant/wallet", session, async (c) => {
-    const body = await readJsonObject(c);
-    const r = await wallet.switchToManaged(deps, merchantOf(c), String(body.walletProvider ?? ""));
+    const body = parseOrThrow(walletPatchBody, await readJsonObject(c));
+    const r = await wallet.switchToManaged(deps, merchantOf(c), body.walletProvider);
     return c.json({ success: true, ...r });
   });
 
   app.get(CONNECT_PATH, connect, async (c) => {
-    const r = await wallet.linkChallenge(deps, merchantOf(c), c.req.query("address") || undefined);
+    const q = parseOrThrow(connectQuery, c.req.query());
+    const r = await wallet.linkChallenge(deps, merchantOf(c), q.address);
     setSessionCookie(
       c,
       deps.config,
@@ -109,25 +116,13 @@ export function merchantsApi(deps: Deps) {
   });
 
   app.post(CONNECT_PATH, connect, async (c) => {
-    const body = await readJsonObject(c);
+    const raw = await readJsonObject(c);
     const nonce = getCookie(c, WALLET_NONCE_COOKIE);
     clearCookie(c, deps.config, WALLET_NONCE_COOKIE, CONNECT_PATH);
+    const body = parseOrThrow(connectBody, raw);
     const r = await wallet.linkWallet(deps, merchantOf(c), nonce, body);
     return c.json({ success: true, ...r });
   });
 
   return app;
-}
-
-function signupMessage(field: string): string {
-  switch (field) {
-    case "businessName":
-      return M.signupBusinessName;
-    case "password":
-      return M.signupPassword;
-    case "walletProvider":
-      return M.signupWalletProvider;
-    default:
-      return M.signupEmail;
-  }
 }

@@ -1,23 +1,6 @@
 /** SQL for merchants, their sessions and wallet-link challenges. */
 import type { Db } from "../../db/client.ts";
-
-export type WalletProvider = "MANAGED" | "EXTENSION_WALLET" | "LINK_WALLET" | "HOSTED_WALLET";
-
-export interface MerchantRow {
-  id: string;
-  email: string;
-  businessName: string;
-  passwordHash: string;
-  walletProvider: WalletProvider;
-  walletAddress: string | null;
-  managedWalletId: string | null;
-  verifiedAt: Date | null;
-  verificationCodeHash: string | null;
-  verificationExpiresAt: Date | null;
-  verificationAttempts: number;
-  createdAt: Date;
-  updatedAt: Date;
-}
+import type { MerchantRow, WalletProvider } from "./merchants.types.ts";
 
 export async function findById(sql: Db, id: string): Promise<MerchantRow | null> {
   const [row] = await sql<MerchantRow[]>`select * from merchants where id = ${id}`;
@@ -101,6 +84,18 @@ export async function setPayoutWallet(
   return row;
 }
 
+// ---- webhook signing secret (kept on the merchant; the webhooks module signs with it) -------
+
+export async function webhookSecret(sql: Db, merchantId: string): Promise<string | null> {
+  const [row] = await sql<{ webhookSecret: string }[]>`
+    select webhook_secret from merchants where id = ${merchantId}`;
+  return row?.webhookSecret ?? null;
+}
+
+export async function setWebhookSecret(sql: Db, merchantId: string, secret: string): Promise<void> {
+  await sql`update merchants set webhook_secret = ${secret}, updated_at = now() where id = ${merchantId}`;
+}
+
 // ---- sessions ---------------------------------------------------------------------------------
 
 export async function createSession(
@@ -113,18 +108,6 @@ export async function createSession(
     insert into merchant_sessions (merchant_id, created_at, expires_at)
     values (${merchantId}, ${now}, ${expiresAt}) returning id`;
   return row.id;
-}
-
-export async function liveSession(
-  sql: Db,
-  id: string,
-  merchantId: string,
-  now: Date,
-): Promise<boolean> {
-  const rows = await sql`
-    select 1 from merchant_sessions
-    where id = ${id} and merchant_id = ${merchantId} and revoked_at is null and expires_at > ${now}`;
-  return rows.length === 1;
 }
 
 /** The merchant of a live session, in one query (every cookie request asks). */

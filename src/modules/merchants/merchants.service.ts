@@ -1,13 +1,11 @@
 /** Merchant accounts: signup with an emailed code, verification, login sessions, the profile. */
 import type { Deps } from "../../deps.ts";
-import { ApiError } from "../../http/errors.ts";
-import { M } from "../../http/messages.ts";
+import { DomainError } from "../../errors.ts";
 import { signToken } from "../../http/session-token.ts";
 import { MERCHANT_SESSION_SECONDS } from "../../http/session-token.ts";
 import { checksum } from "../../chain/address.ts";
 import * as repo from "./merchants.repo.ts";
-import * as keysRepo from "../keys/keys.repo.ts";
-import { issueKey } from "../keys/keys.service.ts";
+import { activeMerchantKeyHint, issueKey } from "../keys/keys.service.ts";
 import {
   checkCode,
   CODE_TTL_MS,
@@ -22,8 +20,9 @@ import {
   verifyPassword,
 } from "./merchants.rules.ts";
 import { computeStats, type PaymentSummaryRow, recentPayment } from "./merchants.stats.ts";
-import type { WalletProvider } from "./merchants.repo.ts";
+import type { MerchantRow, WalletProvider } from "./merchants.types.ts";
 import * as payments from "../payments/payments.service.ts";
+import { createManagedWallet } from "../wallets/wallets.service.ts";
 import { paymentRecord } from "../payments/payments.rules.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 
@@ -33,7 +32,7 @@ export async function signup(
 ) {
   const email = normaliseEmail(body.email);
   const existing = await repo.findByEmail(deps.sql, email);
-  if (existing?.verifiedAt) throw new ApiError(409, M.emailTaken);
+  if (existing?.verifiedAt) throw new DomainError("email_taken");
   const code = newVerificationCode();
   const now = deps.clock.now();
   const passwordHash = await hashPassword(body.password);
@@ -48,7 +47,7 @@ export async function signup(
       now,
     });
     // Verified by a concurrent request between our read and this write.
-    if (!row) throw new ApiError(409, M.emailTaken);
+    if (!row) throw new DomainError("email_taken");
     await deps.mailer.send({
       to: email,
       // The code stays out of the subject: subjects appear in delivery logs.
@@ -69,27 +68,33 @@ export async function verify(deps: Deps, body: { email: string; code: string }) 
   const email = normaliseEmail(body.email);
   const result = await deps.sql.begin(async (tx) => {
     const m = await repo.findByEmail(tx, email, { forUpdate: true });
-    if (!m) throw new ApiError(404, M.noAccount);
-    if (m.verifiedAt) throw new ApiError(409, M.alreadyVerified);
+    if (!m) throw new DomainError("account_not_found");
+    if (m.verifiedAt) throw new DomainError("account_already_verified");
     const outcome = checkCode(m, body.code, deps.clock.now());
-    if (outcome === "locked" || outcome === "none") throw new ApiError(400, M.codeLocked);
-    if (outcome === "expired") throw new ApiError(400, M.codeExpired);
+    if (outcome === "locked" || outcome === "none") {
+      throw new DomainError("verification_code_locked");
+    }
+    if (outcome === "expired") throw new DomainError("verification_code_expired");
     if (outcome === "wrong") {
       // Committed: the count must survive, so this returns instead of throwing.
       const attempts = await repo.recordWrongCode(tx, m.id);
-      return { wrong: attempts >= MAX_CODE_ATTEMPTS ? M.codeLocked : M.invalidCode } as const;
+      return {
+        wrong: attempts >= MAX_CODE_ATTEMPTS
+          ? "verification_code_locked"
+          : "verification_code_invalid",
+      } as const;
     }
 
     let walletAddress: string | null = null;
     let managedWalletId: string | null = null;
     if (m.walletProvider === "MANAGED") {
       try {
-        const w = await deps.chain.createWallet("merchant");
+        const w = await createManagedWallet(deps, m.id, { tx });
         walletAddress = w.address;
-        managedWalletId = w.id;
+        managedWalletId = w.walletId;
       } catch (e) {
         deps.log.error("merchant wallet provisioning failed", { merchantId: m.id, error: e });
-        throw new ApiError(500, M.walletSetupFailed);
+        throw new DomainError("wallet_setup_failed", {}, { cause: e });
       }
     }
     const now = deps.clock.now();
@@ -97,7 +102,7 @@ export async function verify(deps: Deps, body: { email: string; code: string }) 
     const issued = await issueKey(tx, now, m.id, { kind: "merchant", environment: "live" });
     return { merchant, apiKey: issued.key } as const;
   });
-  if ("wrong" in result) throw new ApiError(400, result.wrong!);
+  if ("wrong" in result) throw new DomainError(result.wrong!);
   return result;
 }
 
@@ -105,12 +110,12 @@ export async function login(deps: Deps, body: { email: string; password: string 
   // Longer than signup allows: no account can match, and hashing 100 KB on request is a gift to
   // a flood. The same answer as a wrong password, so the bound reveals nothing about accounts.
   if (body.password.length > PASSWORD_MAX_LENGTH || body.email.length > EMAIL_MAX_LENGTH) {
-    throw new ApiError(401, M.badLogin);
+    throw new DomainError("login_invalid");
   }
   const m = await repo.findByEmail(deps.sql, normaliseEmail(body.email));
   const ok = await verifyPassword(body.password, m?.passwordHash ?? DUMMY_PASSWORD_HASH);
-  if (!m || !ok) throw new ApiError(401, M.badLogin);
-  if (!m.verifiedAt) throw new ApiError(403, M.unverifiedLogin);
+  if (!m || !ok) throw new DomainError("login_invalid");
+  if (!m.verifiedAt) throw new DomainError("login_unverified");
   const now = deps.clock.now();
   const sessionId = await repo.createSession(
     deps.sql,
@@ -128,13 +133,23 @@ export async function login(deps: Deps, body: { email: string; password: string 
   return { merchant: m, token };
 }
 
+/** The merchant of a live session, in one query (every cookie request asks). */
+export async function sessionMerchant(
+  deps: Pick<Deps, "sql">,
+  sessionId: string,
+  merchantId: string,
+  now: Date,
+) {
+  return await repo.sessionMerchant(deps.sql, sessionId, merchantId, now);
+}
+
 export async function logout(deps: Deps, sessionId: string) {
   await repo.revokeSession(deps.sql, sessionId, deps.clock.now());
 }
 
 /** The profile: the merchant, payment stats over the 50 most recent, the 20 newest. */
-export async function profile(deps: Deps, m: repo.MerchantRow) {
-  const key = await keysRepo.activeMerchantKey(deps.sql, m.id);
+export async function profile(deps: Deps, m: MerchantRow) {
+  const hint = await activeMerchantKeyHint(deps, m.id);
   const recent = await recentPayments(deps, m.id, 50);
   return {
     merchant: {
@@ -144,7 +159,7 @@ export async function profile(deps: Deps, m: repo.MerchantRow) {
       createdAt: m.createdAt.toISOString(),
       walletProvider: m.walletProvider,
       walletAddress: displayAddress(m.walletAddress),
-      apiKeyHint: key?.hint ?? null,
+      apiKeyHint: hint,
     },
     stats: computeStats(recent),
     recentPayments: recent.slice(0, 20).map((p) => recentPayment(p, deps.config.BASE_URL)),
@@ -167,7 +182,7 @@ export async function dashboardPayments(deps: Deps, merchantId: string, profile:
   return rows.map((p) => paymentRecord(p, profile, now));
 }
 
-export function publicMerchant(m: repo.MerchantRow) {
+export function publicMerchant(m: MerchantRow) {
   return {
     id: m.id,
     email: m.email,

@@ -2,7 +2,7 @@
  * The merchant profile's payment figures (spec: stats over the 50 most recent payments, 20
  * newest as recentPayments). Pure: the payments module supplies the rows.
  */
-import { roundUsdcTo, usdcToNumber } from "../../chain/amount.ts";
+import { roundUsdcTo, usdcToNumber } from "../../money.ts";
 
 export interface PaymentSummaryRow {
   reference: string;

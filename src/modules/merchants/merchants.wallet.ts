@@ -5,15 +5,17 @@
  */
 import { createHash } from "node:crypto";
 import type { Deps } from "../../deps.ts";
-import { ApiError } from "../../http/errors.ts";
+import { DomainError } from "../../errors.ts";
 import { M } from "../../http/messages.ts";
 import { WALLET_NONCE_SECONDS } from "../../http/session-token.ts";
 import { checksum, isAddress, lower } from "../../chain/address.ts";
 import * as repo from "./merchants.repo.ts";
+import type { MerchantRow, WalletProvider } from "./merchants.types.ts";
 import { displayAddress } from "./merchants.service.ts";
 import { EXTERNAL_WALLET_KINDS } from "./merchants.schemas.ts";
+import { createManagedWallet } from "../wallets/wallets.service.ts";
 
-export function walletView(m: repo.MerchantRow) {
+export function walletView(m: MerchantRow) {
   return {
     walletProvider: m.walletProvider,
     walletAddress: displayAddress(m.walletAddress),
@@ -22,22 +24,22 @@ export function walletView(m: repo.MerchantRow) {
 }
 
 /** A brand-new managed wallet; allowed only when the payout wallet is not already managed. */
-export async function switchToManaged(deps: Deps, m: repo.MerchantRow, walletProvider: string) {
-  if (walletProvider !== "MANAGED") throw new ApiError(400, M.walletPatchExternal);
+export async function switchToManaged(deps: Deps, m: MerchantRow, walletProvider: string) {
+  if (walletProvider !== "MANAGED") throw new DomainError("wallet_provider_not_managed");
   if (m.walletProvider === "MANAGED" && m.managedWalletId) {
-    throw new ApiError(409, M.walletAlreadyManaged);
+    throw new DomainError("wallet_already_managed");
   }
   let wallet;
   try {
-    wallet = await deps.chain.createWallet("merchant");
+    wallet = await createManagedWallet(deps, m.id);
   } catch (e) {
     deps.log.error("managed wallet provisioning failed", { merchantId: m.id, error: e });
-    throw new ApiError(500, M.walletSetupFailed);
+    throw new DomainError("wallet_setup_failed", {}, { cause: e });
   }
   const updated = await repo.setPayoutWallet(deps.sql, m.id, {
     walletProvider: "MANAGED",
     walletAddress: wallet.address,
-    managedWalletId: wallet.id,
+    managedWalletId: wallet.walletId,
     now: deps.clock.now(),
   });
   return {
@@ -49,9 +51,9 @@ export async function switchToManaged(deps: Deps, m: repo.MerchantRow, walletPro
   };
 }
 
-export async function linkChallenge(deps: Deps, m: repo.MerchantRow, address: string | undefined) {
-  if (!address) throw new ApiError(400, M.connectAddressMissing);
-  if (!isAddress(address)) throw new ApiError(400, M.connectAddressInvalid);
+export async function linkChallenge(deps: Deps, m: MerchantRow, address: string | undefined) {
+  if (!address) throw new DomainError("wallet_address_missing");
+  if (!isAddress(address)) throw new DomainError("wallet_address_invalid");
   const now = deps.clock.now();
   const expiresAt = new Date(now.getTime() + WALLET_NONCE_SECONDS * 1000);
   const nonce = deps.chain.siwe.nonce();
@@ -79,7 +81,7 @@ export async function linkChallenge(deps: Deps, m: repo.MerchantRow, address: st
 
 export async function linkWallet(
   deps: Deps,
-  m: repo.MerchantRow,
+  m: MerchantRow,
   nonce: string | undefined,
   body: { address?: unknown; message?: unknown; signature?: unknown; walletKind?: unknown },
 ) {
@@ -88,14 +90,14 @@ export async function linkWallet(
     typeof address !== "string" || !address || typeof message !== "string" || !message ||
     typeof signature !== "string" || !signature || typeof walletKind !== "string" || !walletKind
   ) {
-    throw new ApiError(400, M.connectFields);
+    throw new DomainError("wallet_link_fields_missing");
   }
   if (!(EXTERNAL_WALLET_KINDS as readonly string[]).includes(walletKind)) {
-    throw new ApiError(400, M.connectKind);
+    throw new DomainError("wallet_kind_invalid");
   }
   const now = deps.clock.now();
   const challenge = nonce ? await repo.consumeChallenge(deps.sql, nonce, m.id, now) : null;
-  if (!challenge) throw new ApiError(400, M.connectChallenge);
+  if (!challenge) throw new DomainError("wallet_challenge_missing");
   const matches = isAddress(address) && lower(address) === challenge.address &&
     sha256(message) === challenge.messageHash;
   const valid = matches && await deps.chain.siwe.verify(deps.chain.payoutProfile(), {
@@ -106,9 +108,9 @@ export async function linkWallet(
     address: checksum(address),
     time: now,
   });
-  if (!valid) throw new ApiError(401, M.connectSignature);
+  if (!valid) throw new DomainError("wallet_signature_invalid");
   const updated = await repo.setPayoutWallet(deps.sql, m.id, {
-    walletProvider: walletKind as repo.WalletProvider,
+    walletProvider: walletKind as WalletProvider,
     walletAddress: lower(address),
     managedWalletId: null,
     now,

@@ -3,21 +3,16 @@
  * bearer). All in the shared payments rate-limit bucket; creates take an Idempotency-Key.
  */
 import { Hono } from "hono";
-import { z } from "zod";
 import type { Deps } from "../../deps.ts";
 import { parseQuery, readJsonObject } from "../../http/body.ts";
 import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
 import { idempotent } from "../../http/idempotency.ts";
 import { M } from "../../http/messages.ts";
-import { usdcToNumber } from "../../chain/amount.ts";
+import { usdcToNumber } from "../../money.ts";
 import * as service from "./payments.service.ts";
 import { paymentRecord } from "./payments.rules.ts";
-
-const historyQuery = z.object({
-  status: z.enum(["PENDING", "SUCCESS", "FAILED", "EXPIRED"]).optional(),
-  limit: z.coerce.number().int().min(1).max(100).optional(),
-  cursor: z.string().max(200).optional(),
-});
+import { CREATE_HINTS, createPaymentBody, historyQuery } from "./payments.schemas.ts";
+import { parseOrThrow } from "../../http/contract.ts";
 
 export function paymentsApi(deps: Deps) {
   const app = new Hono<AuthEnv>();
@@ -31,10 +26,11 @@ export function paymentsApi(deps: Deps) {
   });
   const read = guard(deps, { accept: ["apiKey", "bearer"], scope: "payments", group: "payments" });
   const once = idempotent(deps);
+  const create = createPaymentBody(deps.config.WEBHOOK_TARGETS);
 
   app.post("/api/merchant/payment-link", session, once, async (c) => {
     const merchant = merchantOf(c);
-    const input = service.parseCreate(deps, await readJsonObject(c));
+    const input = parseOrThrow(create, await readJsonObject(c), CREATE_HINTS);
     const p = await service.createPayment(
       deps,
       merchant,
@@ -76,7 +72,7 @@ export function paymentsApi(deps: Deps) {
 
   app.post("/api/payments/initialize", write, once, async (c) => {
     const auth = c.get("auth");
-    const input = service.parseCreate(deps, await readJsonObject(c));
+    const input = parseOrThrow(create, await readJsonObject(c), CREATE_HINTS);
     const p = await service.createPayment(deps, merchantOf(c), "session", auth.key!.profile, input);
     return c.json({
       success: true,

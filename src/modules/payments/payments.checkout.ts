@@ -1,16 +1,17 @@
 /**
- * The payer's side of hosted checkout: what the page shows, the permit to sign, the router call
- * to send, and a payer-reported transaction to watch.
+ * The payer's side of hosted checkout: what the page shows, what the payer signs, the gasless
+ * relay, and for the fallback the router call to send and a payer-reported transaction to watch.
  */
 import type { Deps } from "../../deps.ts";
-import { ApiError } from "../../http/errors.ts";
-import { M } from "../../http/messages.ts";
+import { DomainError } from "../../errors.ts";
 import { checksum, isAddress, lower } from "../../chain/address.ts";
-import { formatUsdc } from "../../chain/amount.ts";
+import { displayUsdc, formatUsdc } from "../../money.ts";
 import * as repo from "./payments.repo.ts";
 import { effectiveStatus, type PaymentRow, REFERENCE_PATTERN } from "./payments.rules.ts";
 import { checkoutUrl, profileOf } from "./payments.service.ts";
-import { checkSubmittedJob } from "./payments.jobs.ts";
+import type { ProfileName } from "../../chain/index.ts";
+import { checkSubmittedQueue } from "./payments.queues.ts";
+import type { RelayInput } from "./payments.schemas.ts";
 
 /** Permits are valid this long after they are prepared. */
 const PERMIT_TTL_SECONDS = 30 * 60;
@@ -28,7 +29,7 @@ export function checkoutView(deps: Deps, p: PaymentRow) {
   return {
     reference: p.reference,
     merchantName: p.merchantName ?? "",
-    amount: displayAmount(p.amount),
+    amount: displayUsdc(p.amount, { grouped: false }),
     currency: p.currency,
     description: p.description,
     status: effectiveStatus(p, now),
@@ -41,6 +42,7 @@ export function checkoutView(deps: Deps, p: PaymentRow) {
     settledAfterExpiry: p.settledAfterExpiry,
     failureReason: p.failureReason,
     url: checkoutUrl(deps, p.reference),
+    devFaucet: devFaucetAvailable(deps, profile),
     chain: {
       profile,
       name: rt.profile.label,
@@ -52,33 +54,75 @@ export function checkoutView(deps: Deps, p: PaymentRow) {
   };
 }
 
-/** Money as people read it: at least two decimals, more only when the amount has them. */
-export function displayAmount(units: bigint): string {
-  return formatUsdc(units, { decimals: "fixed" }).replace(/(\.\d\d\d*?)0+$/, "$1");
+/** "Get test USDC" on the page: development and test only, and only on a local node. */
+export function devFaucetAvailable(deps: Deps, profile: ProfileName): boolean {
+  return deps.config.APP_ENV !== "production" && deps.chain.isLocal(profile);
+}
+
+/** Test USDC gives this much (or the payment's amount, if more). */
+const DEV_FAUCET_USDC = 100_000_000n;
+
+/** The page's "Get test USDC": mints to the connected wallet on the payment's local chain. */
+export async function devFaucet(deps: Deps, reference: string, addressRaw: unknown) {
+  const p = await loadPayment(deps, reference);
+  if (!p) throw new DomainError("payment_not_found");
+  const profile = profileOf(deps, p);
+  if (!devFaucetAvailable(deps, profile)) throw new DomainError("dev_faucet_unavailable");
+  const to = payerAddress(addressRaw);
+  const amount = p.amount > DEV_FAUCET_USDC ? p.amount : DEV_FAUCET_USDC;
+  const { mint } = await deps.chain.faucet(profile, to, amount);
+  return {
+    amount: formatUsdc(amount),
+    usdcBalance: formatUsdc(await deps.chain.usdcBalance(profile, to)),
+    txHash: mint.txHash,
+  };
 }
 
 async function payable(deps: Deps, reference: string): Promise<PaymentRow> {
   const p = await loadPayment(deps, reference);
-  if (!p) throw new ApiError(404, M.paymentNotFound);
+  if (!p) throw new DomainError("payment_not_found");
   if (p.status !== "PENDING" || p.expiresAt <= deps.clock.now()) {
-    throw new ApiError(409, M.paymentNotPayable, {
-      extra: { status: effectiveStatus(p, deps.clock.now()) },
+    throw new DomainError("payment_not_payable", {
+      paymentStatus: effectiveStatus(p, deps.clock.now()),
     });
   }
   return p;
 }
 
 function payerAddress(raw: unknown): `0x${string}` {
-  if (!isAddress(raw)) throw new ApiError(400, M.payerAddress);
+  if (!isAddress(raw)) throw new DomainError("payer_address_invalid");
   return lower(raw);
 }
 
-/** The permit typed data for this payer, and whether their balance covers the amount. */
+const unixSeconds = (d: Date) => BigInt(Math.floor(d.getTime() / 1000));
+
+/** The order the router settles for a payment (what the service signs). */
+function orderOf(p: PaymentRow) {
+  return {
+    reference: p.reference,
+    payTo: p.payTo as `0x${string}`,
+    amount: p.amount,
+    validBefore: unixSeconds(p.expiresAt),
+  };
+}
+
+/**
+ * What the payer signs, and whether their balance covers the amount: the EIP-3009
+ * authorization the service relays (gasless, valid until the permit TTL or the payment's
+ * expiry, whichever is first), and the permit for the fallback where the payer sends the
+ * router transaction.
+ */
 export async function payData(deps: Deps, reference: string, payerRaw: unknown) {
   const p = await payable(deps, reference);
   const payer = payerAddress(payerRaw);
   const profile = profileOf(deps, p);
-  const deadline = BigInt(Math.floor(deps.clock.now().getTime() / 1000) + PERMIT_TTL_SECONDS);
+  const deadline = unixSeconds(deps.clock.now()) + BigInt(PERMIT_TTL_SECONDS);
+  const expiry = unixSeconds(p.expiresAt);
+  const authorization = deps.chain.checkout.authorization(profile, orderOf(p), {
+    from: payer,
+    validAfter: 0n,
+    validBefore: deadline < expiry ? deadline : expiry,
+  });
   const [balance, typed] = await Promise.all([
     deps.chain.usdcBalance(profile, payer),
     deps.chain.checkout.permit(profile, { owner: payer, value: p.amount, deadline }),
@@ -91,9 +135,62 @@ export async function payData(deps: Deps, reference: string, payerRaw: unknown) 
       sufficient: balance >= p.amount,
     },
     // Numbers as strings: JSON has no bigint, and wallets accept decimal strings.
-    permit: JSON.parse(
-      JSON.stringify(typed, (_k, v) => (typeof v === "bigint" ? v.toString() : v)),
-    ),
+    authorization: jsonSafe(authorization),
+    permit: jsonSafe(typed),
+  };
+}
+
+function jsonSafe(value: unknown) {
+  return JSON.parse(JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? v.toString() : v)));
+}
+
+/**
+ * Gasless checkout: relays the payer's EIP-3009 authorization from the operator. Every field is
+ * checked against the payment first (a refusal signs and broadcasts nothing); the intent key is
+ * the reference, so concurrent or repeated relays give one transaction.
+ */
+export async function relayPayment(deps: Deps, reference: string, input: RelayInput) {
+  const p = await payable(deps, reference);
+  const profile = profileOf(deps, p);
+  const order = orderOf(p);
+  const a = input.authorization;
+  const expected = deps.chain.checkout.authorization(profile, order, {
+    from: a.from,
+    validAfter: a.validAfter,
+    validBefore: a.validBefore,
+  }).message;
+  if (a.to !== lower(expected.to)) throw new DomainError("authorization_payee_mismatch");
+  if (a.value !== p.amount) throw new DomainError("authorization_amount_mismatch");
+  if (a.nonce !== expected.nonce.toLowerCase()) {
+    throw new DomainError("authorization_reference_mismatch");
+  }
+  const now = unixSeconds(deps.clock.now());
+  if (a.validBefore <= now) throw new DomainError("authorization_expired");
+  if (a.validBefore > order.validBefore || a.validAfter > now) {
+    throw new DomainError("authorization_window_invalid");
+  }
+  const auth = { from: a.from, validAfter: a.validAfter, validBefore: a.validBefore };
+  if (!(await deps.chain.checkout.authorizedBy(profile, order, auth, input.signature))) {
+    throw new DomainError("authorization_signature_invalid");
+  }
+  const intentKey = `checkout-relay:${p.reference}`;
+  // A repeated relay of a payment already relayed answers its transaction, balance or not.
+  if (!(await deps.chain.transaction(profile, intentKey))) {
+    if ((await deps.chain.usdcBalance(profile, a.from)) < p.amount) {
+      throw new DomainError("payer_balance_insufficient");
+    }
+  }
+  const tx = await deps.chain.checkout.relay(profile, {
+    order,
+    auth,
+    signature: input.signature,
+    intentKey,
+  });
+  await watchSubmitted(deps, p.id, tx.txHash);
+  return {
+    txHash: tx.txHash,
+    explorerUrl: deps.chain.explorerTxUrl(profile, tx.txHash),
+    status: p.status,
   };
 }
 
@@ -104,18 +201,13 @@ export async function payCall(deps: Deps, reference: string, body: Record<string
   const signature = body.signature;
   const deadline = body.deadline;
   if (typeof signature !== "string" || !/^0x[0-9a-fA-F]{130}$/.test(signature)) {
-    throw new ApiError(400, M.permitSignature);
+    throw new DomainError("permit_signature_invalid");
   }
   if (typeof deadline !== "string" || !/^\d{1,12}$/.test(deadline)) {
-    throw new ApiError(400, M.permitSignature);
+    throw new DomainError("permit_signature_invalid");
   }
   const profile = profileOf(deps, p);
-  const signed = await deps.chain.checkout.order(profile, {
-    reference: p.reference,
-    payTo: p.payTo as `0x${string}`,
-    amount: p.amount,
-    validBefore: BigInt(Math.floor(p.expiresAt.getTime() / 1000)),
-  });
+  const signed = await deps.chain.checkout.order(profile, orderOf(p));
   return {
     to: deps.chain.checkout.routerAddress(profile),
     data: deps.chain.checkout.calldata(signed, BigInt(deadline), signature as `0x${string}`),
@@ -126,19 +218,23 @@ export async function payCall(deps: Deps, reference: string, body: Record<string
 /** The payer's wallet sent the router transaction: watch it so a revert is not left unseen. */
 export async function reportSubmitted(deps: Deps, reference: string, txHash: unknown) {
   if (typeof txHash !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(txHash)) {
-    throw new ApiError(400, M.txHashInvalid);
+    throw new DomainError("tx_hash_invalid");
   }
   const p = await loadPayment(deps, reference);
-  if (!p) throw new ApiError(404, M.paymentNotFound);
+  if (!p) throw new DomainError("payment_not_found");
+  await watchSubmitted(deps, p.id, txHash);
+  return { status: p.status };
+}
+
+async function watchSubmitted(deps: Deps, paymentId: string, txHash: string) {
   await deps.sql.begin(async (tx) => {
-    if (await repo.recordSubmitted(tx, p.id, txHash.toLowerCase(), deps.clock.now())) {
-      await deps.queue.send(checkSubmittedJob, { paymentId: p.id, attempt: 0 }, {
+    if (await repo.recordSubmitted(tx, paymentId, txHash.toLowerCase(), deps.clock.now())) {
+      await deps.queue.send(checkSubmittedQueue, { paymentId, attempt: 0 }, {
         tx,
         startAfter: 2000,
       });
     }
   });
-  return { status: p.status };
 }
 
 /**
@@ -146,7 +242,7 @@ export async function reportSubmitted(deps: Deps, reference: string, txHash: unk
  * this very reference counts. Returns whether to look again later (not mined yet).
  */
 export async function checkSubmitted(deps: Deps, paymentId: string): Promise<"again" | "done"> {
-  const [p] = await deps.sql<PaymentRow[]>`select * from payments where id = ${paymentId}`;
+  const p = await repo.findById(deps.sql, paymentId);
   if (!p || p.status !== "PENDING" || !p.submittedTxHash) return "done";
   const profile = profileOf(deps, p);
   const seen = await deps.chain.checkout.inspect(profile, p.submittedTxHash as `0x${string}`);

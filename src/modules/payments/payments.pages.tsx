@@ -7,11 +7,15 @@ import { readJsonObject } from "../../http/body.ts";
 import { CheckoutPage, NotFoundPage, StatusBlock } from "../../../views/checkout/checkout.tsx";
 import {
   checkoutView,
+  devFaucet,
   loadPayment,
   payCall,
   payData,
+  relayPayment,
   reportSubmitted,
 } from "./payments.checkout.ts";
+import { relayBody } from "./payments.schemas.ts";
+import { parseOrThrow } from "../../http/contract.ts";
 
 export function checkoutPages(deps: Deps) {
   const app = new Hono<AuthEnv>();
@@ -49,6 +53,15 @@ export function checkoutPages(deps: Deps) {
     return c.json({ success: true, ...call });
   });
 
+  // Gasless: the payer's signed authorization, relayed by the service (no wallet transaction).
+  app.post("/checkout/:reference/relay", open, async (c) => {
+    const input = parseOrThrow(relayBody, await readJsonObject(c));
+    return c.json({
+      success: true,
+      ...(await relayPayment(deps, c.req.param("reference"), input)),
+    });
+  });
+
   app.post("/checkout/:reference/submitted", open, async (c) => {
     const body = await readJsonObject(c);
     return c.json({
@@ -56,6 +69,17 @@ export function checkoutPages(deps: Deps) {
       ...(await reportSubmitted(deps, c.req.param("reference"), body.txHash)),
     });
   });
+
+  // "Get test USDC": mounted only outside production; refused (404) on configured chains.
+  if (deps.config.APP_ENV !== "production") {
+    app.post("/checkout/:reference/dev-faucet", open, async (c) => {
+      const body = await readJsonObject(c);
+      return c.json({
+        success: true,
+        ...(await devFaucet(deps, c.req.param("reference"), body.address)),
+      });
+    });
+  }
 
   return app;
 }

@@ -34,6 +34,11 @@ export async function insertPayment(sql: Db, p: NewPayment): Promise<PaymentRow>
 const WITH_MERCHANT = (sql: Db) =>
   sql`select p.*, m.business_name as merchant_name from payments p join merchants m on m.id = p.merchant_id`;
 
+export async function findById(sql: Db, id: string): Promise<PaymentRow | null> {
+  const [row] = await sql<PaymentRow[]>`select * from payments where id = ${id}`;
+  return row ?? null;
+}
+
 export async function findByReference(sql: Db, reference: string): Promise<PaymentRow | null> {
   const [row] = await sql<PaymentRow[]>`${WITH_MERCHANT(sql)} where p.reference = ${reference}`;
   return row ?? null;
@@ -98,14 +103,6 @@ export async function markSettled(
     update payments set status = 'SUCCESS', payer = ${f.payer}, chain_tx_hash = ${f.txHash},
       settled_at = ${f.now}, settled_after_expiry = ${f.late}, updated_at = ${f.now}
     where id = ${id}`;
-}
-
-/** PENDING → EXPIRED for one payment, if its time has come. */
-export async function expireOne(sql: Db, id: string, now: Date): Promise<boolean> {
-  const rows = await sql`
-    update payments set status = 'EXPIRED', updated_at = ${now}
-    where id = ${id} and status = 'PENDING' and expires_at <= ${now} returning 1`;
-  return rows.length === 1;
 }
 
 export async function expireDue(sql: Db, now: Date, limit = 1000): Promise<number> {

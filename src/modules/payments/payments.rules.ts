@@ -1,9 +1,11 @@
 /** Pure rules of payments: references, lifetimes, the spec's record shape. */
 import { checksum } from "../../chain/address.ts";
-import { formatUsdc, usdcToNumber } from "../../chain/amount.ts";
+import { formatUsdc, usdcToNumber } from "../../money.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 
-export type PaymentStatus = "PENDING" | "SUCCESS" | "FAILED" | "EXPIRED";
+/** The payment states; the one list every schema, filter and view uses. */
+export const PAYMENT_STATUSES = ["PENDING", "SUCCESS", "FAILED", "EXPIRED"] as const;
+export type PaymentStatus = typeof PAYMENT_STATUSES[number];
 export type PaymentKind = "link" | "session";
 
 /** Spec: a payment link lives 24 hours, a checkout session 120 minutes. */

@@ -4,13 +4,13 @@
  */
 import type { Deps } from "../../deps.ts";
 import type { Db } from "../../db/client.ts";
-import { ApiError } from "../../http/errors.ts";
-import { M } from "../../http/messages.ts";
-import { parseUsdc, usdcToNumber } from "../../chain/amount.ts";
+import { DomainError } from "../../errors.ts";
+import { usdcToNumber } from "../../money.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
-import type { MerchantRow } from "../merchants/merchants.repo.ts";
-import { emit, validateWebhookUrl } from "../webhooks/webhooks.service.ts";
+import type { MerchantRow } from "../merchants/merchants.types.ts";
+import { emit } from "../webhooks/webhooks.service.ts";
 import * as repo from "./payments.repo.ts";
+import type { CreatePaymentInput } from "./payments.schemas.ts";
 import {
   amountString,
   effectiveStatus,
@@ -23,46 +23,6 @@ import {
   REFERENCE_PATTERN,
 } from "./payments.rules.ts";
 
-export interface CreateInput {
-  amount?: unknown;
-  currency?: unknown;
-  description?: unknown;
-  webhookUrl?: unknown;
-  metadata?: unknown;
-}
-
-/** Validates a create request; every failure is a 400 with the catalog's text. */
-export function parseCreate(deps: Deps, body: CreateInput) {
-  let amount: bigint;
-  try {
-    // Strict: a decimal string, up to 6 places, never rounded (DESIGN §4).
-    if (typeof body.amount !== "string") throw new TypeError("amount must be a string");
-    amount = parseUsdc(body.amount);
-  } catch {
-    throw new ApiError(400, M.paymentAmount, { hint: M.paymentAmountHint });
-  }
-  const currency = body.currency ?? "USDC";
-  if (currency !== "USDC") throw new ApiError(400, M.paymentCurrency);
-  if (
-    body.description !== undefined && body.description !== null &&
-    typeof body.description !== "string"
-  ) {
-    throw new ApiError(400, M.paymentDescription);
-  }
-  const description = typeof body.description === "string" ? body.description : null;
-  if (description && description.length > 500) throw new ApiError(400, M.paymentDescription);
-  const webhookUrl = validateWebhookUrl(deps, body.webhookUrl);
-  const metadata = body.metadata ?? null;
-  if (
-    metadata !== null &&
-    (typeof metadata !== "object" || Array.isArray(metadata) ||
-      JSON.stringify(metadata).length > 4000)
-  ) {
-    throw new ApiError(400, M.paymentMetadata);
-  }
-  return { amount, currency: "USDC", description, webhookUrl, metadata };
-}
-
 /**
  * A PENDING payment paying the merchant's current payout wallet. Its expiry needs no job of its
  * own: past `expires_at` it reads as EXPIRED everywhere at once, and the per-minute sweep job
@@ -73,9 +33,9 @@ export async function createPayment(
   merchant: MerchantRow,
   kind: PaymentKind,
   profile: ProfileName,
-  input: ReturnType<typeof parseCreate>,
+  input: CreatePaymentInput,
 ): Promise<PaymentRow> {
-  if (!merchant.walletAddress) throw new ApiError(400, M.paymentNoWallet);
+  if (!merchant.walletAddress) throw new DomainError("payout_wallet_missing");
   const now = deps.clock.now();
   const expiresAt = new Date(now.getTime() + LIFETIME_MS[kind]);
   return await deps.sql.begin(async (tx) => {
@@ -103,7 +63,7 @@ export function checkoutUrl(deps: Deps, reference: string): string {
 
 export function profileOf(deps: Deps, p: Pick<PaymentRow, "chainId">): ProfileName {
   const found = deps.chain.profiles().find((n) => deps.chain.chainId(n) === p.chainId);
-  if (!found) throw new ApiError(500, M.chainNotConfigured);
+  if (!found) throw new DomainError("chain_not_configured");
   return found;
 }
 
@@ -131,7 +91,7 @@ export async function verifyPayment(
   const p = await repo.findForMerchant(deps.sql, merchantId, reference, [
     deps.chain.chainId(profile),
   ]);
-  if (!p) throw new ApiError(404, M.paymentNotFound);
+  if (!p) throw new DomainError("payment_not_found");
   return detailedRecord(deps, p);
 }
 
@@ -191,7 +151,7 @@ function decodeCursor(cursor: string): { createdAt: Date; id: string } {
     }
     return { createdAt, id };
   } catch {
-    throw new ApiError(400, M.paymentCursor);
+    throw new DomainError("payment_cursor_invalid");
   }
 }
 

@@ -1,17 +1,11 @@
 /** The signing secret (cookie) and the deliveries API (cookie or merchant key). */
 import { Hono } from "hono";
-import { z } from "zod";
 import type { Deps } from "../../deps.ts";
 import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
 import { parseQuery } from "../../http/body.ts";
 import { M } from "../../http/messages.ts";
 import * as service from "./webhooks.service.ts";
-
-const listQuery = z.object({
-  reference: z.string().max(200).optional(),
-  status: z.enum(["pending", "delivered", "undelivered"]).optional(),
-  limit: z.coerce.number().int().min(1).max(500).optional(),
-});
+import { deliveriesQuery } from "./webhooks.schemas.ts";
 
 export function webhooksApi(deps: Deps) {
   const app = new Hono<AuthEnv>();
@@ -27,7 +21,7 @@ export function webhooksApi(deps: Deps) {
   });
 
   app.get("/api/webhooks/deliveries", owner, async (c) => {
-    const q = parseQuery(c, listQuery, { message: M.deliveriesQuery });
+    const q = parseQuery(c, deliveriesQuery, { message: M.deliveriesQuery });
     return c.json({
       success: true,
       deliveries: await service.listDeliveries(deps, merchantOf(c).id, q),

@@ -2,15 +2,13 @@
  * `webhooks.deliver` makes one attempt of one delivery (claimed, so a second worker or a
  * duplicate job does nothing); `webhooks.sweep` catches any due attempt whose job went missing.
  */
-import { z } from "zod";
 import { defineCron, defineJob } from "../../queue/registry.ts";
 import type { Deps } from "../../deps.ts";
 import { attemptDelivery, sweepDue } from "./webhooks.service.ts";
+import { deliverWebhookQueue } from "./webhooks.queues.ts";
 
 export const deliverWebhookJob = defineJob<{ deliveryId: string }, Deps>({
-  name: "webhooks.deliver",
-  schema: z.object({ deliveryId: z.string().min(1) }),
-  queue: { retryLimit: 3, retryDelay: 30, expireInSeconds: 180 },
+  ...deliverWebhookQueue,
   work: { localConcurrency: 8 },
   handler: async ({ deliveryId }, { deps }) => {
     await attemptDelivery(deps, deliveryId);

@@ -1,4 +1,4 @@
-/** SQL for webhook deliveries, their attempts and merchants' signing secrets. */
+/** SQL for webhook deliveries and their attempts (the signing secret is the merchants module's). */
 import type { Db } from "../../db/client.ts";
 
 export type DeliveryStatus = "pending" | "delivered" | "undelivered";
@@ -157,14 +157,4 @@ export async function undeliveredSince(sql: Db, since: Date): Promise<DeliveryRo
   return await sql<DeliveryRow[]>`
     select * from webhook_deliveries where status = 'undelivered' and created_at >= ${since}
     order by created_at`;
-}
-
-export async function webhookSecret(sql: Db, merchantId: string): Promise<string | null> {
-  const [row] = await sql<{ webhookSecret: string }[]>`
-    select webhook_secret from merchants where id = ${merchantId}`;
-  return row?.webhookSecret ?? null;
-}
-
-export async function setWebhookSecret(sql: Db, merchantId: string, secret: string): Promise<void> {
-  await sql`update merchants set webhook_secret = ${secret}, updated_at = now() where id = ${merchantId}`;
 }

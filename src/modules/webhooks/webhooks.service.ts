@@ -5,13 +5,13 @@
  */
 import type { Deps } from "../../deps.ts";
 import type { Db } from "../../db/client.ts";
-import { ApiError } from "../../http/errors.ts";
-import { M } from "../../http/messages.ts";
+import { DomainError } from "../../errors.ts";
 import * as repo from "./webhooks.repo.ts";
+import * as merchantSecrets from "../merchants/merchants.secrets.ts";
 import { newWebhookSecret, signedHeaders } from "./webhooks.sign.ts";
 import { postWebhook } from "./webhooks.http.ts";
 import { checkWebhookUrl } from "./webhooks.targets.ts";
-import { deliverWebhookJob } from "./webhooks.jobs.ts";
+import { deliverWebhookQueue } from "./webhooks.queues.ts";
 
 /** Seconds after a failed attempt that the next one is due; then the delivery is undelivered. */
 export const RETRY_SCHEDULE_SECONDS = [60, 300, 1800] as const;
@@ -38,7 +38,7 @@ export async function emit(deps: Deps, tx: Db, input: EmitInput): Promise<string
     payload: body,
     now: deps.clock.now(),
   });
-  await deps.queue.send(deliverWebhookJob, { deliveryId: id }, { tx });
+  await deps.queue.send(deliverWebhookQueue, { deliveryId: id }, { tx });
   return id;
 }
 
@@ -48,10 +48,10 @@ export async function emit(deps: Deps, tx: Db, input: EmitInput): Promise<string
  */
 export function validateWebhookUrl(deps: Pick<Deps, "config">, raw: unknown): string | null {
   if (raw === undefined || raw === null || raw === "") return null;
-  if (typeof raw !== "string") throw new ApiError(400, M.webhookUrlInvalid);
+  if (typeof raw !== "string") throw new DomainError("webhook_url_invalid");
   const check = checkWebhookUrl(raw.trim(), deps.config.WEBHOOK_TARGETS);
   if (!check.ok) {
-    throw new ApiError(400, M.webhookUrlInvalid, { hint: `webhookUrl: ${check.reason}` });
+    throw new DomainError("webhook_url_invalid", { hint: `webhookUrl: ${check.reason}` });
   }
   return check.url.toString();
 }
@@ -64,7 +64,7 @@ export async function attemptDelivery(deps: Deps, id: string): Promise<AttemptOu
   const startedAt = deps.clock.now();
   const d = await repo.claimAttempt(deps.sql, id, startedAt, timeoutMs + 15_000);
   if (!d) return null;
-  const secret = await repo.webhookSecret(deps.sql, d.merchantId);
+  const secret = await merchantSecrets.webhookSecret(deps, d.merchantId);
   const check = checkWebhookUrl(d.url, deps.config.WEBHOOK_TARGETS);
   const result = check.ok && secret
     ? await postWebhook(
@@ -112,7 +112,7 @@ export async function attemptDelivery(deps: Deps, id: string): Promise<AttemptOu
       now,
     });
     if (outcome === "retry") {
-      await deps.queue.send(deliverWebhookJob, { deliveryId: d.id }, { tx, startAfter: delayMs });
+      await deps.queue.send(deliverWebhookQueue, { deliveryId: d.id }, { tx, startAfter: delayMs });
     }
   });
   deps.log.info("webhook attempt", {
@@ -135,9 +135,14 @@ export async function sweepDue(deps: Deps, limit = 500): Promise<number> {
 }
 
 /** Sends a delivery again now, with the same webhook-id, and a fresh round of retries. */
+/** Ids of the deliveries that gave up since `since`, oldest first (`deno task webhooks:replay`). */
+export async function undeliveredSince(deps: Pick<Deps, "sql">, since: Date): Promise<string[]> {
+  return (await repo.undeliveredSince(deps.sql, since)).map((d) => d.id);
+}
+
 export async function replay(deps: Deps, merchantId: string | null, id: string) {
   const row = await repo.reopen(deps.sql, id, merchantId, deps.clock.now());
-  if (!row) throw new ApiError(404, M.deliveryNotFound);
+  if (!row) throw new DomainError("delivery_not_found");
   await attemptDelivery(deps, id);
   return (await listView(deps, [(await repo.findDelivery(deps.sql, id))!]))[0];
 }
@@ -177,12 +182,12 @@ async function listView(deps: Deps, rows: repo.DeliveryRow[]) {
 }
 
 export async function getSecret(deps: Deps, merchantId: string): Promise<string> {
-  return (await repo.webhookSecret(deps.sql, merchantId))!;
+  return (await merchantSecrets.webhookSecret(deps, merchantId))!;
 }
 
 /** A new signing secret; deliveries signed from now on use it. */
 export async function rollSecret(deps: Deps, merchantId: string): Promise<string> {
   const secret = newWebhookSecret();
-  await repo.setWebhookSecret(deps.sql, merchantId, secret);
+  await merchantSecrets.setWebhookSecret(deps, merchantId, secret);
   return secret;
 }

@@ -4,7 +4,7 @@
 export const TestUSDC = {
   contractName: "TestUSDC",
   compilerVersion: "0.8.37+commit.f401782d.Emscripten.clang",
-  inputHash: "c4f36963eaca9b6e7b3247c68dfd506f4b25254cad9a7b0660773932e70e4a49",
+  inputHash: "e0abc7db4d31fc8507c4b34a2e7d55c2afb37ed6ec5f26324bca32bf05d0db6b",
   abi: [
     {
       "inputs": [],

@@ -1,5 +1,5 @@
 /**
- * The one USDC amount parser and formatter. Inside the service money is always `bigint` base
+ * Money: the one USDC amount parser and formatter. Inside the service money is always `bigint` base
  * units (6 decimals); strings and numbers exist only at the edges (requests and responses).
  *
  * Parsing is strict (DESIGN.md §4): `^[0-9]+(\.[0-9]{1,6})?$`, ASCII digits only, and a value is
@@ -149,6 +149,22 @@ export function roundUsdcTo(units: bigint, places: number, opts: FormatUsdcOptio
   let q = abs / step;
   if ((abs % step) * 2n >= step) q += 1n;
   return formatScaled(units < 0n ? -q : q, places, opts.decimals ?? "trim");
+}
+
+/**
+ * Money as people read it (pages, not API fields): thousands grouped, at least two decimals,
+ * more only when the amount has them; `42500000n` → "42.50", `1234567000000n` → "1,234,567.00",
+ * `1234567n` → "1.234567". With `places`, rounded first like `roundUsdcTo` (the stats' 4 places);
+ * `grouped: false` leaves out the separators (the checkout page hands the text to its script).
+ */
+export function displayUsdc(
+  units: bigint,
+  opts: { places?: number; grouped?: boolean } = {},
+): string {
+  const decimal = opts.places === undefined ? formatUsdc(units) : roundUsdcTo(units, opts.places);
+  const [whole, frac = ""] = decimal.split(".");
+  const shown = opts.grouped === false ? whole : whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  return `${shown}.${frac.padEnd(2, "0")}`;
 }
 
 function formatScaled(value: bigint, places: number, mode: "trim" | "fixed"): string {

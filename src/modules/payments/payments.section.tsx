@@ -8,11 +8,13 @@
  * `payment-status` its status panel (204 while unchanged).
  */
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { z } from "zod";
 import type { Deps } from "../../deps.ts";
 import { M } from "../../http/messages.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
-import * as payments from "../payments/payments.service.ts";
-import { chainCode, type PaymentStatus } from "../payments/payments.rules.ts";
+import * as payments from "./payments.service.ts";
+import { chainCode, type PaymentStatus } from "./payments.rules.ts";
+import { historyQuery } from "./payments.schemas.ts";
 import * as webhooks from "../webhooks/webhooks.service.ts";
 import {
   MoreRows,
@@ -32,12 +34,16 @@ import {
   isPartial,
   merchantOf,
   page,
-} from "./dashboard.http.tsx";
-import { fingerprint, paymentItem } from "./payment-items.ts";
-import type { DashboardSection } from "./dashboard.sections.ts";
+} from "../dashboard/dashboard.http.tsx";
+import { fingerprint, paymentItem } from "./payments.items.ts";
+import type { DashboardSection } from "../dashboard/section.ts";
 
-const STATUSES: readonly PaymentStatus[] = ["PENDING", "SUCCESS", "FAILED", "EXPIRED"];
 const PAGE_SIZE = 25;
+
+const dashboardFilter = historyQuery.extend({
+  chain: z.string().optional(),
+  reference: z.string().transform((r) => r.trim().slice(0, 100)).optional(),
+});
 
 interface Query {
   status?: PaymentStatus;
@@ -158,27 +164,23 @@ async function list(c: DashContext, deps: Deps) {
   });
 }
 
-/** The query string, checked: an unknown status or chain is refused, not ignored. */
+/**
+ * The query string, checked with the API's history filter plus chain and reference search: an
+ * unknown status or chain is refused, not ignored. The form sends empty fields for "all".
+ */
 function parseQuery(
   raw: Record<string, string>,
   chains: string[],
 ): { q: Query; error?: string } {
-  const q: Query = { limit: PAGE_SIZE };
-  let error: string | undefined;
-  if (raw.status) {
-    if (STATUSES.includes(raw.status as PaymentStatus)) q.status = raw.status as PaymentStatus;
-    else error = M.dashPaymentsFilter;
-  }
-  if (raw.chain) {
-    if (chains.includes(raw.chain)) q.chain = raw.chain;
-    else error = M.dashPaymentsFilter;
-  }
-  const reference = raw.reference?.trim().slice(0, 100);
+  const given = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== ""));
+  const r = dashboardFilter.safeParse(given);
+  if (!r.success) return { q: { limit: PAGE_SIZE }, error: M.dashPaymentsFilter };
+  const { chain, reference, ...rest } = r.data;
+  const q: Query = { ...rest, limit: rest.limit ?? PAGE_SIZE };
+  if (chain && !chains.includes(chain)) return { q, error: M.dashPaymentsFilter };
+  if (chain) q.chain = chain;
   if (reference) q.reference = reference;
-  const limit = Number(raw.limit);
-  if (Number.isInteger(limit) && limit >= 1 && limit <= 100) q.limit = limit;
-  if (raw.cursor) q.cursor = raw.cursor.slice(0, 200);
-  return { q, error };
+  return { q };
 }
 
 function listUrl(q: Query): string {

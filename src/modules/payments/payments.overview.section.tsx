@@ -4,10 +4,10 @@
  * `/dashboard/overview/live?v=<version>` and gets 204 until something it shows changed.
  */
 import type { Deps } from "../../deps.ts";
-import { formatUsdc, roundUsdcTo } from "../../chain/amount.ts";
-import * as payments from "../payments/payments.service.ts";
+import { displayUsdc, formatUsdc, roundUsdcTo } from "../../money.ts";
+import * as payments from "./payments.service.ts";
 import { computeStats } from "../merchants/merchants.stats.ts";
-import type { PaymentRow } from "../payments/payments.rules.ts";
+import type { PaymentRow } from "./payments.rules.ts";
 import {
   CHART,
   type ChartDay,
@@ -16,9 +16,15 @@ import {
   OverviewView,
   type VolumeChartData,
 } from "../../../views/dashboard/overview.tsx";
-import { fragment, isPartial, type Merchant, merchantOf, page } from "./dashboard.http.tsx";
-import { fingerprint, money, moneyRounded, paymentItem } from "./payment-items.ts";
-import type { DashboardSection } from "./dashboard.sections.ts";
+import {
+  fragment,
+  isPartial,
+  type Merchant,
+  merchantOf,
+  page,
+} from "../dashboard/dashboard.http.tsx";
+import { fingerprint, paymentItem } from "./payments.items.ts";
+import type { DashboardSection } from "../dashboard/section.ts";
 
 /** The profile's stats are over this many payments (spec), the list shows the first few. */
 const STATS_OVER = 50;
@@ -70,7 +76,7 @@ function stats(rows: PaymentRow[]) {
     totalPayments: s.totalPayments,
     successfulPayments: s.successfulPayments,
     successRate: s.successRate,
-    volume: moneyRounded(volume, 4),
+    volume: displayUsdc(volume, { places: 4 }),
     volumeValue: roundUsdcTo(volume, 4),
   };
 }
@@ -81,7 +87,7 @@ export function chart(days: { day: string; volume: bigint; count: number }[]): V
   const total = days.reduce((a, d) => a + d.volume, 0n);
   const list: ChartDay[] = days.map((d) => ({
     day: d.day,
-    volume: money(d.volume),
+    volume: displayUsdc(d.volume),
     volumeValue: formatUsdc(d.volume),
     count: d.count,
     height: max === 0n || d.volume === 0n
@@ -91,10 +97,10 @@ export function chart(days: { day: string; volume: bigint; count: number }[]): V
   const peak = max === 0n ? null : list[days.findIndex((d) => d.volume === max)];
   return {
     days: list,
-    total: money(total),
+    total: displayUsdc(total),
     totalValue: formatUsdc(total),
     count: days.reduce((a, d) => a + d.count, 0),
-    max: money(max),
+    max: displayUsdc(max),
     peak,
   };
 }

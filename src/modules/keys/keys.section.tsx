@@ -1,10 +1,11 @@
 /** API keys: create (shown once), list, revoke, rotate (the merchant key included). */
-import { z } from "zod";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Deps } from "../../deps.ts";
 import { M } from "../../http/messages.ts";
-import * as keys from "../keys/keys.service.ts";
-import { KEY_SCOPES } from "../keys/keys.rules.ts";
+import * as keys from "./keys.service.ts";
+import { KEY_SCOPES } from "./keys.rules.ts";
+import { createKeyBody } from "./keys.schemas.ts";
+import { parseFields } from "../../http/contract.ts";
 import { type KeyItem, KeysView, type KeysViewProps } from "../../../views/dashboard/keys.tsx";
 import {
   attempt,
@@ -13,22 +14,8 @@ import {
   merchantOf,
   page,
   single,
-} from "./dashboard.http.tsx";
-import type { DashboardSection } from "./dashboard.sections.ts";
-
-const createForm = z.object({
-  type: z.enum(["secret", "publishable"]),
-  environment: z.enum(["test", "live"]),
-  label: z.string().trim().max(100).transform((s) => s || undefined).optional(),
-  scopes: z.array(z.enum(KEY_SCOPES)).max(KEY_SCOPES.length).optional(),
-});
-
-const FIELD_MESSAGES: Record<string, string> = {
-  type: M.keyType,
-  environment: M.keyEnvironment,
-  label: M.keyLabel,
-  scopes: M.keyScopes,
-};
+} from "../dashboard/dashboard.http.tsx";
+import type { DashboardSection } from "../dashboard/section.ts";
 
 const KIND_NAME: Record<string, string> = {
   merchant: "merchant key",
@@ -65,15 +52,8 @@ export const keysSection: DashboardSection = {
           ? values.scopes
           : [values.scopes],
       };
-      const parsed = createForm.safeParse(input);
-      if (!parsed.success) {
-        const errors: Record<string, string> = {};
-        for (const issue of parsed.error.issues) {
-          const field = String(issue.path[0] ?? "type");
-          errors[field] ??= FIELD_MESSAGES[field] ?? M.keyType;
-        }
-        return render(c, deps, { form: { values, errors } }, 400);
-      }
+      const parsed = parseFields(createKeyBody, input);
+      if (!parsed.ok) return render(c, deps, { form: { values, errors: parsed.errors } }, 400);
       const r = await attempt(() => keys.createKey(deps, merchantOf(c).id, parsed.data));
       if (!r.ok) {
         return render(c, deps, {

@@ -15,10 +15,10 @@ import {
   WALLET_NONCE_COOKIE,
   WALLET_NONCE_SECONDS,
 } from "../../http/session-token.ts";
-import { formatUsdc } from "../../chain/amount.ts";
+import { formatUsdc } from "../../money.ts";
 import { PROFILE_DEFS } from "../../chain/profiles.ts";
-import * as wallet from "../merchants/merchants.wallet.ts";
-import { EXTERNAL_WALLET_KINDS } from "../merchants/merchants.schemas.ts";
+import * as wallet from "./merchants.wallet.ts";
+import { EXTERNAL_WALLET_KINDS } from "./merchants.schemas.ts";
 import {
   type BalanceItem,
   Balances,
@@ -34,8 +34,8 @@ import {
   merchantOf,
   page,
   single,
-} from "./dashboard.http.tsx";
-import type { DashboardSection } from "./dashboard.sections.ts";
+} from "../dashboard/dashboard.http.tsx";
+import type { DashboardSection } from "../dashboard/section.ts";
 
 const NONCE_PATH = "/dashboard/wallet";
 

@@ -6,34 +6,17 @@
 import { createHash } from "node:crypto";
 import type { Deps } from "../../deps.ts";
 import { checksum } from "../../chain/address.ts";
-import { formatUsdc, roundUsdcTo } from "../../chain/amount.ts";
-import { detailedRecord } from "../payments/payments.service.ts";
-import type { PaymentRow } from "../payments/payments.rules.ts";
+import { displayUsdc } from "../../money.ts";
+import { detailedRecord } from "./payments.service.ts";
+import type { PaymentRow } from "./payments.rules.ts";
 import type { PaymentItem } from "../../../views/dashboard/payment-parts.tsx";
-
-/** "1234.5" → "1,234.50": at least two decimals, more only when the value has them. */
-export function groupDecimal(decimal: string): string {
-  const [whole, frac = ""] = decimal.split(".");
-  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
-  return `${grouped}.${frac.padEnd(2, "0")}`;
-}
-
-/** Money as people read it: `42500000n` → "42.50", `1234567n` → "1.234567". */
-export function money(units: bigint): string {
-  return groupDecimal(formatUsdc(units));
-}
-
-/** Rounded like the profile's stats (`totalVolume` to 4 places), then shown as money. */
-export function moneyRounded(units: bigint, places: number): string {
-  return groupDecimal(roundUsdcTo(units, places));
-}
 
 export function paymentItem(deps: Deps, p: PaymentRow): PaymentItem {
   const r = detailedRecord(deps, p);
   return {
     reference: p.reference,
     kind: p.kind,
-    amount: money(p.amount),
+    amount: displayUsdc(p.amount),
     currency: p.currency,
     status: r.status,
     chain: r.chain,

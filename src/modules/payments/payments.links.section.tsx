@@ -7,10 +7,11 @@ import type { MiddlewareHandler } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import QRCode from "qrcode";
 import type { Deps } from "../../deps.ts";
-import { ApiError } from "../../http/errors.ts";
+import { parseFields } from "../../http/contract.ts";
 import { M } from "../../http/messages.ts";
 import { enforce } from "../../http/rate-limit.ts";
-import * as payments from "../payments/payments.service.ts";
+import * as payments from "./payments.service.ts";
+import { createPaymentBody } from "./payments.schemas.ts";
 import { type LinkForm, LinksView, type LinksViewProps } from "../../../views/dashboard/links.tsx";
 import type { PaymentItem } from "../../../views/dashboard/payment-parts.tsx";
 import {
@@ -22,18 +23,11 @@ import {
   page,
   sessionOf,
   single,
-} from "./dashboard.http.tsx";
-import { paymentItem } from "./payment-items.ts";
-import type { DashboardSection } from "./dashboard.sections.ts";
+} from "../dashboard/dashboard.http.tsx";
+import { paymentItem } from "./payments.items.ts";
+import type { DashboardSection } from "../dashboard/section.ts";
 
 const LIST_LIMIT = 100;
-
-/** Where the service's texts belong on the form. */
-const FIELD_OF: Record<string, string> = {
-  [M.paymentAmount]: "amount",
-  [M.paymentDescription]: "description",
-  [M.webhookUrlInvalid]: "webhookUrl",
-};
 
 export const linksSection: DashboardSection = {
   id: "links",
@@ -59,23 +53,16 @@ export const linksSection: DashboardSection = {
         description: values.description || undefined,
         webhookUrl: values.webhookUrl || undefined,
       };
-      const errors = fieldErrors(deps, input);
-      if (Object.keys(errors).length) {
-        return await render(c, deps, { form: { values, errors } }, 400);
+      const parsed = parseFields(createPaymentBody(deps.config.WEBHOOK_TARGETS), input);
+      if (!parsed.ok) {
+        return await render(c, deps, { form: { values, errors: parsed.errors } }, 400);
       }
       const r = await attempt(() =>
-        payments.createPayment(
-          deps,
-          m,
-          "link",
-          deps.chain.payoutProfile(),
-          payments.parseCreate(deps, input),
-        )
+        payments.createPayment(deps, m, "link", deps.chain.payoutProfile(), parsed.data)
       );
       if (!r.ok) {
-        const field = FIELD_OF[r.error.message];
-        const form: LinkForm = { values, errors: field ? { [field]: r.error.message } : {} };
-        const notice = field ? undefined : { kind: "error" as const, text: r.error.message };
+        const form: LinkForm = { values, errors: {} };
+        const notice = { kind: "error" as const, text: r.error.message };
         return await render(c, deps, { form, notice }, r.error.status);
       }
       if (c.req.header("hx-request") !== "true") {
@@ -99,28 +86,6 @@ export const linksSection: DashboardSection = {
     });
   },
 };
-
-/**
- * Every field's own error at once (parseCreate stops at the first): each field is checked with
- * valid values for the others, so each text is the API's own for that field.
- */
-function fieldErrors(deps: Deps, input: payments.CreateInput): Record<string, string> {
-  const probes: [string, payments.CreateInput][] = [
-    ["amount", { amount: input.amount }],
-    ["description", { amount: "1", description: input.description }],
-    ["webhookUrl", { amount: "1", webhookUrl: input.webhookUrl }],
-  ];
-  const errors: Record<string, string> = {};
-  for (const [field, probe] of probes) {
-    try {
-      payments.parseCreate(deps, probe);
-    } catch (e) {
-      if (!(e instanceof ApiError)) throw e;
-      errors[field] = e.message;
-    }
-  }
-  return errors;
-}
 
 /** Creating links counts in the payments group, as the API's payment-link route does. */
 function paymentsGroup(deps: Deps): MiddlewareHandler {

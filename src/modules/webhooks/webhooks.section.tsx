@@ -2,7 +2,7 @@
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Deps } from "../../deps.ts";
 import { M } from "../../http/messages.ts";
-import * as webhooks from "../webhooks/webhooks.service.ts";
+import * as webhooks from "./webhooks.service.ts";
 import {
   type DeliveryFilter,
   SecretPanel,
@@ -19,8 +19,8 @@ import {
   merchantOf,
   page,
   single,
-} from "./dashboard.http.tsx";
-import type { DashboardSection } from "./dashboard.sections.ts";
+} from "../dashboard/dashboard.http.tsx";
+import type { DashboardSection } from "../dashboard/section.ts";
 
 const STATUSES = ["pending", "delivered", "undelivered"] as const;
 type Status = typeof STATUSES[number];

@@ -15,7 +15,7 @@ import {
   usdcAmount,
   usdcAmountLoose,
   usdcToNumber,
-} from "../../src/chain/amount.ts";
+} from "../../src/money.ts";
 
 const MAX = 2n ** 63n - 1n;
 

@@ -1,0 +1,144 @@
+/**
+ * The one table from domain error codes to HTTP answers (status, catalog text, default hint),
+ * and `answerFor`, which turns any thrown value into the answer the API's error handler sends
+ * and the dashboard shows. Edge errors (ApiError: auth, rate limits, body parsing) carry their
+ * answer themselves; anything else is a 500 with the catalog's generic text.
+ */
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { DomainError, type ErrorCode } from "../errors.ts";
+import { ApiError, type ErrorBody } from "./errors.ts";
+import { M } from "./messages.ts";
+
+export interface ErrorEntry {
+  status: ContentfulStatusCode;
+  /** The catalog text (`M`). */
+  text: string;
+  /** Shown when the error carries no hint of its own. */
+  hint?: string;
+  /** Answered as the spec's bare `{ error }` body. */
+  bare?: boolean;
+}
+
+export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
+  email_taken: { status: 409, text: M.emailTaken },
+  account_not_found: { status: 404, text: M.noAccount },
+  account_already_verified: { status: 409, text: M.alreadyVerified },
+  verification_code_invalid: { status: 400, text: M.invalidCode },
+  verification_code_expired: { status: 400, text: M.codeExpired },
+  verification_code_locked: { status: 400, text: M.codeLocked },
+  login_invalid: { status: 401, text: M.badLogin },
+  login_unverified: { status: 403, text: M.unverifiedLogin },
+
+  wallet_setup_failed: { status: 500, text: M.walletSetupFailed },
+  wallet_provider_not_managed: { status: 400, text: M.walletPatchExternal },
+  wallet_already_managed: { status: 409, text: M.walletAlreadyManaged },
+  wallet_address_missing: { status: 400, text: M.connectAddressMissing },
+  wallet_address_invalid: { status: 400, text: M.connectAddressInvalid },
+  wallet_link_fields_missing: { status: 400, text: M.connectFields },
+  wallet_kind_invalid: { status: 400, text: M.connectKind },
+  wallet_challenge_missing: { status: 400, text: M.connectChallenge },
+  wallet_signature_invalid: { status: 401, text: M.connectSignature },
+
+  wallet_not_found: { status: 404, text: M.walletNotFound },
+  withdraw_external_wallet: { status: 400, text: M.withdrawExternal },
+  withdraw_insufficient_balance: { status: 400, text: M.withdrawInsufficient },
+
+  key_not_found: { status: 404, text: M.keyNotFound },
+  key_already_revoked: { status: 400, text: M.keyAlreadyRevoked },
+  // Revoked by a concurrent request between our read and our write.
+  key_revoked_concurrently: { status: 409, text: M.keyAlreadyRevoked },
+  merchant_key_not_revocable: { status: 400, text: M.merchantKeyRevoke },
+
+  consumer_address_invalid: { status: 400, text: M.consumerAddress },
+  consumer_session_missing: { status: 401, text: M.consumerNoSession },
+  consumer_session_invalid: { status: 401, text: M.consumerBadSession },
+
+  webhook_url_invalid: { status: 400, text: M.webhookUrlInvalid },
+  delivery_not_found: { status: 404, text: M.deliveryNotFound },
+
+  payout_wallet_missing: { status: 400, text: M.paymentNoWallet },
+  payment_not_found: { status: 404, text: M.paymentNotFound },
+  payment_not_payable: { status: 409, text: M.paymentNotPayable },
+  payment_cursor_invalid: { status: 400, text: M.paymentCursor },
+  payer_address_invalid: { status: 400, text: M.payerAddress },
+  permit_signature_invalid: { status: 400, text: M.permitSignature },
+  tx_hash_invalid: { status: 400, text: M.txHashInvalid },
+  // Gasless checkout: a relay is refused before anything is signed or broadcast.
+  authorization_amount_mismatch: { status: 400, text: M.authorizationAmount },
+  authorization_payee_mismatch: { status: 400, text: M.authorizationPayee },
+  authorization_reference_mismatch: { status: 400, text: M.authorizationReference },
+  authorization_expired: { status: 400, text: M.authorizationExpired },
+  authorization_window_invalid: { status: 400, text: M.authorizationWindow },
+  authorization_signature_invalid: { status: 400, text: M.authorizationSignature },
+  payer_balance_insufficient: { status: 400, text: M.payerBalance },
+  dev_faucet_unavailable: { status: 404, text: M.devFaucetUnavailable },
+
+  // DESIGN §5: a receipt that does not arrive in time is 408, a revert 502.
+  chain_timeout: { status: 408, text: M.chainTimeout, hint: M.chainTimeoutHint },
+  chain_reverted: { status: 502, text: M.chainReverted },
+  chain_refused: { status: 502, text: M.chainRejected },
+  chain_unavailable: { status: 500, text: M.chainUnavailable },
+  chain_not_configured: { status: 500, text: M.chainNotConfigured },
+};
+
+/** An error as a client sees it. */
+export interface ErrorAnswer {
+  status: ContentfulStatusCode;
+  /** The catalog text. */
+  message: string;
+  hint?: string;
+  /** The domain code, when a service or the chain layer threw it. */
+  code?: ErrorCode;
+  /** The JSON body the API sends. */
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+  /** Neither a domain nor an edge error: a bug or an outage, to be logged. */
+  unexpected: boolean;
+}
+
+export function answerFor(err: unknown): ErrorAnswer {
+  if (err instanceof DomainError) return domainAnswer(err);
+  if (err instanceof ApiError) {
+    return {
+      status: err.status,
+      message: err.message,
+      hint: err.hint,
+      body: err.body(),
+      headers: err.headers,
+      unexpected: false,
+    };
+  }
+  return {
+    status: 500,
+    message: M.internal,
+    body: { success: false, error: M.internal },
+    headers: {},
+    unexpected: true,
+  };
+}
+
+function domainAnswer(err: DomainError): ErrorAnswer {
+  const entry = ERROR_MAP[err.code];
+  const { details } = err;
+  const hint = details.hint ?? entry.hint;
+  let body: Record<string, unknown>;
+  if (entry.bare) body = { error: entry.text };
+  else {
+    const b: ErrorBody = { success: false, error: entry.text };
+    if (hint !== undefined) b.hint = hint;
+    // Details a client can act on are answered as fields of their own.
+    if (details.txHash !== undefined) b.txHash = details.txHash;
+    if (details.paymentStatus !== undefined) b.status = details.paymentStatus;
+    if (details.balance !== undefined) b.balance = details.balance;
+    body = b;
+  }
+  return {
+    status: entry.status,
+    message: entry.text,
+    hint,
+    code: err.code,
+    body,
+    headers: {},
+    unexpected: false,
+  };
+}

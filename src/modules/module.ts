@@ -1,0 +1,26 @@
+/**
+ * What a module declares: its HTTP API, pages, jobs and chain log handlers. A file of its own so
+ * a module's entry (mail.module.ts) and the list in index.ts do not import each other.
+ */
+import type { Hono } from "hono";
+import type { Deps } from "../deps.ts";
+import type { JobDefinition } from "../queue/registry.ts";
+import type { LogHandler } from "../chain/index.ts";
+import type { RouteDoc } from "../http/contract.ts";
+import type { BodyRule } from "../http/limits.ts";
+
+export interface AppModule {
+  name: string;
+  // deno-lint-ignore no-explicit-any
+  api?: (deps: Deps) => Hono<any>;
+  // deno-lint-ignore no-explicit-any
+  pages?: (deps: Deps) => Hono<any>;
+  /** Every `/api/` route of `api`, documented (`<name>.schemas.ts`); a test checks both agree. */
+  routes?: RouteDoc[];
+  // deno-lint-ignore no-explicit-any
+  jobs?: JobDefinition<any, Deps>[];
+  /** Handlers for our contracts' logs, run by the chain module's watcher. */
+  logHandlers?: (deps: Deps) => LogHandler[];
+  /** Routes that take a larger body or another media type than JSON (src/http/limits.ts). */
+  bodyRules?: BodyRule[];
+}

@@ -1,0 +1,139 @@
+/**
+ * Merchant wallets and withdrawals: request bodies (each field's issues carry its catalog text),
+ * response bodies and the routes.
+ */
+import { z } from "zod";
+import { M } from "../../http/messages.ts";
+import { errors, type RouteDoc } from "../../http/contract.ts";
+import { isAddress } from "../../chain/address.ts";
+import { usdcAmount } from "../../money.ts";
+
+const ZERO_ADDRESS = /^0x0{40}$/i;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A blank label is no label (as for API keys). */
+export const createWalletBody = z.object({
+  label: z.string({ error: M.walletLabel }).trim().max(100, M.walletLabel).optional()
+    .transform((v) => (v ? v : undefined)),
+});
+
+export const walletIdParams = z.object({ id: z.string().describe("The wallet's UUID") });
+
+export const withdrawBody = z.object({
+  amount: usdcAmount(M.withdrawAmount),
+  destinationAddress: z.string({ error: M.withdrawDestination })
+    .refine((a) => isAddress(a) && !ZERO_ADDRESS.test(a), M.withdrawDestination)
+    .describe("EVM address that receives the USDC"),
+  walletId: z.string({ error: M.withdrawWalletId }).regex(UUID, M.withdrawWalletId).optional()
+    .describe("One of your wallets (GET /api/wallets); default the payout wallet"),
+});
+
+export const WITHDRAW_HINTS: Record<string, string> = { amount: M.withdrawAmountHint };
+
+const iso = z.string().describe("ISO 8601 timestamp");
+const usdc6 = z.string().describe("USDC with 6 decimal places");
+
+export const wallet = z.object({
+  id: z.string().describe("UUID: the wallet id other endpoints take"),
+  address: z.string().describe("EVM address, EIP-55 checksummed"),
+  label: z.string().nullable(),
+  payout: z.boolean().describe("Whether payouts go to this wallet"),
+  createdAt: iso,
+}).meta({ id: "MerchantWallet" });
+
+export const walletWithBalances = wallet.extend({
+  balances: z.record(z.string(), usdc6.nullable()).describe(
+    "USDC per chain profile (testnet, production); null when that chain cannot be read now",
+  ),
+}).meta({ id: "MerchantWalletWithBalances" });
+
+export const withdrawResponse = z.object({
+  success: z.literal(true),
+  txHash: z.string(),
+  explorerUrl: z.string(),
+  amount: usdc6,
+  recipient: z.string(),
+  status: z.literal("confirmed"),
+  walletId: z.string(),
+  chain: z.string().describe("The chain profile the key selects (a session: production)"),
+});
+
+const ok = z.literal(true);
+const auth = ["merchantCookie", "apiKey", "bearer"] as const;
+const tag = "Wallets";
+
+export const walletsRoutes: RouteDoc[] = [
+  {
+    method: "post",
+    path: "/api/wallets",
+    summary: "Create a managed wallet",
+    tag,
+    auth: [...auth],
+    idempotent: true,
+    body: createWalletBody,
+    bodyExample: { label: "Refunds" },
+    responses: {
+      201: {
+        description: "The new wallet",
+        schema: z.object({ success: ok, wallet }),
+      },
+      ...errors([400, 401, 403, 409, 429]),
+    },
+  },
+  {
+    method: "get",
+    path: "/api/wallets",
+    summary: "The merchant's managed wallets with their USDC per chain",
+    tag,
+    auth: [...auth],
+    responses: {
+      200: {
+        description: "Oldest first",
+        schema: z.object({ success: ok, wallets: z.array(walletWithBalances) }),
+      },
+      ...errors([401, 403, 429]),
+    },
+  },
+  {
+    method: "get",
+    path: "/api/wallets/:id",
+    summary: "One of the merchant's wallets",
+    tag,
+    auth: [...auth],
+    params: walletIdParams,
+    responses: {
+      200: {
+        description: "The wallet",
+        schema: z.object({ success: ok, wallet: walletWithBalances }),
+      },
+      ...errors([401, 403, 404, 429]),
+    },
+  },
+  {
+    method: "post",
+    path: "/api/merchant/withdraw",
+    summary: "Send USDC out of a managed wallet on the key's chain",
+    tag,
+    auth: [...auth],
+    idempotent: true,
+    body: withdrawBody,
+    bodyExample: {
+      amount: "25.00",
+      destinationAddress: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
+    },
+    responses: {
+      200: { description: "Mined", schema: withdrawResponse },
+      400: {
+        description:
+          "Malformed input; the payout wallet is external; or the balance is too low (then `balance`)",
+        schema: z.object({
+          success: z.literal(false),
+          error: z.string(),
+          hint: z.string().optional(),
+          balance: usdc6.optional(),
+        }),
+      },
+      ...errors([401, 403, 404, 408, 409, 429, 500, 502]),
+    },
+  },
+];

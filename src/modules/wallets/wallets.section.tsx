@@ -1,0 +1,148 @@
+/**
+ * Wallets: the merchant's managed wallets with their balances, a new one, withdraw (review, then
+ * confirm; the confirmation carries a request key so a double submit sends once), and on local
+ * chains in development a faucet button beside each wallet.
+ */
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { Deps } from "../../deps.ts";
+import { M } from "../../http/messages.ts";
+import { parseFields } from "../../http/contract.ts";
+import { PROFILE_DEFS, type ProfileName } from "../../chain/profiles.ts";
+import * as wallets from "./wallets.service.ts";
+import { createWalletBody, withdrawBody } from "./wallets.schemas.ts";
+import { WalletsView, type WalletsViewProps } from "../../../views/dashboard/wallets.tsx";
+import {
+  attempt,
+  type DashContext,
+  formBody,
+  merchantOf,
+  page,
+  single,
+} from "../dashboard/dashboard.http.tsx";
+import type { DashboardSection } from "../dashboard/section.ts";
+
+export const walletsSection: DashboardSection = {
+  id: "wallets",
+  label: "Wallets",
+  path: "/dashboard/wallets",
+  order: 55,
+  routes(app, deps) {
+    app.get("/wallets", (c) => render(c, deps));
+
+    app.post("/wallets", async (c) => {
+      const parsed = parseFields(createWalletBody, single(await formBody(c)));
+      if (!parsed.ok) return render(c, deps, { labelError: parsed.errors.label }, 400);
+      await wallets.createWallet(deps, merchantOf(c), parsed.data);
+      return render(c, deps, { notice: { kind: "ok", text: M.dashWalletCreated } });
+    });
+
+    app.post("/wallets/:id/withdraw/review", async (c) => {
+      const id = c.req.param("id");
+      const values = single(await formBody(c));
+      const checked = await check(c, deps, id, values);
+      if (!checked.ok) return checked.response;
+      return render(c, deps, {
+        review: {
+          walletId: id,
+          amount: values.amount,
+          destinationAddress: values.destinationAddress,
+          chain: checked.profile,
+          requestKey: crypto.randomUUID(),
+        },
+      });
+    });
+
+    app.post("/wallets/:id/withdraw", async (c) => {
+      const id = c.req.param("id");
+      const values = single(await formBody(c));
+      const checked = await check(c, deps, id, values);
+      if (!checked.ok) return checked.response;
+      const r = await attempt(() =>
+        wallets.withdraw(
+          deps,
+          merchantOf(c),
+          checked.profile,
+          { ...checked.input, walletId: id },
+          values.requestKey || undefined,
+        )
+      );
+      if (!r.ok) {
+        const balance = r.error.body.balance ? ` Balance: ${r.error.body.balance} USDC.` : "";
+        return render(
+          c,
+          deps,
+          { notice: { kind: "error", text: r.error.message + balance } },
+          r.error.status,
+        );
+      }
+      return render(c, deps, {
+        notice: {
+          kind: "ok",
+          text:
+            `${M.dashWithdrawn} ${r.value.amount} USDC to ${r.value.recipient}: ${r.value.txHash}`,
+        },
+      });
+    });
+
+    app.post("/wallets/:id/faucet", async (c) => {
+      const { chain } = single(await formBody(c));
+      const r = await attempt(() => wallets.faucet(deps, merchantOf(c), c.req.param("id"), chain));
+      return r.ok
+        ? render(c, deps, { notice: { kind: "ok", text: M.dashFaucetMinted } })
+        : render(c, deps, { notice: { kind: "error", text: r.error.message } }, r.error.status);
+    });
+  },
+};
+
+type Checked =
+  | { ok: true; profile: ProfileName; input: { amount: bigint; destinationAddress: string } }
+  | { ok: false; response: Response | Promise<Response> };
+
+/** The withdraw form's fields, the chain, and that the wallet is the merchant's. */
+async function check(
+  c: DashContext,
+  deps: Deps,
+  walletId: string,
+  values: Record<string, string>,
+): Promise<Checked> {
+  const owned = await attempt(() => wallets.getWallet(deps, merchantOf(c), walletId));
+  if (!owned.ok) {
+    const notice = { kind: "error" as const, text: owned.error.message };
+    return { ok: false, response: render(c, deps, { notice }, owned.error.status) };
+  }
+  const parsed = parseFields(withdrawBody, {
+    amount: values.amount,
+    destinationAddress: values.destinationAddress,
+  });
+  const profile = deps.chain.profiles().find((p) => p === values.chain);
+  const errors = parsed.ok ? {} : { ...parsed.errors };
+  if (!profile) errors.chain = M.chainNotConfigured;
+  if (!parsed.ok || !profile) {
+    const form = { walletId, values, errors };
+    return { ok: false, response: render(c, deps, { form }, 400) };
+  }
+  return { ok: true, profile, input: parsed.data };
+}
+
+async function render(
+  c: DashContext,
+  deps: Deps,
+  extra: Partial<WalletsViewProps> = {},
+  status?: ContentfulStatusCode,
+) {
+  const list = await wallets.listWallets(deps, merchantOf(c));
+  return page(c, {
+    title: "Wallets",
+    section: "wallets",
+    status,
+    body: (
+      <WalletsView
+        csrf={c.get("csrfToken")}
+        wallets={list}
+        chains={deps.chain.profiles().map((p) => ({ name: p, label: PROFILE_DEFS[p].label }))}
+        faucet={wallets.faucetProfiles(deps)}
+        {...extra}
+      />
+    ),
+  });
+}

@@ -1,0 +1,187 @@
+/**
+ * Merchant wallets: the managed wallets a merchant controls (the payout wallet among them), their
+ * USDC per chain, and withdrawals out of them. Every lookup is scoped by merchant: another
+ * merchant's wallet id is simply not found.
+ */
+import { createHash } from "node:crypto";
+import type { Deps } from "../../deps.ts";
+import type { Db } from "../../db/client.ts";
+import { DomainError } from "../../errors.ts";
+import { checksum, lower } from "../../chain/address.ts";
+import type { ProfileName } from "../../chain/profiles.ts";
+import { formatUsdc } from "../../money.ts";
+import type { MerchantRow } from "../merchants/merchants.types.ts";
+import * as repo from "./wallets.repo.ts";
+import type { MerchantWalletRow } from "./wallets.types.ts";
+
+export type { MerchantWalletRow } from "./wallets.types.ts";
+
+/**
+ * A new managed wallet for the merchant. `tx` lets verification register it in the transaction
+ * that marks the merchant verified (the sealed key itself is written by the chain module first).
+ */
+export async function createManagedWallet(
+  deps: Pick<Deps, "chain" | "sql" | "clock">,
+  merchantId: string,
+  opts: { label?: string | null; tx?: Db } = {},
+): Promise<MerchantWalletRow> {
+  const w = await deps.chain.createWallet("merchant");
+  return await repo.insert(opts.tx ?? deps.sql, {
+    walletId: w.id,
+    merchantId,
+    address: w.address,
+    label: opts.label ?? null,
+    now: deps.clock.now(),
+  });
+}
+
+export function walletView(m: MerchantRow, w: MerchantWalletRow) {
+  return {
+    id: w.walletId,
+    address: checksum(w.address),
+    label: w.label,
+    payout: m.walletProvider === "MANAGED" && m.managedWalletId === w.walletId,
+    createdAt: w.createdAt.toISOString(),
+  };
+}
+
+export type WalletView = ReturnType<typeof walletView>;
+export type Balances = Record<string, string | null>;
+
+export async function createWallet(deps: Deps, m: MerchantRow, input: { label?: string }) {
+  return walletView(m, await createManagedWallet(deps, m.id, { label: input.label }));
+}
+
+export async function listWallets(deps: Deps, m: MerchantRow) {
+  const rows = await repo.listForMerchant(deps.sql, m.id);
+  return await Promise.all(
+    rows.map(async (w) => ({ ...walletView(m, w), balances: await balances(deps, w.address) })),
+  );
+}
+
+export async function getWallet(deps: Deps, m: MerchantRow, id: string) {
+  const w = await find(deps, m.id, id);
+  return { ...walletView(m, w), balances: await balances(deps, w.address) };
+}
+
+/** The merchant's wallet, or wallet_not_found (also for another merchant's id). */
+async function find(deps: Deps, merchantId: string, id: string): Promise<MerchantWalletRow> {
+  const w = UUID.test(id) ? await repo.findForMerchant(deps.sql, merchantId, id) : null;
+  if (!w) throw new DomainError("wallet_not_found");
+  return w;
+}
+
+/** USDC (6 places) on every configured chain; null where the chain cannot be read now. */
+async function balances(deps: Deps, address: `0x${string}`): Promise<Balances> {
+  const entries = await Promise.all(
+    deps.chain.profiles().map(async (p) => {
+      try {
+        return [p, formatUsdc(await deps.chain.usdcBalance(p, address), { decimals: "fixed" })];
+      } catch (e) {
+        deps.log.warn("balance unavailable", { profile: p, error: e });
+        return [p, null];
+      }
+    }),
+  );
+  return Object.fromEntries(entries);
+}
+
+/** Test USDC one faucet press mints (the dashboard's development button). */
+export const FAUCET_AMOUNT = 100n * 1_000_000n;
+
+/** Chains the dashboard's faucet may mint on: local nodes, outside production only. */
+export function faucetProfiles(deps: Deps): ProfileName[] {
+  if (deps.config.isProduction) return [];
+  return deps.chain.profiles().filter((p) => deps.chain.isLocal(p));
+}
+
+/** Mints test USDC into one of the merchant's wallets on a local chain (development only). */
+export async function faucet(deps: Deps, m: MerchantRow, walletId: string, profile: string) {
+  const w = await find(deps, m.id, walletId);
+  const allowed = faucetProfiles(deps).find((p) => p === profile);
+  if (!allowed) throw new DomainError("chain_not_configured");
+  const row = await deps.chain.mintUsdc({ profile: allowed, to: w.address, amount: FAUCET_AMOUNT });
+  return { txHash: row.txHash, amount: formatUsdc(FAUCET_AMOUNT, { decimals: "fixed" }) };
+}
+
+export interface WithdrawInput {
+  amount: bigint;
+  destinationAddress: string;
+  walletId?: string;
+}
+
+/**
+ * Moves USDC out of one of the merchant's managed wallets on `profile`'s chain and waits for the
+ * receipt. Without `walletId` the source is the payout wallet, which must be managed. With a
+ * request key (the Idempotency-Key) the transfer's intent is derived from it and the request, so
+ * a retry after a timeout finds the first transfer instead of sending a second.
+ */
+export async function withdraw(
+  deps: Deps,
+  m: MerchantRow,
+  profile: ProfileName,
+  input: WithdrawInput,
+  requestKey?: string,
+) {
+  const source = await withdrawSource(deps, m, input.walletId);
+  if (!deps.chain.has(profile)) throw new DomainError("chain_not_configured");
+  const to = lower(input.destinationAddress);
+  const intentKey = requestKey === undefined
+    ? `withdraw:${source.walletId}:${crypto.randomUUID()}`
+    : `withdraw:${source.walletId}:${
+      sha256([m.id, requestKey, profile, input.amount, to].join("\n"))
+    }`;
+  const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
+  if (!earlier || earlier.status === "failed") {
+    const balance = await deps.chain.usdcBalance(profile, source.address);
+    if (balance < input.amount) throw insufficient(balance);
+  }
+  let row;
+  try {
+    row = await deps.chain.transferUsdc({
+      profile,
+      from: { walletId: source.walletId },
+      to,
+      amount: input.amount,
+      intentKey,
+    });
+  } catch (e) {
+    // Spent by a concurrent withdrawal between our check and the node's estimate.
+    if (
+      e instanceof DomainError && e.code === "chain_reverted" &&
+      /ERC20InsufficientBalance/.test(e.details.hint ?? "")
+    ) {
+      throw insufficient(await deps.chain.usdcBalance(profile, source.address));
+    }
+    throw e;
+  }
+  return {
+    txHash: row.txHash,
+    explorerUrl: deps.chain.explorerTxUrl(profile, row.txHash),
+    amount: formatUsdc(input.amount, { decimals: "fixed" }),
+    recipient: checksum(to),
+    status: "confirmed" as const,
+    walletId: source.walletId,
+    chain: profile,
+  };
+}
+
+async function withdrawSource(deps: Deps, m: MerchantRow, walletId: string | undefined) {
+  if (walletId !== undefined) return await find(deps, m.id, walletId);
+  if (m.walletProvider !== "MANAGED" || !m.managedWalletId) {
+    throw new DomainError("withdraw_external_wallet");
+  }
+  return await find(deps, m.id, m.managedWalletId);
+}
+
+function insufficient(balance: bigint): DomainError {
+  return new DomainError("withdraw_insufficient_balance", {
+    balance: formatUsdc(balance, { decimals: "fixed" }),
+  });
+}
+
+function sha256(s: string): string {
+  return createHash("sha256").update(s).digest("hex");
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

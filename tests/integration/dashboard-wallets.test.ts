@@ -1,0 +1,145 @@
+/**
+ * The dashboard's Wallets section over HTTP: list with balances, create, the faucet beside each
+ * wallet on local chains, withdraw only after a confirmation step (once per confirmation), CSRF,
+ * and another merchant's wallet out of reach.
+ */
+import assert from "node:assert/strict";
+import { startTestService } from "../helpers/service.ts";
+import { dashboardClient } from "../helpers/dashboard-client.ts";
+import { api, createMerchant } from "../helpers/accounts.ts";
+import { M } from "../../src/http/messages.ts";
+
+const DEST = "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4";
+
+Deno.test("dashboard: Wallets section", async (t) => {
+  const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
+  const d = dashboardClient(svc);
+  const call = api(svc);
+  const chain = svc.deps.chain;
+  try {
+    const m = await createMerchant(svc);
+    const other = await createMerchant(svc);
+    const payout = await call("GET", "/api/merchant/wallet", { cookie: m.cookie });
+    const payoutId = (payout.json.wallet as { managedWalletId: string }).managedWalletId;
+    const b = await d.open(m, "/dashboard/wallets");
+
+    await t.step(
+      "lists the payout wallet with balances and a faucet button per local chain",
+      async () => {
+        const r = await d.get(b, "/dashboard/wallets");
+        assert.equal(r.status, 200);
+        assert.match(r.headers.get("content-type")!, /text\/html/);
+        assert.ok(r.text.includes(m.walletAddress!), "the payout address is shown");
+        assert.match(r.text, /Payout/);
+        assert.equal(
+          (r.text.match(/Faucet: 100 test USDC/g) ?? []).length,
+          2,
+          "testnet and production",
+        );
+        assert.match(r.text, /href="\/dashboard\/wallets"[^>]*>Wallets</);
+      },
+    );
+
+    await t.step("creates a wallet; a form without the CSRF token is refused", async () => {
+      const refused = await d.post(b, "/dashboard/wallets", { label: "Ops" }, { token: null });
+      assert.equal(refused.status, 403);
+      const r = await d.post(b, "/dashboard/wallets", { label: "Ops" });
+      assert.equal(r.status, 200, r.text);
+      assert.ok(r.text.includes(M.dashWalletCreated));
+      const list = await call("GET", "/api/wallets", { cookie: m.cookie });
+      assert.deepEqual((list.json.wallets as { label: string | null }[]).map((w) => w.label), [
+        null,
+        "Ops",
+      ]);
+    });
+
+    await t.step("the faucet mints 100 test USDC into the wallet", async () => {
+      const r = await d.post(b, `/dashboard/wallets/${payoutId}/faucet`, { chain: "testnet" });
+      assert.equal(r.status, 200, r.text);
+      assert.ok(r.text.includes(M.dashFaucetMinted));
+      const addr = m.walletAddress!.toLowerCase() as `0x${string}`;
+      assert.equal(await chain.usdcBalance("testnet", addr), 100_000_000n);
+      assert.match(r.text, /data-chain="testnet">100\.000000 USDC/);
+    });
+
+    await t.step("withdraw: review first (nothing sent), then confirm sends once", async () => {
+      const dest = DEST.toLowerCase() as `0x${string}`;
+      const bad = await d.post(b, `/dashboard/wallets/${payoutId}/withdraw/review`, {
+        amount: "1e3",
+        destinationAddress: DEST,
+        chain: "testnet",
+      });
+      assert.equal(bad.status, 400);
+      assert.ok(bad.text.includes(M.withdrawAmount));
+      const review = await d.post(b, `/dashboard/wallets/${payoutId}/withdraw/review`, {
+        amount: "30",
+        destinationAddress: DEST,
+        chain: "testnet",
+      });
+      assert.equal(review.status, 200, review.text);
+      assert.match(review.text, /Confirm the withdrawal/);
+      assert.equal(await chain.usdcBalance("testnet", dest), 0n, "nothing sent by the review");
+      const requestKey = /name="requestKey" value="([^"]+)"/.exec(review.text)?.[1];
+      assert.ok(requestKey);
+      const fields = { amount: "30", destinationAddress: DEST, chain: "testnet", requestKey };
+      const sent = await d.post(b, `/dashboard/wallets/${payoutId}/withdraw`, fields);
+      assert.equal(sent.status, 200, sent.text);
+      assert.ok(sent.text.includes(M.dashWithdrawn));
+      const twice = await d.post(b, `/dashboard/wallets/${payoutId}/withdraw`, fields);
+      assert.equal(twice.status, 200, twice.text);
+      assert.equal(
+        await chain.usdcBalance("testnet", dest),
+        30_000_000n,
+        "a double submit sends once",
+      );
+      const over = await d.post(b, `/dashboard/wallets/${payoutId}/withdraw`, {
+        ...fields,
+        amount: "71",
+        requestKey: crypto.randomUUID(),
+      });
+      assert.equal(over.status, 400);
+      assert.ok(over.text.includes(`${M.withdrawInsufficient} Balance: 70.000000 USDC.`));
+    });
+
+    await t.step("another merchant's wallet is not found in the dashboard either", async () => {
+      const ob = await d.open(other, "/dashboard/wallets");
+      const r = await d.post(ob, `/dashboard/wallets/${payoutId}/withdraw`, {
+        amount: "1",
+        destinationAddress: DEST,
+        chain: "testnet",
+        requestKey: crypto.randomUUID(),
+      });
+      assert.equal(r.status, 404);
+      assert.ok(r.text.includes(M.walletNotFound));
+      const f = await d.post(ob, `/dashboard/wallets/${payoutId}/faucet`, { chain: "testnet" });
+      assert.equal(f.status, 404);
+    });
+  } finally {
+    await svc.close();
+  }
+});
+
+Deno.test("dashboard: no faucet button on a configured chain", async () => {
+  const svc = await startTestService({ env: { RATE_LIMITS: "off", CHAINS: "testnet" } });
+  const peer = await startTestService({
+    env: { RATE_LIMITS: "off", CHAINS: "testnet" },
+    sameDeploymentAs: svc,
+  });
+  try {
+    assert.equal(peer.deps.chain.isLocal("testnet"), false, "the peer reaches the node by URL");
+    const m = await createMerchant(peer);
+    const d = dashboardClient(peer);
+    const b = await d.open(m, "/dashboard/wallets");
+    const r = await d.get(b, "/dashboard/wallets");
+    assert.equal(r.status, 200);
+    assert.doesNotMatch(r.text, /Faucet/);
+    const payout = await api(peer)("GET", "/api/merchant/wallet", { cookie: m.cookie });
+    const id = (payout.json.wallet as { managedWalletId: string }).managedWalletId;
+    const f = await d.post(b, `/dashboard/wallets/${id}/faucet`, { chain: "testnet" });
+    assert.equal(f.status, 500);
+    assert.ok(f.text.includes(M.chainNotConfigured));
+  } finally {
+    await peer.close();
+    await svc.close();
+  }
+});
