@@ -25,7 +25,6 @@ import {
   type SiweRequest,
   verifySiwe,
 } from "./siwe.ts";
-import { parseAbiItem } from "viem";
 import {
   authorizationSignedBy,
   authorizationTypedData,
@@ -40,31 +39,18 @@ import {
   signOrder,
 } from "./checkout.ts";
 
+import { type UsdcTransfer, usdcTransfers } from "./activity.ts";
+import { chainReadiness, type OperatorGas, operatorGas } from "./health.ts";
+
 export type { ChainEvent, LogHandler } from "./watcher.ts";
+export type { UsdcTransfer } from "./activity.ts";
+export type { OperatorGas } from "./health.ts";
 export { onPaymentSettled, type PaymentSettledEvent } from "./events.ts";
 export type { Signer, TxRequest } from "./sender.ts";
 export type { TxRow } from "./transactions.repo.ts";
 export type { ManagedWallet, WalletPurpose } from "./wallets.ts";
 export type { ProfileName } from "./profiles.ts";
 export type { AuthorizationWindow, OrderInput, SignedOrder } from "./checkout.ts";
-
-export interface UsdcTransfer {
-  direction: "in" | "out";
-  from: `0x${string}`;
-  to: `0x${string}`;
-  amount: bigint;
-  txHash: `0x${string}`;
-  blockNumber: bigint;
-  logIndex: number;
-  timestamp?: Date;
-}
-
-export interface OperatorGas {
-  address: `0x${string}`;
-  balanceWei: bigint;
-  lowWei: bigint;
-  low: boolean;
-}
 
 export interface ChainOptions {
   config: ChainConfig;
@@ -390,60 +376,7 @@ export class Chain {
     address: `0x${string}`,
     opts: { limit?: number; blocks?: bigint } = {},
   ): Promise<UsdcTransfer[]> {
-    const rt = this.runtime(profile);
-    const token = rt.contracts.TestUSDC;
-    if (!token) return [];
-    const head = await rt.client.getBlockNumber();
-    const span = opts.blocks ?? 100_000n;
-    const fromBlock = head > span ? head - span : 0n;
-    const event = parseAbiItem(
-      "event Transfer(address indexed from, address indexed to, uint256 value)",
-    );
-    const [outgoing, incoming] = await Promise.all([
-      rt.client.getLogs({
-        address: token,
-        event,
-        args: { from: address },
-        fromBlock,
-        toBlock: head,
-      }),
-      rt.client.getLogs({ address: token, event, args: { to: address }, fromBlock, toBlock: head }),
-    ]);
-    const seen = new Set<string>();
-    const all: UsdcTransfer[] = [];
-    for (const [dir, logs] of [["out", outgoing], ["in", incoming]] as const) {
-      for (const l of logs) {
-        const key = `${l.transactionHash}:${l.logIndex}:${dir}`;
-        if (seen.has(key)) continue;
-        seen.add(key);
-        all.push({
-          direction: dir,
-          from: l.args.from!.toLowerCase() as `0x${string}`,
-          to: l.args.to!.toLowerCase() as `0x${string}`,
-          amount: l.args.value!,
-          txHash: l.transactionHash!,
-          blockNumber: l.blockNumber!,
-          logIndex: l.logIndex!,
-        });
-      }
-    }
-    all.sort((a, b) =>
-      a.blockNumber === b.blockNumber
-        ? b.logIndex - a.logIndex
-        : a.blockNumber < b.blockNumber
-        ? 1
-        : -1
-    );
-    const top = all.slice(0, opts.limit ?? 50);
-    const blocks = new Map<bigint, Date>();
-    for (const t of top) {
-      if (!blocks.has(t.blockNumber)) {
-        const b = await rt.client.getBlock({ blockNumber: t.blockNumber });
-        blocks.set(t.blockNumber, new Date(Number(b.timestamp) * 1000));
-      }
-      t.timestamp = blocks.get(t.blockNumber);
-    }
-    return top;
+    return await usdcTransfers(this.runtime(profile), address, opts);
   }
 
   // ---- health -----------------------------------------------------------------------------
@@ -453,61 +386,12 @@ export class Chain {
    * running dry stops managed wallets from sending. Null when no operator is configured.
    */
   async operatorGas(profile: ProfileName): Promise<OperatorGas | null> {
-    const rt = this.runtime(profile);
-    if (!rt.operator) return null;
-    const balance = await rt.client.getBalance({ address: rt.operator.address });
-    const lowWei = rt.profile.gas.operatorLowWei;
-    return { address: rt.operator.address, balanceWei: balance, lowWei, low: balance < lowWei };
+    return await operatorGas(this.runtime(profile));
   }
 
   /** A readiness check for /readyz. */
   readiness(): ReadinessCheck {
-    return {
-      name: "chains",
-      run: async () => {
-        const detail: Record<string, unknown> = {};
-        let ok = true;
-        for (const rt of this.runtimes.values()) {
-          try {
-            const head = await rt.client.getBlockNumber();
-            const missing = (["TestUSDC"] as const).filter((c) => !rt.contracts[c]);
-            if (missing.length) ok = false;
-            // Reported, not failed: a low operator still serves every request that needs no
-            // top-up, and taking the instance out of rotation would not refill it.
-            const op = await this.operatorGas(rt.profile.name);
-            detail[rt.profile.name] = {
-              ok: missing.length === 0,
-              chainId: rt.chainId,
-              head: head.toString(),
-              local: !!rt.node,
-              contracts: rt.contracts,
-              ...(missing.length ? { missing } : {}),
-              ...(op
-                ? {
-                  operator: {
-                    address: op.address,
-                    balanceWei: op.balanceWei.toString(),
-                    lowWei: op.lowWei.toString(),
-                    low: op.low,
-                  },
-                }
-                : {}),
-              ...(op?.low
-                ? { warnings: [`operator ${op.address} is below ${op.lowWei} wei of gas`] }
-                : {}),
-            };
-          } catch (e) {
-            ok = false;
-            detail[rt.profile.name] = {
-              ok: false,
-              chainId: rt.chainId,
-              error: String(e).slice(0, 200),
-            };
-          }
-        }
-        return { ok, detail };
-      },
-    };
+    return chainReadiness([...this.runtimes.values()]);
   }
 
   async #account(rt: ChainRuntime, signer: Signer): Promise<LocalAccount> {

@@ -64,16 +64,27 @@ export async function startTestService(
     shared[`${rt.profile.envPrefix}_OPERATOR_KEY`] = ANVIL_KEYS[0];
     shared[`${rt.profile.envPrefix}_CONFIRMATIONS`] = "0";
   }
-  const config = testConfig({ DATABASE_URL: db.url, ...shared, ...opts.env });
   // Processes of one deployment read one clock, as real ones read the system clock.
   const clock = peer?.clock ?? new ManualClock();
-  const service = await startService(config, {
-    log: opts.log ?? silentLogger,
-    clock,
-    modules: opts.modules,
-    workers: opts.workers,
-    persistChains: opts.persistChains ?? false,
-  });
+  let config: Config;
+  let service: Service;
+  for (let attempt = 1;; attempt++) {
+    config = testConfig({ DATABASE_URL: db.url, ...shared, ...opts.env });
+    try {
+      service = await startService(config, {
+        log: opts.log ?? silentLogger,
+        clock,
+        modules: opts.modules,
+        workers: opts.workers,
+        persistChains: opts.persistChains ?? false,
+      });
+      break;
+    } catch (e) {
+      // freePort() names a port another process may bind before we do (parallel test files):
+      // start again on another one rather than fail by luck.
+      if (!(e instanceof Deno.errors.AddrInUse) || opts.env?.PORT || attempt >= 5) throw e;
+    }
+  }
   return {
     ...service,
     db,

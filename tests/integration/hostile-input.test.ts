@@ -487,6 +487,38 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
         rpc: true,
         runs: Math.ceil(RUNS / 3),
       },
+      {
+        method: "POST",
+        path: () => `/checkout/${reference}/relay`,
+        headers: {},
+        sample: {
+          authorization: {
+            from: "0x000000000000000000000000000000000000dEaD",
+            to: "0x000000000000000000000000000000000000bEEF",
+            value: "1000000",
+            validAfter: "0",
+            validBefore: "1",
+            nonce: "0x" + "ab".repeat(32),
+          },
+          signature: "0x" + "cd".repeat(65),
+        },
+      },
+      {
+        method: "POST",
+        path: () => "/api/wallets",
+        headers: key,
+        sample: { label: "fuzz" },
+      },
+      {
+        // The merchant's wallets hold nothing: a well-formed request is refused for balance.
+        method: "POST",
+        path: () => "/api/merchant/withdraw",
+        headers: key,
+        sample: {
+          amount: "0.000001",
+          destinationAddress: "0x000000000000000000000000000000000000dEaD",
+        },
+      },
       // Bodiless POSTs still get bodies thrown at them.
       {
         method: "POST",
@@ -510,6 +542,7 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
       },
       { method: "POST", path: (p) => `/api/webhooks/deliveries/${p}/replay`, headers: cookie },
       { method: "POST", path: (p) => `/api/keys/${p}/rotate`, headers: cookie },
+      { method: "GET", path: (p) => `/api/wallets/${p}`, headers: key },
       { method: "DELETE", path: (p) => `/api/keys/${p}`, headers: cookie },
       { method: "GET", path: (p) => `/api/merchant/wallet/connect?address=${p}`, headers: cookie },
       { method: "GET", path: (p) => `/checkout/${reference}/pay-data?payer=${p}`, headers: {} },
