@@ -3,6 +3,7 @@
  * (`<name>.schemas.ts`) with zod 4's own JSON Schema output (draft 2020-12, OpenAPI 3.1's
  * dialect). `/api/docs`: Swagger UI from the `swagger-ui-dist` package, served from our origin.
  */
+import { STRICT_CSP } from "./csp.ts";
 import { Hono } from "hono";
 import { z } from "zod";
 import type { Credential, RouteDoc } from "./contract.ts";
@@ -193,17 +194,7 @@ export function openApiDocument(routes: RouteDoc[], serverUrl: string): Json {
  * script), its style changes go through the CSSOM (not restricted by style-src), and its icons
  * are data: images. The Chromium test fails on any CSP violation the page reports.
  */
-export const DOCS_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
-  "object-src 'none'",
-].join("; ");
+export const DOCS_CSP = STRICT_CSP;
 
 export function docsApi(routes: () => RouteDoc[], serverUrl: string): Hono {
   const app = new Hono();

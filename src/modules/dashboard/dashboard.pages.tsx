@@ -10,6 +10,7 @@
  *
  * then the entry routes and every section's routes (dashboard.sections.ts).
  */
+import { STRICT_CSP } from "../../http/csp.ts";
 import { Hono } from "hono";
 import type { MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
@@ -35,17 +36,7 @@ import { type DashboardSection, navItems, SECTIONS, sortedSections } from "./das
 
 export const CSRF_COOKIE = "dashboard_csrf";
 
-const CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
-  "object-src 'none'",
-].join("; ");
+const CSP = STRICT_CSP;
 
 export function dashboardPages(deps: Deps, sections: DashboardSection[] = SECTIONS): Hono {
   const app = new Hono<DashEnv>().basePath("/dashboard");
