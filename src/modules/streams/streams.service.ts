@@ -381,3 +381,11 @@ export async function enqueueDue(deps: Deps): Promise<number> {
   for (const { id } of due) await deps.queue.send(drainStreamQueue, { streamId: id });
   return due.length;
 }
+
+/** One of the merchant's streams, or stream_not_found. */
+export async function getStream(deps: Deps, merchantId: string, reference: string) {
+  return await findOwn(deps, merchantId, reference);
+}
+
+/** Base units as the USDC decimal people read (no trailing zeros). */
+export const usdc = (units: bigint) => formatUsdc(units);
