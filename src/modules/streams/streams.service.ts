@@ -21,6 +21,18 @@ import { drainStreamQueue } from "./streams.queues.ts";
 export type { StreamRow } from "./streams.types.ts";
 
 const profileOf = (s: Pick<StreamRow, "profile">) => s.profile as ProfileName;
+
+/** EIP-55 checksums repeat across a merchant's list (one sender, one vault): keep them. */
+const checksums = new Map<string, `0x${string}`>();
+function display(address: string): `0x${string}` {
+  let c = checksums.get(address);
+  if (!c) {
+    if (checksums.size >= 50_000) checksums.clear();
+    c = checksum(address);
+    checksums.set(address, c);
+  }
+  return c;
+}
 const fromSeconds = (s: bigint) => new Date(Number(s) * 1000);
 
 export async function createStream(
@@ -106,13 +118,13 @@ export function streamView(deps: Deps, s: StreamRow, now: Date) {
   return {
     reference: s.reference,
     status: s.status,
-    senderSCA: checksum(s.senderSca),
-    receiverSCA: checksum(s.receiverSca),
+    senderSCA: display(s.senderSca),
+    receiverSCA: display(s.receiverSca),
     ratePerSecond: usdcToNumber(s.rate),
     totalDeposited: usdcToNumber(s.deposit),
     totalStreamed: usdcToNumber(s.withdrawn),
     currency: "USDC" as const,
-    contractAddress: checksum(s.contractAddress),
+    contractAddress: display(s.contractAddress),
     startedAt: s.startedAt.toISOString(),
     stoppedAt: s.stoppedAt?.toISOString() ?? null,
     txHash: s.txHash,
