@@ -1,6 +1,6 @@
 /**
  * `deno task bench [section ...]`: measured numbers, each beside a baseline taken in the same
- * run, printed as a ratio. Sections: chain, webhooks, payments, abuse (more join as modules grow).
+ * run, printed as a ratio. Sections: chain, webhooks, payments, abuse, streams (more join as modules grow).
  *
  * Uses DATABASE_URL when set, otherwise an embedded PostgreSQL under .data/bench.
  */
@@ -12,6 +12,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   webhooks: async () => (await import("./webhooks.bench.ts")).run(),
   payments: async () => (await import("./payments.bench.ts")).run(),
   abuse: async () => (await import("./abuse.bench.ts")).run(),
+  streams: async () => (await import("./streams.bench.ts")).run(),
 };
 
 const wanted = Deno.args.length ? Deno.args : Object.keys(SECTIONS);

@@ -29,6 +29,15 @@ export const ERROR_CODES = [
   "wallet_not_found",
   "withdraw_external_wallet",
   "withdraw_insufficient_balance",
+  // Streams
+  "stream_not_found",
+  "stream_not_active",
+  "stream_already_completed",
+  "stream_sender_not_controlled",
+  "stream_receiver_not_controlled",
+  "stream_caller_not_controlled",
+  "stream_insufficient_balance",
+  "stream_nothing_to_withdraw",
   // API keys
   "key_not_found",
   "key_already_revoked",

@@ -14,6 +14,7 @@ import { ensureContracts } from "./deploy.ts";
 import { recoverTransactions } from "./recovery.ts";
 import * as wallets from "./wallets.ts";
 import { TestUSDC } from "./contracts/artifacts/index.ts";
+import { streamOps } from "./streams.ts";
 import { ChainUnavailableError } from "./errors.ts";
 import type { ReadinessCheck } from "../readiness.ts";
 import type { TxRow } from "./transactions.repo.ts";
@@ -286,6 +287,9 @@ export class Chain {
   encode(...args: Parameters<typeof encodeFunctionData>): Hex {
     return encodeFunctionData(...args);
   }
+
+  /** StreamVault: create, stop, withdraw and the vault's view of a stream. */
+  readonly streams = streamOps(this);
 
   // ---- hosted checkout ------------------------------------------------------------------------
 

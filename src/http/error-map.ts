@@ -40,6 +40,14 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   wallet_signature_invalid: { status: 401, text: M.connectSignature },
 
   wallet_not_found: { status: 404, text: M.walletNotFound },
+  stream_not_found: { status: 404, text: M.streamNotFound },
+  stream_not_active: { status: 400, text: M.streamNotActive },
+  stream_already_completed: { status: 400, text: M.streamCompleted },
+  stream_sender_not_controlled: { status: 403, text: M.streamSenderNotControlled },
+  stream_receiver_not_controlled: { status: 403, text: M.streamReceiverNotControlled },
+  stream_caller_not_controlled: { status: 403, text: M.streamCallerNotControlled },
+  stream_insufficient_balance: { status: 400, text: M.streamInsufficientBalance },
+  stream_nothing_to_withdraw: { status: 400, text: M.streamNothingToWithdraw },
   withdraw_external_wallet: { status: 400, text: M.withdrawExternal },
   withdraw_insufficient_balance: { status: 400, text: M.withdrawInsufficient },
 

@@ -70,6 +70,27 @@ export const M = {
   // Merchant wallets and withdrawals
   walletLabel: "label must be a string of at most 100 characters.",
   walletNotFound: "Wallet not found.",
+  streamFieldsRequired:
+    "senderSCA, receiverSCA, ratePerSecond and totalDeposited are all required.",
+  streamAddress: "senderSCA and receiverSCA must be 0x addresses (40 hex characters).",
+  streamRate:
+    "ratePerSecond must be a decimal USDC amount with at most 6 decimal places, at least 0.000001.",
+  streamDeposit:
+    "totalDeposited must be a positive decimal USDC amount with at most 6 decimal places.",
+  streamSameParties: "senderSCA and receiverSCA must be different wallets.",
+  streamReference: "reference is required.",
+  streamCaller: "callerSCA is required and must be a 0x address.",
+  streamReceiver: "receiverSCA is required and must be a 0x address.",
+  streamStatusFilter: "status must be ACTIVE, STOPPED or COMPLETED.",
+  streamNotFound: "Stream not found.",
+  /** The spec's text names the state; the service sets the word. */
+  streamNotActive: "Stream is already STOPPED.",
+  streamCompleted: "Stream is already COMPLETED.",
+  streamSenderNotControlled: "senderSCA must be a wallet you control.",
+  streamReceiverNotControlled: "receiverSCA must be a wallet you control.",
+  streamCallerNotControlled: "callerSCA must be a wallet you control.",
+  streamInsufficientBalance: "senderSCA does not hold totalDeposited USDC.",
+  streamNothingToWithdraw: "Nothing has accrued to withdraw yet.",
   withdrawAmount: "Valid amount is required.",
   withdrawAmountHint:
     'amount is a decimal string greater than 0 with at most 6 decimal places, e.g. "25.50".',

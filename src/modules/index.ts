@@ -31,6 +31,9 @@ import { webhooksRoutes } from "./webhooks/webhooks.schemas.ts";
 import { paymentsRoutes } from "./payments/payments.schemas.ts";
 import { walletsApi } from "./wallets/wallets.api.ts";
 import { walletsRoutes } from "./wallets/wallets.schemas.ts";
+import { streamsApi } from "./streams/streams.api.ts";
+import { streamsRoutes } from "./streams/streams.schemas.ts";
+import { streamJobs } from "./streams/streams.jobs.ts";
 
 export type { AppModule } from "./module.ts";
 
@@ -57,6 +60,7 @@ export const modules: AppModule[] = [
     jobs: paymentJobs,
     logHandlers: settlementHandlers,
   },
+  { name: "streams", api: streamsApi, routes: streamsRoutes, jobs: streamJobs },
   { name: "rpc", api: rpcProxy },
   { name: "assets", pages: assetPages },
   { name: "dashboard", pages: dashboardPages },

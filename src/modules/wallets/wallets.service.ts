@@ -185,3 +185,12 @@ function sha256(s: string): string {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The merchant's managed wallet at `address` (any case), or null: "a wallet it controls". */
+export async function controlledWallet(
+  deps: Deps,
+  merchantId: string,
+  address: string,
+): Promise<MerchantWalletRow | null> {
+  return await repo.findByAddress(deps.sql, merchantId, address);
+}

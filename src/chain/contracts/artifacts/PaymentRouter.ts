@@ -4,7 +4,7 @@
 export const PaymentRouter = {
   contractName: "PaymentRouter",
   compilerVersion: "0.8.37+commit.f401782d.Emscripten.clang",
-  inputHash: "e0abc7db4d31fc8507c4b34a2e7d55c2afb37ed6ec5f26324bca32bf05d0db6b",
+  inputHash: "bd03f185c57107960dc9ccdbfde2b9df122a403bdec6dc5e5259d85050145750",
   abi: [
     {
       "inputs": [

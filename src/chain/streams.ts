@@ -1,0 +1,162 @@
+/**
+ * StreamVault through the sender: the sender wallet's one-time approval, create, stop and
+ * withdraw as intents, and the vault's view of a stream at a block. A stream is keyed on chain by
+ * keccak256 of its reference. Timestamps come from the mined block, the service's time base.
+ */
+import { encodeFunctionData, keccak256, maxUint256, toHex } from "viem";
+import { StreamVault, TestUSDC } from "./contracts/artifacts/index.ts";
+import type { ProfileName } from "./profiles.ts";
+import type { Signer, TxRequest } from "./sender.ts";
+import type { TxRow } from "./transactions.repo.ts";
+import type { ChainRuntime } from "./runtime.ts";
+
+/** What StreamVault's operations need from the chain module (a slice of `Chain`). */
+export interface StreamChain {
+  runtime(profile: ProfileName): ChainRuntime;
+  contract(profile: ProfileName, name: "StreamVault" | "TestUSDC"): `0x${string}`;
+  send(req: TxRequest, wait?: { timeoutMs?: number }): Promise<TxRow>;
+}
+
+export interface VaultStream {
+  sender: `0x${string}`;
+  receiver: `0x${string}`;
+  status: "None" | "Active" | "Stopped" | "Completed";
+  rate: bigint;
+  deposit: bigint;
+  /** Paid to the receiver so far. */
+  withdrawn: bigint;
+  startTime: bigint;
+  stopTime: bigint;
+}
+
+const STATUS = ["None", "Active", "Stopped", "Completed"] as const;
+
+export const streamId = (reference: string) => keccak256(toHex(reference));
+
+/** A mined transaction with its block's timestamp (seconds). */
+export interface Mined {
+  tx: TxRow;
+  blockTime: bigint;
+}
+
+export function streamOps(chain: StreamChain) {
+  const vault = (p: ProfileName) => chain.contract(p, "StreamVault");
+  const mined = async (p: ProfileName, tx: TxRow): Promise<Mined> => {
+    const block = await chain.runtime(p).client.getBlock({ blockNumber: tx.blockNumber! });
+    return { tx, blockTime: block.timestamp };
+  };
+  const call = (
+    p: ProfileName,
+    from: Signer,
+    intentKey: string,
+    fn: "create" | "stop" | "withdraw",
+    args: readonly unknown[],
+  ) =>
+    chain.send({
+      profile: p,
+      from,
+      to: vault(p),
+      // deno-lint-ignore no-explicit-any
+      data: encodeFunctionData({ abi: StreamVault.abi, functionName: fn, args: args as any }),
+      intentKey,
+    });
+
+  const ops = {
+    vaultAddress: vault,
+
+    /** The vault's view of a stream, at a block (default: the head). */
+    async get(p: ProfileName, reference: string, blockNumber?: bigint): Promise<VaultStream> {
+      const s = await chain.runtime(p).client.readContract({
+        address: vault(p),
+        abi: StreamVault.abi,
+        functionName: "getStream",
+        args: [streamId(reference)],
+        blockNumber,
+      });
+      return {
+        sender: s.sender,
+        receiver: s.receiver,
+        status: STATUS[s.status] ?? "None",
+        rate: s.rate,
+        deposit: s.deposit,
+        withdrawn: s.withdrawn,
+        startTime: BigInt(s.startTime),
+        stopTime: BigInt(s.stopTime),
+      };
+    },
+
+    /** The contract's accrual at the head block, and that block's timestamp. */
+    async accrued(p: ProfileName, reference: string): Promise<{ accrued: bigint; at: bigint }> {
+      const client = chain.runtime(p).client;
+      const block = await client.getBlock();
+      const accrued = await client.readContract({
+        address: vault(p),
+        abi: StreamVault.abi,
+        functionName: "accrued",
+        args: [streamId(reference)],
+        blockNumber: block.number,
+      });
+      return { accrued, at: block.timestamp };
+    },
+
+    /**
+     * Approves the vault once per wallet (unlimited: the vault only pulls what `create` names,
+     * from its caller), then locks the deposit. Both are intents keyed by the reference and
+     * wallet, so a retry never locks twice.
+     */
+    async create(req: {
+      profile: ProfileName;
+      walletId: string;
+      sender: `0x${string}`;
+      reference: string;
+      receiver: `0x${string}`;
+      rate: bigint;
+      deposit: bigint;
+    }): Promise<Mined> {
+      const p = req.profile;
+      const allowance = await chain.runtime(p).client.readContract({
+        address: chain.contract(p, "TestUSDC"),
+        abi: TestUSDC.abi,
+        functionName: "allowance",
+        args: [req.sender, vault(p)],
+      });
+      if (allowance < req.deposit) {
+        await chain.send({
+          profile: p,
+          from: { walletId: req.walletId },
+          to: chain.contract(p, "TestUSDC"),
+          data: encodeFunctionData({
+            abi: TestUSDC.abi,
+            functionName: "approve",
+            args: [vault(p), maxUint256],
+          }),
+          intentKey: `stream-approve:${vault(p).toLowerCase()}:${req.walletId}`,
+        });
+      }
+      const tx = await call(
+        p,
+        { walletId: req.walletId },
+        `stream-create:${req.reference}`,
+        "create",
+        [
+          streamId(req.reference),
+          req.receiver,
+          req.rate,
+          req.deposit,
+        ],
+      );
+      return await mined(p, tx);
+    },
+
+    /** Sent from `from`; the vault reverts (NotSender) unless it is the stream's sender. */
+    async stop(p: ProfileName, reference: string, from: Signer, intentKey: string) {
+      return await mined(p, await call(p, from, intentKey, "stop", [streamId(reference)]));
+    },
+
+    /** Pays the receiver its accrued remainder; any signer may send it. */
+    async withdraw(p: ProfileName, reference: string, from: Signer, intentKey: string) {
+      return await mined(p, await call(p, from, intentKey, "withdraw", [streamId(reference)]));
+    },
+  };
+  return ops;
+}

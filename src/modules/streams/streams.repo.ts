@@ -1,0 +1,102 @@
+/** Streams' SQL. Amounts are bigint base units; addresses lower case. */
+import type { Db } from "../../db/client.ts";
+import type { StreamRow } from "./streams.types.ts";
+
+const COLUMNS = `id, merchant_id, reference, profile, chain_id, sender_wallet_id, sender_sca,
+  receiver_sca, rate, deposit, withdrawn, status, contract_address, tx_hash, started_at, ends_at,
+  stopped_at, stop_tx_hash, webhook_url, created_at`;
+
+export async function insert(
+  sql: Db,
+  s: Omit<StreamRow, "id" | "withdrawn" | "status" | "stoppedAt" | "stopTxHash" | "createdAt"> & {
+    now: Date;
+  },
+): Promise<StreamRow> {
+  const [row] = await sql<StreamRow[]>`
+    insert into streams (merchant_id, reference, profile, chain_id, sender_wallet_id, sender_sca,
+      receiver_sca, rate, deposit, status, contract_address, tx_hash, started_at, ends_at,
+      webhook_url, created_at)
+    values (${s.merchantId}, ${s.reference}, ${s.profile}, ${s.chainId}, ${s.senderWalletId},
+      ${s.senderSca}, ${s.receiverSca}, ${s.rate}, ${s.deposit}, 'ACTIVE', ${s.contractAddress},
+      ${s.txHash}, ${s.startedAt}, ${s.endsAt}, ${s.webhookUrl}, ${s.now})
+    returning ${sql.unsafe(COLUMNS)}`;
+  return row;
+}
+
+export async function findByReference(
+  sql: Db,
+  merchantId: string,
+  reference: string,
+): Promise<StreamRow | null> {
+  const [row] = await sql<StreamRow[]>`
+    select ${sql.unsafe(COLUMNS)} from streams
+    where merchant_id = ${merchantId} and reference = ${reference}`;
+  return row ?? null;
+}
+
+export async function findById(sql: Db, id: string): Promise<StreamRow | null> {
+  const [row] = await sql<StreamRow[]>`select ${sql.unsafe(COLUMNS)} from streams where id = ${id}`;
+  return row ?? null;
+}
+
+export interface ListFilter {
+  sender?: string;
+  receiver?: string;
+  status?: string;
+  reference?: string;
+}
+
+/** The merchant's streams, newest start first (creation order breaks ties). */
+export async function list(sql: Db, merchantId: string, f: ListFilter): Promise<StreamRow[]> {
+  return await sql<StreamRow[]>`
+    select ${sql.unsafe(COLUMNS)} from streams
+    where merchant_id = ${merchantId}
+      ${f.sender ? sql`and sender_sca = ${f.sender.toLowerCase()}` : sql``}
+      ${f.receiver ? sql`and receiver_sca = ${f.receiver.toLowerCase()}` : sql``}
+      ${f.status ? sql`and status = ${f.status}` : sql``}
+      ${f.reference ? sql`and reference = ${f.reference}` : sql``}
+    order by started_at desc, seq desc`;
+}
+
+/** ACTIVE → STOPPED once; null if it was no longer ACTIVE. */
+export async function markStopped(
+  sql: Db,
+  id: string,
+  s: { withdrawn: bigint; stoppedAt: Date; txHash: string },
+): Promise<StreamRow | null> {
+  const [row] = await sql<StreamRow[]>`
+    update streams set status = 'STOPPED', withdrawn = ${s.withdrawn}, stopped_at = ${s.stoppedAt},
+      stop_tx_hash = ${s.txHash}
+    where id = ${id} and status = 'ACTIVE'
+    returning ${sql.unsafe(COLUMNS)}`;
+  return row ?? null;
+}
+
+/** ACTIVE → COMPLETED once (the whole deposit paid); null if it was no longer ACTIVE. */
+export async function markCompleted(
+  sql: Db,
+  id: string,
+  s: { completedAt: Date; txHash: string },
+): Promise<StreamRow | null> {
+  const [row] = await sql<StreamRow[]>`
+    update streams set status = 'COMPLETED', withdrawn = deposit, stopped_at = ${s.completedAt},
+      stop_tx_hash = ${s.txHash}
+    where id = ${id} and status = 'ACTIVE'
+    returning ${sql.unsafe(COLUMNS)}`;
+  return row ?? null;
+}
+
+/** Raises the paid total (never lowers it: withdrawals may be recorded out of order). */
+export async function recordWithdrawn(sql: Db, id: string, withdrawn: bigint): Promise<StreamRow> {
+  const [row] = await sql<StreamRow[]>`
+    update streams set withdrawn = greatest(withdrawn, ${withdrawn}) where id = ${id}
+    returning ${sql.unsafe(COLUMNS)}`;
+  return row;
+}
+
+/** ACTIVE streams whose accrual has ended by `now`: the drain job's work. */
+export async function dueForDrain(sql: Db, now: Date, limit = 100): Promise<{ id: string }[]> {
+  return await sql<{ id: string }[]>`
+    select id from streams where status = 'ACTIVE' and ends_at <= ${now}
+    order by ends_at limit ${limit}`;
+}

@@ -1,0 +1,86 @@
+/**
+ * The dashboard's Streams section over HTTP: the list with a progress bar and its live fragment
+ * (htmx polling), withdraw and stop buttons doing what the API does, CSRF on both.
+ */
+import assert from "node:assert/strict";
+import { startTestService } from "../helpers/service.ts";
+import { dashboardClient } from "../helpers/dashboard-client.ts";
+import { api, createMerchant } from "../helpers/accounts.ts";
+import { rpc } from "../helpers/chain.ts";
+
+const P = "production";
+
+Deno.test("dashboard: Streams section", async (t) => {
+  const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
+  const d = dashboardClient(svc);
+  const call = api(svc);
+  const chain = svc.deps.chain;
+  const rpcUrl = chain.runtime(P).rpcUrl;
+  const travel = async (seconds: number) => {
+    await rpc(rpcUrl, "evm_increaseTime", [seconds]);
+    await rpc(rpcUrl, "evm_mine", []);
+    const block = await chain.runtime(P).client.getBlock();
+    svc.clock.set(new Date(Number(block.timestamp) * 1000));
+  };
+  try {
+    const m = await createMerchant(svc);
+    const sender = m.walletAddress!;
+    const w = await call("POST", "/api/wallets", { headers: { "x-api-key": m.apiKey }, body: {} });
+    const receiver = (w.json.wallet as { address: string }).address;
+    await chain.mintUsdc({ profile: P, to: sender as `0x${string}`, amount: 10_000_000n });
+    const b = await d.open(m, "/dashboard/streams");
+
+    await t.step("empty, then a stream with its progress bar, live", async () => {
+      const empty = await d.get(b, "/dashboard/streams");
+      assert.equal(empty.status, 200);
+      assert.match(empty.text, /No streams yet/);
+      assert.match(empty.text, /href="\/dashboard\/streams"[^>]*>Streams</);
+      const r = await call("POST", "/api/payments/stream", {
+        headers: { "x-api-key": m.apiKey },
+        body: {
+          senderSCA: sender,
+          receiverSCA: receiver,
+          ratePerSecond: "0.01",
+          totalDeposited: "1",
+        },
+      });
+      assert.equal(r.status, 200, r.text);
+      await travel(25);
+      const page = await d.get(b, "/dashboard/streams");
+      assert.ok(page.text.includes(r.json.reference as string));
+      assert.match(page.text, /hx-get="\/dashboard\/streams\/live"/);
+      assert.match(page.text, /hx-trigger="every 2s"/);
+      assert.match(page.text, /<progress max="100" value="25"/);
+      await travel(25);
+      const live = await d.get(b, "/dashboard/streams/live", { "hx-request": "true" });
+      assert.equal(live.status, 200);
+      assert.match(live.text, /<progress max="100" value="50"/);
+      assert.match(live.text, /0\.5 of 1 USDC \(50%\)/);
+    });
+
+    await t.step("withdraw and stop from the page; CSRF refused", async () => {
+      const list = await call("GET", "/api/payments/stream", {
+        headers: { "x-api-key": m.apiKey },
+      });
+      const ref = (list.json.streams as { reference: string }[])[0].reference;
+      const refused = await d.post(b, `/dashboard/streams/${ref}/stop`, {}, { token: null });
+      assert.equal(refused.status, 403);
+      const wd = await d.post(b, `/dashboard/streams/${ref}/withdraw`, {});
+      assert.equal(wd.status, 200, wd.text);
+      assert.match(wd.text, /Withdrawn 0\.5\d* USDC to the receiver/);
+      await travel(10);
+      const stop = await d.post(b, `/dashboard/streams/${ref}/stop`, {});
+      assert.equal(stop.status, 200, stop.text);
+      assert.match(
+        stop.text,
+        /Stream stopped: 0\.\d+ USDC to the receiver, 0\.\d+ USDC refunded to the sender\./,
+      );
+      assert.match(stop.text, /STOPPED/);
+      const again = await d.post(b, `/dashboard/streams/${ref}/stop`, {});
+      assert.equal(again.status, 400);
+      assert.match(again.text, /Stream is already STOPPED\./);
+    });
+  } finally {
+    await svc.close();
+  }
+});
