@@ -1,7 +1,8 @@
 /**
  * Our contracts on a chain. A local node gets them deployed once (through the sender, by the
- * operator) and their addresses stored in chain_contracts; they are redeployed only when the
- * node lost them or the compiled artifact changed. A configured chain uses configured addresses.
+ * operator) and their addresses stored in chain_contracts; they are redeployed when the node lost
+ * them, or, for contracts that hold no funds, when the compiled artifact changed. A configured
+ * chain uses configured addresses.
  */
 import { encodeDeployData, type Hex } from "viem";
 import type { Sql } from "../db/client.ts";
@@ -14,11 +15,16 @@ import * as contractsRepo from "./contracts.repo.ts";
 
 export const ARTIFACTS = { TestUSDC, PaymentRouter, StreamVault } as const;
 
-/** Deployment order; a contract is redeployed when one it depends on was. */
-const PLAN: { name: ContractName; dependsOn: ContractName[] }[] = [
-  { name: "TestUSDC", dependsOn: [] },
-  { name: "PaymentRouter", dependsOn: ["TestUSDC"] },
-  { name: "StreamVault", dependsOn: ["TestUSDC"] },
+/**
+ * Deployment order; a contract is redeployed when one it depends on was. A contract that holds
+ * funds (the token's balances, a vault's locked deposits) is kept while its code is where we
+ * recorded it, even when rebuilt from other sources: a new deployment would strand everything
+ * held by the old one (`contracts:deploy --force` replaces it on purpose).
+ */
+export const PLAN: { name: ContractName; dependsOn: ContractName[]; holdsFunds: boolean }[] = [
+  { name: "TestUSDC", dependsOn: [], holdsFunds: true },
+  { name: "PaymentRouter", dependsOn: ["TestUSDC"], holdsFunds: false },
+  { name: "StreamVault", dependsOn: ["TestUSDC"], holdsFunds: true },
 ];
 
 function deployData(name: ContractName, rt: ChainRuntime, operator: `0x${string}`): Hex {
@@ -88,17 +94,26 @@ export async function deployContracts(
     (await contractsRepo.list(sql, rt.chainId)).map((r) => [r.name, r]),
   );
   const redeployed: ContractName[] = [];
-  for (const { name, dependsOn } of PLAN) {
+  for (const { name, dependsOn, holdsFunds } of PLAN) {
     if (rt.profile.contracts[name]) continue;
     const artifact = ARTIFACTS[name];
     const row = stored.get(name);
-    let fresh = !force && !!row && row.inputHash === artifact.inputHash &&
+    const sameBuild = row?.inputHash === artifact.inputHash;
+    let keep = !force && !!row && (sameBuild || holdsFunds) &&
       !dependsOn.some((d) => redeployed.includes(d));
-    if (fresh) {
+    if (keep) {
       const code = await rt.client.getCode({ address: row!.address as `0x${string}` });
-      fresh = !!code && code !== "0x";
+      keep = !!code && code !== "0x";
     }
-    if (fresh) {
+    if (keep) {
+      if (!sameBuild) {
+        log.warn("contract kept although built from other sources: it holds funds", {
+          chain: rt.profile.name,
+          name,
+          address: row!.address,
+          replaceWith: `deno task contracts:deploy --network ${rt.profile.name} --force`,
+        });
+      }
       rt.contracts[name] = row!.address as `0x${string}`;
       continue;
     }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createTestDatabase } from "../helpers/db.ts";
 import { ANVIL_KEYS, startAnvil } from "../helpers/anvil.ts";
 import { startTestChain, TEST_MASTER_KEY } from "../helpers/chain.ts";
-import { deployContracts } from "../../src/chain/deploy.ts";
+import { deployContracts, PLAN } from "../../src/chain/deploy.ts";
 import { silentLogger } from "../../src/log.ts";
 
 const USDC = 1_000_000n;
@@ -111,5 +111,37 @@ Deno.test("sender: killed after broadcast, recovery completes the record; money 
     assert.equal(n, 1);
   } finally {
     await s.close();
+  }
+});
+
+Deno.test("deploy: a rebuilt contract that holds funds is kept; one that holds none is replaced", async () => {
+  const anvil = await startAnvil({ chainId: 5042002 });
+  const db = await createTestDatabase();
+  const chain = await startTestChain(db.sql, {
+    env: {
+      TESTNET_RPC_URL: anvil.rpcUrl,
+      TESTNET_OPERATOR_KEY: ANVIL_KEYS[0],
+      TESTNET_CONFIRMATIONS: "0",
+    },
+  });
+  try {
+    const rt = chain.runtime("testnet");
+    await deployContracts(rt, chain.sender, db.sql, silentLogger);
+    const wallet = await chain.createWallet("test");
+    await chain.mintUsdc({ profile: "testnet", to: wallet.address, amount: 5n * USDC });
+    const before = { ...rt.contracts };
+    // As after an upgrade whose sources changed: every recorded build differs from ours.
+    await db.sql`update chain_contracts set input_hash = 'an older build'`;
+    const redeployed = await deployContracts(rt, chain.sender, db.sql, silentLogger);
+    assert.deepEqual(redeployed, PLAN.filter((p) => !p.holdsFunds).map((p) => p.name));
+    for (const p of PLAN) {
+      if (p.holdsFunds) assert.equal(rt.contracts[p.name], before[p.name], p.name);
+      else assert.notEqual(rt.contracts[p.name], before[p.name], p.name);
+    }
+    assert.equal(await chain.usdcBalance("testnet", wallet.address), 5n * USDC);
+  } finally {
+    await chain.stop();
+    await db.drop();
+    await anvil.stop();
   }
 });
