@@ -37,6 +37,7 @@ export const ERROR_CODES = [
   "stream_receiver_not_controlled",
   "stream_caller_not_controlled",
   "stream_insufficient_balance",
+  "stream_request_key_reused",
   "stream_nothing_to_withdraw",
   // API keys
   "key_not_found",

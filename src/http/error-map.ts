@@ -47,6 +47,11 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   stream_receiver_not_controlled: { status: 403, text: M.streamReceiverNotControlled },
   stream_caller_not_controlled: { status: 403, text: M.streamCallerNotControlled },
   stream_insufficient_balance: { status: 400, text: M.streamInsufficientBalance },
+  stream_request_key_reused: {
+    status: 400,
+    text: M.idempotencyMismatch,
+    hint: M.idempotencyMismatchHint,
+  },
   stream_nothing_to_withdraw: { status: 400, text: M.streamNothingToWithdraw },
   withdraw_external_wallet: { status: 400, text: M.withdrawExternal },
   withdraw_insufficient_balance: { status: 400, text: M.withdrawInsufficient },

@@ -408,6 +408,42 @@ Deno.test("streams API", async (t) => {
       assert.notEqual(x.reference, y.reference);
       assert.notEqual(x.txHash, y.txHash);
     });
+
+    await t.step(
+      "a create retried after a 408 with its Idempotency-Key locks one stream",
+      async () => {
+        const body = {
+          senderSCA: sender,
+          receiverSCA: receiver,
+          ratePerSecond: "0.000001",
+          totalDeposited: "0.25",
+        };
+        const headers = { ...h, "Idempotency-Key": "stream-retry-1" };
+        const first = await call("POST", "/api/payments/stream", { headers, body });
+        assert.equal(first.status, 200, first.text);
+        // What the middleware does when a request ends in 408: the key is released, and the
+        // client's retry runs the handler again.
+        await sql`delete from idempotency_keys`;
+        const retry = await call("POST", "/api/payments/stream", { headers, body });
+        assert.equal(retry.status, 200, retry.text);
+        assert.equal(retry.json.reference, first.json.reference);
+        assert.equal(retry.json.txHash, first.json.txHash);
+        const [n] = await sql<{ n: number }[]>`
+        select count(*)::int as n from streams where reference = ${first.json.reference as string}`;
+        assert.equal(n.n, 1);
+        // The same key for another request is refused, with nothing sent.
+        await sql`delete from idempotency_keys`;
+        const other = await call("POST", "/api/payments/stream", {
+          headers,
+          body: { ...body, totalDeposited: "0.5" },
+        });
+        assert.equal(other.status, 400, other.text);
+        assert.equal(
+          other.json.error,
+          "This Idempotency-Key was already used with a different request.",
+        );
+      },
+    );
   } finally {
     await svc.close();
   }

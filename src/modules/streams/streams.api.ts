@@ -45,7 +45,13 @@ export function streamsApi(deps: Deps) {
     }
     const input = parseOrThrow(create, body);
     const profile = c.get("auth").key!.profile;
-    const r = await service.createStream(deps, merchantOf(c), profile, input);
+    const r = await service.createStream(
+      deps,
+      merchantOf(c),
+      profile,
+      input,
+      c.req.header("idempotency-key"),
+    );
     const s = r.row;
     const view = service.streamView(deps, s, deps.clock.now());
     return c.json({

@@ -100,3 +100,21 @@ export async function dueForDrain(sql: Db, now: Date, limit = 100): Promise<{ id
     select id from streams where status = 'ACTIVE' and ends_at <= ${now}
     order by ends_at limit ${limit}`;
 }
+
+/**
+ * The reference of the create sent with this Idempotency-Key (hashed): `reference` when the key
+ * is new, the one recorded first otherwise, with the request it was recorded for.
+ */
+export async function claimCreateRequest(
+  sql: Db,
+  r: { merchantId: string; keyHash: string; requestHash: string; reference: string },
+): Promise<{ reference: string; requestHash: string }> {
+  await sql`
+    insert into stream_create_requests (merchant_id, key_hash, request_hash, reference)
+    values (${r.merchantId}, ${r.keyHash}, ${r.requestHash}, ${r.reference})
+    on conflict (merchant_id, key_hash) do nothing`;
+  const [row] = await sql<{ reference: string; requestHash: string }[]>`
+    select reference, request_hash from stream_create_requests
+    where merchant_id = ${r.merchantId} and key_hash = ${r.keyHash}`;
+  return row;
+}

@@ -4,6 +4,7 @@
  * completes fully streamed streams. Every state change and its webhook event are written in one
  * transaction after the chain confirmed; the chain is the source of the amounts.
  */
+import { createHash } from "node:crypto";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
@@ -40,16 +41,38 @@ export async function createStream(
   merchant: MerchantRow,
   profile: ProfileName,
   input: CreateStreamInput,
+  requestKey?: string,
 ) {
   const wallet = await controlledWallet(deps, merchant.id, input.senderSCA);
   if (!wallet) throw new DomainError("stream_sender_not_controlled");
-  const balance = await deps.chain.usdcBalance(profile, wallet.address);
+  let reference = newReference(deps.clock.now());
+  let sent = false;
+  if (requestKey !== undefined) {
+    // A retry after a 408 (its key was released) must lock the same stream, not a second one.
+    const requestHash = sha256(
+      JSON.stringify([profile, input], (_, v) => typeof v === "bigint" ? v.toString() : v),
+    );
+    const claimed = await repo.claimCreateRequest(deps.sql, {
+      merchantId: merchant.id,
+      keyHash: sha256(requestKey),
+      requestHash,
+      reference,
+    });
+    if (claimed.requestHash !== requestHash) throw new DomainError("stream_request_key_reused");
+    reference = claimed.reference;
+    const done = await repo.findByReference(deps.sql, merchant.id, reference);
+    if (done) return createdView(deps, done);
+    sent = !!(await deps.chain.intent(profile, `stream-create:${reference}`));
+  }
+  // The first attempt's deposit may already have left the wallet: no balance to check then.
+  const balance = sent
+    ? input.totalDeposited
+    : await deps.chain.usdcBalance(profile, wallet.address);
   if (balance < input.totalDeposited) {
     throw new DomainError("stream_insufficient_balance", {
       balance: formatUsdc(balance, { decimals: "fixed" }),
     });
   }
-  const reference = newReference(deps.clock.now());
   const mined = await deps.chain.streams.create({
     profile,
     walletId: wallet.walletId,
@@ -101,15 +124,22 @@ export async function createStream(
     });
     return row;
   });
+  return createdView(deps, row);
+}
+
+function createdView(deps: Deps, row: StreamRow) {
+  // The spec: floor(totalDeposited / ratePerSecond).
+  const seconds = Number(row.deposit / row.rate);
   return {
     row,
-    explorerUrl: deps.chain.explorerTxUrl(profile, row.txHash),
-    // The spec: floor(totalDeposited / ratePerSecond).
-    estimatedDurationSeconds: Number(input.totalDeposited / input.ratePerSecond),
-    estimatedEndTime: new Date(
-      startedAt.getTime() + Number(input.totalDeposited / input.ratePerSecond) * 1000,
-    ),
+    explorerUrl: deps.chain.explorerTxUrl(row.profile as ProfileName, row.txHash),
+    estimatedDurationSeconds: seconds,
+    estimatedEndTime: new Date(row.startedAt.getTime() + seconds * 1000),
   };
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
 }
 
 /** The Stream resource with its derived values at `now`. */
