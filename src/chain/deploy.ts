@@ -6,18 +6,19 @@
 import { encodeDeployData, type Hex } from "viem";
 import type { Sql } from "../db/client.ts";
 import type { Logger } from "../log.ts";
-import { PaymentRouter, TestUSDC } from "./contracts/artifacts/index.ts";
+import { EscrowVault, PaymentRouter, TestUSDC } from "./contracts/artifacts/index.ts";
 import type { ChainRuntime } from "./runtime.ts";
 import type { TxSender } from "./sender.ts";
 import type { ContractName } from "./profiles.ts";
 import * as contractsRepo from "./contracts.repo.ts";
 
-export const ARTIFACTS = { TestUSDC, PaymentRouter } as const;
+export const ARTIFACTS = { TestUSDC, PaymentRouter, EscrowVault } as const;
 
 /** Deployment order; a contract is redeployed when one it depends on was. */
 const PLAN: { name: ContractName; dependsOn: ContractName[] }[] = [
   { name: "TestUSDC", dependsOn: [] },
   { name: "PaymentRouter", dependsOn: ["TestUSDC"] },
+  { name: "EscrowVault", dependsOn: ["TestUSDC"] },
 ];
 
 function deployData(name: ContractName, rt: ChainRuntime, operator: `0x${string}`): Hex {
@@ -29,6 +30,12 @@ function deployData(name: ContractName, rt: ChainRuntime, operator: `0x${string}
         abi: PaymentRouter.abi,
         bytecode: PaymentRouter.bytecode as Hex,
         args: [rt.contracts.TestUSDC!, operator, operator],
+      });
+    case "EscrowVault":
+      return encodeDeployData({
+        abi: EscrowVault.abi,
+        bytecode: EscrowVault.bytecode as Hex,
+        args: [rt.contracts.TestUSDC!],
       });
   }
 }

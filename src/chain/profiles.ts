@@ -35,12 +35,13 @@ export const PROFILE_DEFS: Record<ProfileName, ProfileDef> = {
   },
 };
 
-export const CONTRACT_NAMES = ["TestUSDC", "PaymentRouter"] as const;
+export const CONTRACT_NAMES = ["TestUSDC", "PaymentRouter", "EscrowVault"] as const;
 export type ContractName = typeof CONTRACT_NAMES[number];
 
 const CONTRACT_ENV: Record<ContractName, string> = {
   TestUSDC: "USDC_ADDRESS",
   PaymentRouter: "PAYMENT_ROUTER_ADDRESS",
+  EscrowVault: "ESCROW_VAULT_ADDRESS",
 };
 
 export interface ProfileConfig extends ProfileDef {

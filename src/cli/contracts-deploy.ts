@@ -24,4 +24,5 @@ await withCli(async ({ chain, sql, log }) => {
   const p = rt.profile.envPrefix;
   console.log(`${p}_USDC_ADDRESS=${rt.contracts.TestUSDC ?? ""}`);
   console.log(`${p}_PAYMENT_ROUTER_ADDRESS=${rt.contracts.PaymentRouter ?? ""}`);
+  console.log(`${p}_ESCROW_VAULT_ADDRESS=${rt.contracts.EscrowVault ?? ""}`);
 }, { env: { CHAINS: network } });

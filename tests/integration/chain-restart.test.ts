@@ -135,7 +135,7 @@ Deno.test({
 
         if (i === 0) {
           contracts = await contractRows(db);
-          assert.equal(contracts.length, 4, "two contracts on each of two chains");
+          assert.equal(contracts.length, 6, "three contracts on each of two chains");
           merchant = await createMerchant(svc);
         } else {
           assert.deepEqual(await contractRows(db), contracts, `contracts moved at start ${i}`);
@@ -182,10 +182,10 @@ Deno.test({
       }
       const deploys = await db.sql`
         select 1 from chain_transactions where intent_key like 'deploy:%'`;
-      assert.equal(deploys.length, 4, "contracts were deployed once");
+      assert.equal(deploys.length, 6, "contracts were deployed once");
       const all = logs.join("\n");
       assert.doesNotMatch(all, /chain was reset/);
-      assert.equal(all.match(/"contract deployed"/g)?.length ?? 0, 4);
+      assert.equal(all.match(/"contract deployed"/g)?.length ?? 0, 6);
       const resets = await db.sql`select 1 from chain_resets`;
       assert.equal(resets.length, 0);
       // One genesis block in the saved state, however many restarts.

@@ -13,6 +13,7 @@ Deno.test("chain in the service: readiness per chain, contracts deployed, explor
       assert.equal(c.chainId, id);
       assert.match(c.contracts.TestUSDC, /^0x[0-9a-f]{40}$/);
       assert.match(c.contracts.PaymentRouter, /^0x[0-9a-f]{40}$/);
+      assert.match(c.contracts.EscrowVault, /^0x[0-9a-f]{40}$/);
     }
     const { chain } = svc.deps;
     const wallet = await chain.createWallet("test");
@@ -31,7 +32,7 @@ Deno.test("chain in the service: readiness per chain, contracts deployed, explor
     await missing.body?.cancel();
     const rows = await svc.db
       .sql`select name, address from chain_contracts order by chain_id, name`;
-    assert.equal(rows.length, 4);
+    assert.equal(rows.length, 6);
   } finally {
     await svc.close();
   }

@@ -4,7 +4,7 @@
 export const PaymentRouter = {
   contractName: "PaymentRouter",
   compilerVersion: "0.8.37+commit.f401782d.Emscripten.clang",
-  inputHash: "e0abc7db4d31fc8507c4b34a2e7d55c2afb37ed6ec5f26324bca32bf05d0db6b",
+  inputHash: "1bfe80ee468e7a7b4f6135a9060c96be8ef2dbd8aadef02740ac46b18e48c4e6",
   abi: [
     {
       "inputs": [
