@@ -31,6 +31,8 @@ import { webhooksRoutes } from "./webhooks/webhooks.schemas.ts";
 import { paymentsRoutes } from "./payments/payments.schemas.ts";
 import { walletsApi } from "./wallets/wallets.api.ts";
 import { walletsRoutes } from "./wallets/wallets.schemas.ts";
+import { escrowApi } from "./escrow/escrow.api.ts";
+import { escrowRoutes } from "./escrow/escrow.schemas.ts";
 
 export type { AppModule } from "./module.ts";
 
@@ -57,6 +59,7 @@ export const modules: AppModule[] = [
     jobs: paymentJobs,
     logHandlers: settlementHandlers,
   },
+  { name: "escrow", api: escrowApi, routes: escrowRoutes },
   { name: "rpc", api: rpcProxy },
   { name: "assets", pages: assetPages },
   { name: "dashboard", pages: dashboardPages },

@@ -29,3 +29,14 @@ export async function findForMerchant(
     select wallet_id, merchant_id, address, label, created_at from merchant_wallets where merchant_id = ${merchantId} and wallet_id = ${walletId}`;
   return row ?? null;
 }
+
+export async function findForMerchantByAddress(
+  sql: Db,
+  merchantId: string,
+  address: string,
+): Promise<MerchantWalletRow | null> {
+  const [row] = await sql<MerchantWalletRow[]>`
+    select wallet_id, merchant_id, address, label, created_at from merchant_wallets
+    where merchant_id = ${merchantId} and address = ${address.toLowerCase()}`;
+  return row ?? null;
+}
