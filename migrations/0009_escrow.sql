@@ -35,3 +35,16 @@ create table escrows (
 );
 create index escrows_merchant on escrows (merchant_id, seq desc);
 create index escrows_active_expiry on escrows (expires_at) where status = 'ACTIVE';
+
+-- Operator keys (DESIGN §9, operator credential): issued only by `deno task operator:key`,
+-- belonging to no merchant, accepted only on operator endpoints (/api/escrow/resolve).
+create table operator_keys (
+  id uuid primary key default gen_random_uuid(),
+  lookup text not null unique,
+  key_hash text not null,
+  hint text not null,
+  label text,
+  created_at timestamptz not null,
+  last_used_at timestamptz,
+  revoked_at timestamptz
+);

@@ -18,6 +18,7 @@ import {
   escrowQuery,
   partyActionBody,
   refundBody,
+  resolveBody,
 } from "./escrow.schemas.ts";
 
 const MESSAGES = {
@@ -40,6 +41,13 @@ export function escrowApi(deps: Deps) {
     });
   const write = merchantKey(true);
   const read = merchantKey(false);
+  // DESIGN §9: the operator credential, and nothing else, resolves disputes.
+  const operator = guard(deps, {
+    accept: ["bearer", "apiKey"],
+    keyKinds: ["operator"],
+    write: true,
+    group: "escrow",
+  });
   const once = idempotent(deps);
   const create = createEscrowBody(deps.config.WEBHOOK_TARGETS);
 
@@ -86,6 +94,11 @@ export function escrowApi(deps: Deps) {
   app.post("/api/escrow/refund", write, once, async (c) => {
     const input = parseOrThrow(refundBody, await readJsonObject(c));
     return c.json(done(await service.refund(deps, merchantOf(c).id, input.reference)));
+  });
+
+  app.post("/api/escrow/resolve", operator, once, async (c) => {
+    const input = parseOrThrow(resolveBody, await readJsonObject(c));
+    return c.json(done(await service.resolve(deps, input.reference, input.outcome)));
   });
 
   app.get("/api/escrow", read, async (c) => {

@@ -233,6 +233,22 @@ export const escrowRoutes: RouteDoc[] = [
     },
   },
   {
+    method: "post",
+    path: "/api/escrow/resolve",
+    summary: "The operator resolves a DISPUTED escrow (operator key only)",
+    tag,
+    auth: [...merchantKey],
+    idempotent: true,
+    body: resolveBody,
+    bodyExample: { reference: "escrow_…", outcome: "refunded" },
+    responses: {
+      200: { description: "Mined", schema: actionResponse },
+      400: refusal("Malformed input, or the escrow is not DISPUTED"),
+      403: refusal("Not an operator key (merchant keys are refused)"),
+      ...chainErrors,
+    },
+  },
+  {
     method: "get",
     path: "/api/escrow",
     summary: "One escrow (`reference`) or yours, newest first",
