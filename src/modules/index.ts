@@ -33,6 +33,7 @@ import { walletsApi } from "./wallets/wallets.api.ts";
 import { walletsRoutes } from "./wallets/wallets.schemas.ts";
 import { escrowApi } from "./escrow/escrow.api.ts";
 import { escrowRoutes } from "./escrow/escrow.schemas.ts";
+import { escrowJobs } from "./escrow/escrow.jobs.ts";
 
 export type { AppModule } from "./module.ts";
 
@@ -59,7 +60,7 @@ export const modules: AppModule[] = [
     jobs: paymentJobs,
     logHandlers: settlementHandlers,
   },
-  { name: "escrow", api: escrowApi, routes: escrowRoutes },
+  { name: "escrow", api: escrowApi, routes: escrowRoutes, jobs: escrowJobs },
   { name: "rpc", api: rpcProxy },
   { name: "assets", pages: assetPages },
   { name: "dashboard", pages: dashboardPages },

@@ -16,6 +16,7 @@ import type { MerchantRow } from "../merchants/merchants.types.ts";
 import { emit } from "../webhooks/webhooks.service.ts";
 import { controlledWallet } from "../wallets/wallets.service.ts";
 import * as repo from "./escrow.repo.ts";
+import { refundExpiredQueue } from "./escrow.queues.ts";
 import type { CreateEscrowInput } from "./escrow.schemas.ts";
 import {
   amountString,
@@ -124,6 +125,8 @@ export async function createEscrow(
       currency: row.currency,
       txHash: tx.txHash,
     });
+    // The automatic refund at expiry, enqueued with the escrow (a rollback drops it too).
+    await deps.queue.send(refundExpiredQueue, { reference }, { tx: db, startAfter: expiresAt });
     return row;
   });
 }
@@ -401,9 +404,37 @@ async function answer(deps: Deps, reference: string, done: Done) {
   };
 }
 
-/** ACTIVE escrows past expiry, for the refund sweep. */
-export async function dueForRefund(deps: Deps, limit = 100): Promise<string[]> {
-  return await repo.dueForRefund(deps.sql, deps.clock.now(), limit);
+/**
+ * The automatic refund of one escrow at expiry (jobs). Idempotent: "skipped" when it is no
+ * longer ACTIVE (a DISPUTED one waits for the arbiter), "early" when our clock or the chain's
+ * says it has not expired yet.
+ */
+export async function refundExpired(
+  deps: Deps,
+  reference: string,
+): Promise<"refunded" | "skipped" | "early"> {
+  try {
+    await refund(deps, null, reference);
+    return "refunded";
+  } catch (e) {
+    if (!(e instanceof DomainError)) throw e;
+    if (e.code === "escrow_wrong_state" || e.code === "escrow_not_found") return "skipped";
+    if (e.code === "escrow_not_expired") return "early";
+    throw e;
+  }
+}
+
+/** Refunds every ACTIVE escrow past expiry (the per-minute sweep); returns how many. */
+export async function sweepExpired(deps: Deps, limit = 100): Promise<number> {
+  let refunded = 0;
+  for (const reference of await repo.dueForRefund(deps.sql, deps.clock.now(), limit)) {
+    try {
+      if (await refundExpired(deps, reference) === "refunded") refunded++;
+    } catch (e) {
+      deps.log.warn("escrow refund failed", { reference, error: e });
+    }
+  }
+  return refunded;
 }
 
 /** The contract's view, for operators and tests comparing it with ours. */
