@@ -26,6 +26,7 @@ import { paymentsSection } from "../payments/payments.section.tsx";
 import { walletSection } from "../merchants/merchants.section.tsx";
 import { webhooksSection } from "../webhooks/webhooks.section.tsx";
 import { walletsSection } from "../wallets/wallets.section.tsx";
+import { escrowSection } from "../escrow/escrow.section.tsx";
 
 export type { DashboardApp, DashboardSection } from "./section.ts";
 
@@ -33,6 +34,7 @@ export const SECTIONS: DashboardSection[] = [
   overviewSection,
   paymentsSection,
   linksSection,
+  escrowSection,
   keysSection,
   walletSection,
   walletsSection,
