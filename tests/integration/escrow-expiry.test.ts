@@ -9,7 +9,8 @@ import { api, createMerchant } from "../helpers/accounts.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { rpc } from "../helpers/chain.ts";
-import { getEscrow, onChain, sweepExpired } from "../../src/modules/escrow/escrow.service.ts";
+import { getEscrow, onChain } from "../../src/modules/escrow/escrow.service.ts";
+import { sweepExpired } from "../../src/modules/escrow/escrow.expiry.ts";
 import { refundExpiredJob } from "../../src/modules/escrow/escrow.jobs.ts";
 
 const USDC = 1_000_000n;

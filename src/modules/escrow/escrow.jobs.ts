@@ -6,7 +6,7 @@
  */
 import { defineCron, defineJob } from "../../queue/registry.ts";
 import type { Deps } from "../../deps.ts";
-import { refundExpired, sweepExpired } from "./escrow.service.ts";
+import { refundExpired, sweepExpired } from "./escrow.expiry.ts";
 import { refundExpiredQueue } from "./escrow.queues.ts";
 
 export const refundExpiredJob = defineJob<{ reference: string }, Deps>({

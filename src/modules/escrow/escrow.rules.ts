@@ -71,3 +71,16 @@ export function refundable(e: Pick<EscrowRow, "status" | "expiresAt">, now: Date
 export function amountString(units: bigint): string {
   return formatUsdc(units, { decimals: "fixed" });
 }
+
+/** "in 2 h 13 min" / "in 45 s" / "expired". */
+export function countdown(at: Date, now: Date): string {
+  const s = Math.floor((at.getTime() - now.getTime()) / 1000);
+  if (s <= 0) return "expired";
+  const d = Math.floor(s / 86400),
+    h = Math.floor((s % 86400) / 3600),
+    m = Math.floor((s % 3600) / 60);
+  if (d > 0) return `in ${d} d ${h} h`;
+  if (h > 0) return `in ${h} h ${m} min`;
+  if (m > 0) return `in ${m} min ${s % 60} s`;
+  return `in ${s} s`;
+}

@@ -8,6 +8,7 @@ import type { Deps } from "../../deps.ts";
 import { M } from "../../http/messages.ts";
 import { parseFields } from "../../http/contract.ts";
 import * as service from "./escrow.service.ts";
+import { dashboardEscrows } from "./escrow.dashboard.ts";
 import { disputeBody, partyActionBody } from "./escrow.schemas.ts";
 import {
   type EscrowAction,
@@ -114,7 +115,7 @@ async function render(
   extra: Partial<EscrowViewProps> = {},
   status?: ContentfulStatusCode,
 ) {
-  const escrows = await service.dashboardEscrows(deps, merchantOf(c));
+  const escrows = await dashboardEscrows(deps, merchantOf(c));
   return page(c, {
     title: "Escrow",
     section: "escrow",

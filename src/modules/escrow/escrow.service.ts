@@ -404,39 +404,6 @@ async function answer(deps: Deps, reference: string, done: Done) {
   };
 }
 
-/**
- * The automatic refund of one escrow at expiry (jobs). Idempotent: "skipped" when it is no
- * longer ACTIVE (a DISPUTED one waits for the arbiter), "early" when our clock or the chain's
- * says it has not expired yet.
- */
-export async function refundExpired(
-  deps: Deps,
-  reference: string,
-): Promise<"refunded" | "skipped" | "early"> {
-  try {
-    await refund(deps, null, reference);
-    return "refunded";
-  } catch (e) {
-    if (!(e instanceof DomainError)) throw e;
-    if (e.code === "escrow_wrong_state" || e.code === "escrow_not_found") return "skipped";
-    if (e.code === "escrow_not_expired") return "early";
-    throw e;
-  }
-}
-
-/** Refunds every ACTIVE escrow past expiry (the per-minute sweep); returns how many. */
-export async function sweepExpired(deps: Deps, limit = 100): Promise<number> {
-  let refunded = 0;
-  for (const reference of await repo.dueForRefund(deps.sql, deps.clock.now(), limit)) {
-    try {
-      if (await refundExpired(deps, reference) === "refunded") refunded++;
-    } catch (e) {
-      deps.log.warn("escrow refund failed", { reference, error: e });
-    }
-  }
-  return refunded;
-}
-
 /** The contract's view, for operators and tests comparing it with ours. */
 export async function onChain(deps: Deps, e: EscrowRow) {
   return await deps.chain.escrow.read(profileOf(deps, e), e.reference);
@@ -451,42 +418,4 @@ async function event(
 ) {
   if (!e.webhookUrl) return;
   await emit(deps, db, { merchantId: e.merchantId, url: e.webhookUrl, event: name, payload });
-}
-
-/**
- * The dashboard's list: each escrow with the actions the merchant may take as the wallets it
- * controls (release as depositor, confirm as beneficiary, dispute as either), while ACTIVE.
- */
-export async function dashboardEscrows(deps: Deps, m: MerchantRow) {
-  const rows = await listEscrows(deps, m.id, { limit: 50 });
-  const now = deps.clock.now();
-  return await Promise.all(rows.map(async (e) => {
-    const mine = async (address: string) => !!(await controlledWallet(deps, m.id, { address }));
-    const [dep, ben] = await Promise.all([mine(e.depositor), mine(e.beneficiary)]);
-    const actions: { action: "release" | "confirm" | "dispute"; callerSCA: string }[] = [];
-    if (e.status === "ACTIVE") {
-      if (dep) actions.push({ action: "release", callerSCA: checksum(e.depositor) });
-      if (ben && !e.confirmedAt) {
-        actions.push({ action: "confirm", callerSCA: checksum(e.beneficiary) });
-      }
-      if (dep || ben) {
-        actions.push({ action: "dispute", callerSCA: checksum(dep ? e.depositor : e.beneficiary) });
-      }
-    }
-    const v = escrowView(deps, e);
-    return { ...v, countdown: countdown(e.expiresAt, now), actions };
-  }));
-}
-
-/** "in 2 h 13 min" / "in 45 s" / "expired". */
-export function countdown(at: Date, now: Date): string {
-  const s = Math.floor((at.getTime() - now.getTime()) / 1000);
-  if (s <= 0) return "expired";
-  const d = Math.floor(s / 86400),
-    h = Math.floor((s % 86400) / 3600),
-    m = Math.floor((s % 3600) / 60);
-  if (d > 0) return `in ${d} d ${h} h`;
-  if (h > 0) return `in ${h} h ${m} min`;
-  if (m > 0) return `in ${m} min ${s % 60} s`;
-  return `in ${s} s`;
 }
