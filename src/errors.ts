@@ -67,6 +67,19 @@ export const ERROR_CODES = [
   "authorization_signature_invalid",
   "payer_balance_insufficient",
   "dev_faucet_unavailable",
+  // Escrow
+  "escrow_not_found",
+  "escrow_wallet_not_controlled",
+  "escrow_depositor_not_controlled",
+  "escrow_not_party",
+  "escrow_not_depositor",
+  "escrow_not_beneficiary",
+  "escrow_parties_invalid",
+  "escrow_expiry_invalid",
+  "escrow_insufficient_balance",
+  "escrow_wrong_state",
+  "escrow_already_confirmed",
+  "escrow_not_expired",
   // Chain
   "chain_timeout",
   "chain_reverted",
@@ -87,6 +100,8 @@ export interface ErrorDetails {
   paymentStatus?: string;
   /** A wallet's balance as a decimal string (withdraw_insufficient_balance). */
   balance?: string;
+  /** The escrow's state and the refused action (escrow_wrong_state), rendered into the text. */
+  escrowState?: { status: string; action: string };
 }
 
 export class DomainError extends Error {

@@ -7,13 +7,13 @@
 import { encodeDeployData, type Hex } from "viem";
 import type { Sql } from "../db/client.ts";
 import type { Logger } from "../log.ts";
-import { PaymentRouter, StreamVault, TestUSDC } from "./contracts/artifacts/index.ts";
+import { EscrowVault, PaymentRouter, StreamVault, TestUSDC } from "./contracts/artifacts/index.ts";
 import type { ChainRuntime } from "./runtime.ts";
 import type { TxSender } from "./sender.ts";
 import type { ContractName } from "./profiles.ts";
 import * as contractsRepo from "./contracts.repo.ts";
 
-export const ARTIFACTS = { TestUSDC, PaymentRouter, StreamVault } as const;
+export const ARTIFACTS = { TestUSDC, PaymentRouter, StreamVault, EscrowVault } as const;
 
 /**
  * Deployment order; a contract is redeployed when one it depends on was. A contract that holds
@@ -25,6 +25,7 @@ export const PLAN: { name: ContractName; dependsOn: ContractName[]; holdsFunds: 
   { name: "TestUSDC", dependsOn: [], holdsFunds: true },
   { name: "PaymentRouter", dependsOn: ["TestUSDC"], holdsFunds: false },
   { name: "StreamVault", dependsOn: ["TestUSDC"], holdsFunds: true },
+  { name: "EscrowVault", dependsOn: ["TestUSDC"], holdsFunds: true },
 ];
 
 function deployData(name: ContractName, rt: ChainRuntime, operator: `0x${string}`): Hex {
@@ -41,6 +42,12 @@ function deployData(name: ContractName, rt: ChainRuntime, operator: `0x${string}
       return encodeDeployData({
         abi: StreamVault.abi,
         bytecode: StreamVault.bytecode as Hex,
+        args: [rt.contracts.TestUSDC!],
+      });
+    case "EscrowVault":
+      return encodeDeployData({
+        abi: EscrowVault.abi,
+        bytecode: EscrowVault.bytecode as Hex,
         args: [rt.contracts.TestUSDC!],
       });
   }

@@ -41,6 +41,15 @@ import {
 } from "./checkout.ts";
 
 import { type UsdcTransfer, usdcTransfers } from "./activity.ts";
+import {
+  chainTime,
+  createEscrowData,
+  type EscrowAction,
+  escrowActionData,
+  type EscrowTerms,
+  readEscrow,
+  resolveData,
+} from "./escrow.ts";
 import { chainReadiness, type OperatorGas, operatorGas } from "./health.ts";
 
 export type { ChainEvent, LogHandler } from "./watcher.ts";
@@ -52,6 +61,7 @@ export type { TxRow } from "./transactions.repo.ts";
 export type { ManagedWallet, WalletPurpose } from "./wallets.ts";
 export type { ProfileName } from "./profiles.ts";
 export type { AuthorizationWindow, OrderInput, SignedOrder } from "./checkout.ts";
+export type { EscrowAction, EscrowChainStatus, EscrowOnChain, EscrowTerms } from "./escrow.ts";
 
 export interface ChainOptions {
   config: ChainConfig;
@@ -350,6 +360,68 @@ export class Chain {
         throw e;
       }
     },
+  };
+
+  // ---- escrow (EscrowVault) --------------------------------------------------------------
+
+  readonly escrow = {
+    /**
+     * Funds a new escrow: the depositor's managed wallet signs an EIP-3009 authorization bound
+     * to every term, the operator relays it (the depositor needs no gas). Waits for the receipt.
+     */
+    create: async (
+      profile: ProfileName,
+      req: { depositorWalletId: string; terms: EscrowTerms; intentKey: string },
+    ): Promise<TxRow> => {
+      const rt = this.runtime(profile);
+      const done = await this.transaction(profile, req.intentKey);
+      if (done) return await this.sender.wait(profile, done);
+      const account = await this.walletAccount(req.depositorWalletId);
+      const data = await createEscrowData(rt, account, req.terms, {
+        validAfter: 0n,
+        validBefore: req.terms.expiresAt,
+      });
+      return await this.sender.send({
+        profile,
+        from: "operator",
+        to: this.contract(profile, "EscrowVault"),
+        data,
+        intentKey: req.intentKey,
+      });
+    },
+    /** A party's transaction from its managed wallet (refund: from the operator). */
+    act: async (
+      profile: ProfileName,
+      req: {
+        action: EscrowAction;
+        reference: string;
+        walletId?: string;
+        reason?: string;
+        intentKey: string;
+      },
+    ): Promise<TxRow> =>
+      await this.sender.send({
+        profile,
+        from: req.walletId ? { walletId: req.walletId } : "operator",
+        to: this.contract(profile, "EscrowVault"),
+        data: escrowActionData(req.action, req.reference, req.reason),
+        intentKey: req.intentKey,
+      }),
+    /** The arbiter (the chain's operator) settles a dispute. */
+    resolve: async (
+      profile: ProfileName,
+      req: { reference: string; released: boolean; intentKey: string },
+    ): Promise<TxRow> =>
+      await this.sender.send({
+        profile,
+        from: "operator",
+        to: this.contract(profile, "EscrowVault"),
+        data: resolveData(req.reference, req.released),
+        intentKey: req.intentKey,
+      }),
+    read: (profile: ProfileName, reference: string) => readEscrow(this.runtime(profile), reference),
+    /** The latest block's timestamp: the vault's clock for expiry. */
+    time: (profile: ProfileName) => chainTime(this.runtime(profile)),
   };
 
   /** The live transaction recorded for an intent (not a failed one), if any. */

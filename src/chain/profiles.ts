@@ -35,13 +35,14 @@ export const PROFILE_DEFS: Record<ProfileName, ProfileDef> = {
   },
 };
 
-export const CONTRACT_NAMES = ["TestUSDC", "PaymentRouter", "StreamVault"] as const;
+export const CONTRACT_NAMES = ["TestUSDC", "PaymentRouter", "StreamVault", "EscrowVault"] as const;
 export type ContractName = typeof CONTRACT_NAMES[number];
 
 const CONTRACT_ENV: Record<ContractName, string> = {
   TestUSDC: "USDC_ADDRESS",
   PaymentRouter: "PAYMENT_ROUTER_ADDRESS",
   StreamVault: "STREAM_VAULT_ADDRESS",
+  EscrowVault: "ESCROW_VAULT_ADDRESS",
 };
 
 export interface ProfileConfig extends ProfileDef {

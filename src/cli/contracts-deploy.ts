@@ -25,4 +25,5 @@ await withCli(async ({ chain, sql, log }) => {
   console.log(`${p}_USDC_ADDRESS=${rt.contracts.TestUSDC ?? ""}`);
   console.log(`${p}_PAYMENT_ROUTER_ADDRESS=${rt.contracts.PaymentRouter ?? ""}`);
   console.log(`${p}_STREAM_VAULT_ADDRESS=${rt.contracts.StreamVault ?? ""}`);
+  console.log(`${p}_ESCROW_VAULT_ADDRESS=${rt.contracts.EscrowVault ?? ""}`);
 }, { env: { CHAINS: network } });

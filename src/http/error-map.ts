@@ -7,7 +7,7 @@
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { DomainError, type ErrorCode } from "../errors.ts";
 import { ApiError, type ErrorBody } from "./errors.ts";
-import { M } from "./messages.ts";
+import { M, MF } from "./messages.ts";
 
 export interface ErrorEntry {
   status: ContentfulStatusCode;
@@ -86,6 +86,20 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   payer_balance_insufficient: { status: 400, text: M.payerBalance },
   dev_faucet_unavailable: { status: 404, text: M.devFaucetUnavailable },
 
+  escrow_not_found: { status: 404, text: M.escrowNotFound },
+  escrow_wallet_not_controlled: { status: 403, text: M.escrowNotControlled },
+  escrow_depositor_not_controlled: { status: 403, text: M.escrowDepositorNotControlled },
+  escrow_not_party: { status: 403, text: M.escrowNotParty },
+  escrow_not_depositor: { status: 403, text: M.escrowNotDepositor },
+  escrow_not_beneficiary: { status: 403, text: M.escrowNotBeneficiary },
+  escrow_parties_invalid: { status: 400, text: M.escrowParties },
+  escrow_expiry_invalid: { status: 400, text: M.escrowExpiry },
+  escrow_insufficient_balance: { status: 400, text: M.escrowInsufficient },
+  // The text names the state and the action (MF.escrowWrongState): the spec's dispute text.
+  escrow_wrong_state: { status: 400, text: M.escrowWrongState },
+  escrow_already_confirmed: { status: 400, text: M.escrowAlreadyConfirmed },
+  escrow_not_expired: { status: 400, text: M.escrowNotExpired },
+
   // DESIGN §5: a receipt that does not arrive in time is 408, a revert 502.
   chain_timeout: { status: 408, text: M.chainTimeout, hint: M.chainTimeoutHint },
   chain_reverted: { status: 502, text: M.chainReverted },
@@ -134,10 +148,13 @@ function domainAnswer(err: DomainError): ErrorAnswer {
   const entry = ERROR_MAP[err.code];
   const { details } = err;
   const hint = details.hint ?? entry.hint;
+  const text = details.escrowState
+    ? MF.escrowWrongState(details.escrowState.status, details.escrowState.action)
+    : entry.text;
   let body: Record<string, unknown>;
-  if (entry.bare) body = { error: entry.text };
+  if (entry.bare) body = { error: text };
   else {
-    const b: ErrorBody = { success: false, error: entry.text };
+    const b: ErrorBody = { success: false, error: text };
     if (hint !== undefined) b.hint = hint;
     // Details a client can act on are answered as fields of their own.
     if (details.txHash !== undefined) b.txHash = details.txHash;
@@ -147,7 +164,7 @@ function domainAnswer(err: DomainError): ErrorAnswer {
   }
   return {
     status: entry.status,
-    message: entry.text,
+    message: text,
     hint,
     code: err.code,
     body,

@@ -104,6 +104,42 @@ export const M = {
   dashWalletCreated: "Wallet created.",
   dashFaucetMinted: "Test USDC minted to the wallet.",
 
+  // Escrow
+  escrowReference: "reference is required: the escrow reference from escrow creation.",
+  escrowCallerSCA: "callerSCA must be a valid EVM address.",
+  escrowDepositor:
+    "Exactly one of depositorSCA (an address) or depositorWalletId (a wallet id) is required: a wallet you control.",
+  escrowBeneficiary: "beneficiarySCA must be a valid EVM address other than the zero address.",
+  escrowAmount: "Valid amount is required.",
+  escrowAmountHint:
+    'amount is a decimal string greater than 0 with at most 6 decimal places, e.g. "25.50".',
+  escrowExpiry:
+    "Exactly one of expiresInSeconds (60 to 31536000) or expiresAt (an ISO 8601 time in the future, within a year) is required.",
+  escrowDescription: "description must be a string of at most 500 characters.",
+  escrowReason: "reason must be a string of at most 1000 characters.",
+  escrowOutcome: "outcome must be released or refunded.",
+  escrowStatusFilter: "status must be ACTIVE, DISPUTED, RELEASED or REFUNDED.",
+  escrowNotFound: "Escrow not found.",
+  escrowNotControlled: "callerSCA is not a wallet you control.",
+  escrowDepositorNotControlled: "The depositor must be a wallet you control.",
+  escrowNotParty: "callerSCA must be the escrow's depositor or beneficiary.",
+  escrowNotDepositor: "Only the depositor can release this escrow.",
+  escrowNotBeneficiary: "Only the beneficiary can confirm delivery.",
+  escrowParties: "The beneficiary must differ from the depositor.",
+  escrowInsufficient: "Insufficient USDC balance in the depositor wallet for this escrow.",
+  escrowWrongState: "Escrow is not in a state that allows this action.",
+  escrowAlreadyConfirmed: "Delivery is already confirmed for this escrow.",
+  escrowNotExpired: "Escrow has not expired yet — it can be refunded after expiresAt.",
+  escrowCreated: "Escrow created: the amount is held by the escrow contract.",
+  escrowReleased: "Escrow released to the beneficiary.",
+  escrowConfirmed: "Delivery confirmed. The escrow stays ACTIVE until the depositor releases it.",
+  escrowDisputed:
+    "Escrow disputed. Release and confirmation are blocked until the operator resolves it.",
+  escrowResolvedReleased: "Dispute resolved: the escrow was released to the beneficiary.",
+  escrowResolvedRefunded: "Dispute resolved: the escrow was refunded to the depositor.",
+  escrowRefunded: "Escrow refunded to the depositor.",
+  operatorOnly: "Insufficient permissions",
+
   // API keys
   keyType: "type must be secret or publishable.",
   keyEnvironment: "environment must be test or live.",
@@ -189,6 +225,8 @@ export const MF = {
   /** `field` is a body field path (`metadata.note`), a path or query parameter, or a phrase. */
   textNotAllowed: (field: string) => `${field} contains characters that are not allowed.`,
   jsonTooDeep: (field: string) => `${field} is nested too deeply.`,
+  /** The spec's `Escrow is RELEASED — cannot dispute.` (state and action vary). */
+  escrowWrongState: (status: string, action: string) => `Escrow is ${status} — cannot ${action}.`,
   bodyTooLargeHint: (maxBytes: number) => `This endpoint accepts at most ${maxBytes} bytes.`,
   unsupportedMediaType: (types: readonly string[]) =>
     types.length === 1 && types[0] === "application/json"

@@ -34,6 +34,9 @@ import { walletsRoutes } from "./wallets/wallets.schemas.ts";
 import { streamsApi } from "./streams/streams.api.ts";
 import { streamsRoutes } from "./streams/streams.schemas.ts";
 import { streamJobs } from "./streams/streams.jobs.ts";
+import { escrowApi } from "./escrow/escrow.api.ts";
+import { escrowRoutes } from "./escrow/escrow.schemas.ts";
+import { escrowJobs } from "./escrow/escrow.jobs.ts";
 
 export type { AppModule } from "./module.ts";
 
@@ -61,6 +64,7 @@ export const modules: AppModule[] = [
     logHandlers: settlementHandlers,
   },
   { name: "streams", api: streamsApi, routes: streamsRoutes, jobs: streamJobs },
+  { name: "escrow", api: escrowApi, routes: escrowRoutes, jobs: escrowJobs },
   { name: "rpc", api: rpcProxy },
   { name: "assets", pages: assetPages },
   { name: "dashboard", pages: dashboardPages },

@@ -14,8 +14,11 @@ import { waitFor } from "../helpers/poll.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { payerAt } from "../helpers/payer.ts";
 import { ANVIL_KEYS } from "../helpers/anvil.ts";
+import { PLAN } from "../../src/chain/deploy.ts";
 
 const RESTARTS = 20;
+/** Our contracts on the two local chains. */
+const DEPLOYED = PLAN.length * 2;
 const PRODUCTION_CHAIN = defineChain({
   id: 5042,
   name: "Settle",
@@ -135,7 +138,7 @@ Deno.test({
 
         if (i === 0) {
           contracts = await contractRows(db);
-          assert.equal(contracts.length, 6, "three contracts on each of two chains");
+          assert.equal(contracts.length, DEPLOYED, "every contract on each of two chains");
           merchant = await createMerchant(svc);
         } else {
           assert.deepEqual(await contractRows(db), contracts, `contracts moved at start ${i}`);
@@ -182,10 +185,10 @@ Deno.test({
       }
       const deploys = await db.sql`
         select 1 from chain_transactions where intent_key like 'deploy:%'`;
-      assert.equal(deploys.length, 6, "contracts were deployed once");
+      assert.equal(deploys.length, DEPLOYED, "contracts were deployed once");
       const all = logs.join("\n");
       assert.doesNotMatch(all, /chain was reset/);
-      assert.equal(all.match(/"contract deployed"/g)?.length ?? 0, 6);
+      assert.equal(all.match(/"contract deployed"/g)?.length ?? 0, DEPLOYED);
       const resets = await db.sql`select 1 from chain_resets`;
       assert.equal(resets.length, 0);
       // One genesis block in the saved state, however many restarts.

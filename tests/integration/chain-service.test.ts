@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { PLAN } from "../../src/chain/deploy.ts";
 import { startTestService } from "../helpers/service.ts";
 
 Deno.test("chain in the service: readiness per chain, contracts deployed, explorer links open", async () => {
@@ -13,6 +14,7 @@ Deno.test("chain in the service: readiness per chain, contracts deployed, explor
       assert.equal(c.chainId, id);
       assert.match(c.contracts.TestUSDC, /^0x[0-9a-f]{40}$/);
       assert.match(c.contracts.PaymentRouter, /^0x[0-9a-f]{40}$/);
+      assert.match(c.contracts.EscrowVault, /^0x[0-9a-f]{40}$/);
     }
     const { chain } = svc.deps;
     const wallet = await chain.createWallet("test");
@@ -31,7 +33,7 @@ Deno.test("chain in the service: readiness per chain, contracts deployed, explor
     await missing.body?.cancel();
     const rows = await svc.db
       .sql`select name, address from chain_contracts order by chain_id, name`;
-    assert.equal(rows.length, 6); // three contracts on each of two chains
+    assert.equal(rows.length, PLAN.length * 2); // every contract on each of two chains
   } finally {
     await svc.close();
   }

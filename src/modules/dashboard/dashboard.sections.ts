@@ -27,6 +27,7 @@ import { walletSection } from "../merchants/merchants.section.tsx";
 import { webhooksSection } from "../webhooks/webhooks.section.tsx";
 import { walletsSection } from "../wallets/wallets.section.tsx";
 import { streamsSection } from "../streams/streams.section.tsx";
+import { escrowSection } from "../escrow/escrow.section.tsx";
 
 export type { DashboardApp, DashboardSection } from "./section.ts";
 
@@ -35,6 +36,7 @@ export const SECTIONS: DashboardSection[] = [
   paymentsSection,
   linksSection,
   streamsSection,
+  escrowSection,
   keysSection,
   walletSection,
   walletsSection,

@@ -116,3 +116,33 @@ export async function touch(sql: Db, id: string, at: Date): Promise<void> {
     at.getTime() - 60_000,
   )})`;
 }
+
+export interface OperatorKeyRow {
+  id: string;
+  lookup: string;
+  keyHash: string;
+  hint: string;
+  label: string | null;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+export async function insertOperatorKey(
+  sql: Db,
+  k: { lookup: string; keyHash: string; hint: string; label: string | null; createdAt: Date },
+): Promise<OperatorKeyRow> {
+  const [row] = await sql<OperatorKeyRow[]>`
+    insert into operator_keys (lookup, key_hash, hint, label, created_at)
+    values (${k.lookup}, ${k.keyHash}, ${k.hint}, ${k.label}, ${k.createdAt})
+    returning *`;
+  return row;
+}
+
+export async function findOperatorByLookup(
+  sql: Db,
+  lookup: string,
+): Promise<OperatorKeyRow | null> {
+  const [row] = await sql<OperatorKeyRow[]>`select * from operator_keys where lookup = ${lookup}`;
+  return row ?? null;
+}

@@ -7,7 +7,8 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { Buffer } from "node:buffer";
 import type { ProfileName } from "../../chain/profiles.ts";
 
-export type KeyKind = "merchant" | "secret" | "publishable";
+/** `operator`: the service operator's credential (`deno task operator:key`), no merchant's. */
+export type KeyKind = "merchant" | "secret" | "publishable" | "operator";
 export type KeyEnvironment = "test" | "live";
 
 const PREFIXES: Record<string, { kind: KeyKind; environment: KeyEnvironment }> = {
@@ -16,12 +17,15 @@ const PREFIXES: Record<string, { kind: KeyKind; environment: KeyEnvironment }> =
   svc_sec_: { kind: "secret", environment: "live" },
   svc_pub_test_: { kind: "publishable", environment: "test" },
   svc_pub_: { kind: "publishable", environment: "live" },
+  svc_op_: { kind: "operator", environment: "live" },
 };
 
-const KEY_PATTERN = /^(svc_live_|svc_sec_test_|svc_pub_test_|svc_sec_|svc_pub_)([0-9a-f]{48})$/;
+const KEY_PATTERN =
+  /^(svc_live_|svc_sec_test_|svc_pub_test_|svc_sec_|svc_pub_|svc_op_)([0-9a-f]{48})$/;
 
 export function prefixFor(kind: KeyKind, environment: KeyEnvironment): string {
   if (kind === "merchant") return "svc_live_";
+  if (kind === "operator") return "svc_op_";
   const base = kind === "secret" ? "svc_sec_" : "svc_pub_";
   return environment === "test" ? `${base}test_` : base;
 }

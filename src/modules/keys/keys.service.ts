@@ -57,7 +57,9 @@ export async function issueKey(
 export type KeyLookup =
   | { status: "malformed" }
   | { status: "unknown" }
-  | { status: "ok"; row: repo.KeyRow; merchant: MerchantRow };
+  | { status: "ok"; row: repo.KeyRow; merchant: MerchantRow }
+  /** An operator key: no merchant; accepted only where a route names the `operator` kind. */
+  | { status: "ok"; row: repo.KeyRow; merchant?: undefined };
 
 /** When this process last recorded each key's use: at most one write a minute per key. */
 const touched = new Map<string, number>();
@@ -69,6 +71,7 @@ export async function resolveKey(
 ): Promise<KeyLookup> {
   const parsed = parseKey(raw);
   if (!parsed) return { status: "malformed" };
+  if (parsed.kind === "operator") return await resolveOperatorKey(deps, raw, parsed.lookup);
   const found = await repo.findByLookupWithMerchant(deps.sql, parsed.lookup);
   const row = found?.key;
   if (!row || !sameHash(row.keyHash, hashKey(raw)) || row.revokedAt) return { status: "unknown" };
@@ -81,6 +84,42 @@ export async function resolveKey(
     repo.touch(deps.sql, row.id, now).catch(() => {});
   }
   return { status: "ok", row, merchant: found!.merchant };
+}
+
+async function resolveOperatorKey(
+  deps: Pick<Deps, "sql">,
+  raw: string,
+  lookup: string,
+): Promise<KeyLookup> {
+  const row = await repo.findOperatorByLookup(deps.sql, lookup);
+  if (!row || !sameHash(row.keyHash, hashKey(raw)) || row.revokedAt) return { status: "unknown" };
+  return {
+    status: "ok",
+    row: {
+      ...row,
+      merchantId: "",
+      kind: "operator",
+      environment: "live",
+      scopes: null,
+      replacedBy: null,
+    },
+  };
+}
+
+/** A new operator key (`deno task operator:key`): returned once, only its hash is kept. */
+export async function issueOperatorKey(
+  deps: Pick<Deps, "sql" | "clock">,
+  label: string | null,
+): Promise<{ id: string; key: string; hint: string }> {
+  const key = generateKey("operator", "live");
+  const row = await repo.insertOperatorKey(deps.sql, {
+    lookup: parseKey(key)!.lookup,
+    keyHash: hashKey(key),
+    hint: keyHint(key),
+    label,
+    createdAt: deps.clock.now(),
+  });
+  return { id: row.id, key, hint: row.hint };
 }
 
 /** The hint of the merchant's active `merchant` key, shown on the profile. */

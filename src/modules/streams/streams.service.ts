@@ -43,7 +43,7 @@ export async function createStream(
   input: CreateStreamInput,
   requestKey?: string,
 ) {
-  const wallet = await controlledWallet(deps, merchant.id, input.senderSCA);
+  const wallet = await controlledWallet(deps, merchant.id, { address: input.senderSCA });
   if (!wallet) throw new DomainError("stream_sender_not_controlled");
   let reference = newReference(deps.clock.now());
   let sent = false;
@@ -219,7 +219,7 @@ export async function stopStream(
 ) {
   const s = await findOwn(deps, merchant.id, input.reference);
   refuseUnlessActive(s);
-  const caller = await controlledWallet(deps, merchant.id, input.callerSCA);
+  const caller = await controlledWallet(deps, merchant.id, { address: input.callerSCA });
   if (!caller) throw new DomainError("stream_caller_not_controlled");
   const p = profileOf(s);
   let mined;
@@ -297,7 +297,7 @@ export async function withdrawStream(
 ) {
   const s = await findOwn(deps, merchant.id, input.reference);
   refuseUnlessActive(s);
-  const receiver = await controlledWallet(deps, merchant.id, input.receiverSCA);
+  const receiver = await controlledWallet(deps, merchant.id, { address: input.receiverSCA });
   if (!receiver || receiver.address !== s.receiverSca) {
     throw new DomainError("stream_receiver_not_controlled");
   }

@@ -30,12 +30,13 @@ export async function findForMerchant(
   return row ?? null;
 }
 
-export async function findByAddress(
+export async function findForMerchantByAddress(
   sql: Db,
   merchantId: string,
   address: string,
 ): Promise<MerchantWalletRow | null> {
   const [row] = await sql<MerchantWalletRow[]>`
-    select wallet_id, merchant_id, address, label, created_at from merchant_wallets where merchant_id = ${merchantId} and address = ${address.toLowerCase()}`;
+    select wallet_id, merchant_id, address, label, created_at from merchant_wallets
+    where merchant_id = ${merchantId} and address = ${address.toLowerCase()}`;
   return row ?? null;
 }

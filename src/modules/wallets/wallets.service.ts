@@ -71,6 +71,26 @@ async function find(deps: Deps, merchantId: string, id: string): Promise<Merchan
   return w;
 }
 
+/**
+ * "A wallet the merchant controls" (spec): one of its managed wallets, by id or by address; null
+ * for anything else (another merchant's wallet, an external address, a malformed value).
+ */
+export async function controlledWallet(
+  deps: Pick<Deps, "sql">,
+  merchantId: string,
+  by: { walletId?: string; address?: string },
+): Promise<MerchantWalletRow | null> {
+  if (by.walletId !== undefined) {
+    return UUID.test(by.walletId)
+      ? await repo.findForMerchant(deps.sql, merchantId, by.walletId)
+      : null;
+  }
+  if (by.address !== undefined && /^0x[0-9a-fA-F]{40}$/.test(by.address)) {
+    return await repo.findForMerchantByAddress(deps.sql, merchantId, by.address);
+  }
+  return null;
+}
+
 /** USDC (6 places) on every configured chain; null where the chain cannot be read now. */
 async function balances(deps: Deps, address: `0x${string}`): Promise<Balances> {
   const entries = await Promise.all(
@@ -185,12 +205,3 @@ function sha256(s: string): string {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** The merchant's managed wallet at `address` (any case), or null: "a wallet it controls". */
-export async function controlledWallet(
-  deps: Deps,
-  merchantId: string,
-  address: string,
-): Promise<MerchantWalletRow | null> {
-  return await repo.findByAddress(deps.sql, merchantId, address);
-}

@@ -4,7 +4,7 @@
 export const PaymentRouter = {
   contractName: "PaymentRouter",
   compilerVersion: "0.8.37+commit.f401782d.Emscripten.clang",
-  inputHash: "bd03f185c57107960dc9ccdbfde2b9df122a403bdec6dc5e5259d85050145750",
+  inputHash: "a51682fed5c49fa4cb69b18da85973cbc1feb27e3c30bab55a84d0da45cf9862",
   abi: [
     {
       "inputs": [

@@ -1,0 +1,190 @@
+/**
+ * The chain side of escrow: EscrowVault call data, the depositor's EIP-3009 authorization signed
+ * by its managed wallet, and the contract's view of an escrow. The escrow id is the reference as
+ * bytes32 text (references fit in 32 bytes), readable in logs like the router's.
+ */
+import {
+  encodeFunctionData,
+  type Hex,
+  keccak256,
+  type LocalAccount,
+  parseSignature,
+  stringToHex,
+} from "viem";
+import { EscrowVault } from "./contracts/artifacts/index.ts";
+import { referenceToBytes32 } from "./checkout.ts";
+import type { ChainRuntime } from "./runtime.ts";
+
+export const ESCROW_CHAIN_STATUSES = [
+  "NONE",
+  "ACTIVE",
+  "DISPUTED",
+  "RELEASED",
+  "REFUNDED",
+] as const;
+export type EscrowChainStatus = typeof ESCROW_CHAIN_STATUSES[number];
+
+export interface EscrowTerms {
+  reference: string;
+  depositor: `0x${string}`;
+  beneficiary: `0x${string}`;
+  amount: bigint;
+  /** Unix seconds. */
+  expiresAt: bigint;
+}
+
+export interface EscrowOnChain {
+  status: EscrowChainStatus;
+  depositor: `0x${string}`;
+  beneficiary: `0x${string}`;
+  arbiter: `0x${string}`;
+  amount: bigint;
+  expiresAt: bigint;
+  confirmed: boolean;
+  disputedBy: `0x${string}` | null;
+  disputeReasonHash: Hex;
+}
+
+export type EscrowAction = "release" | "confirm" | "dispute" | "refund";
+
+function vault(rt: ChainRuntime): `0x${string}` {
+  const a = rt.contracts.EscrowVault;
+  if (!a) throw new Error(`EscrowVault is not deployed on ${rt.profile.name}`);
+  return a;
+}
+
+function abiTerms(rt: ChainRuntime, t: EscrowTerms) {
+  if (!rt.operator) throw new Error(`${rt.profile.envPrefix}_OPERATOR_KEY is needed for escrow`);
+  return {
+    id: referenceToBytes32(t.reference),
+    depositor: t.depositor,
+    beneficiary: t.beneficiary,
+    // The chain's operator arbitrates disputes; it is bound into the depositor's signature.
+    arbiter: rt.operator.address,
+    amount: t.amount,
+    expiresAt: t.expiresAt,
+  };
+}
+
+/**
+ * The createWithAuthorization call data: the depositor's managed wallet signs a
+ * ReceiveWithAuthorization whose nonce binds every term (as the vault computes it).
+ */
+export async function createEscrowData(
+  rt: ChainRuntime,
+  depositor: LocalAccount,
+  t: EscrowTerms,
+  window: { validAfter: bigint; validBefore: bigint },
+): Promise<Hex> {
+  const terms = abiTerms(rt, t);
+  const nonce = keccak256(
+    encodeAbi(terms),
+  );
+  const usdc = rt.contracts.TestUSDC;
+  if (!usdc) throw new Error(`TestUSDC is not deployed on ${rt.profile.name}`);
+  const signature = await depositor.signTypedData({
+    domain: { name: "USD Coin", version: "2", chainId: rt.chainId, verifyingContract: usdc },
+    types: {
+      ReceiveWithAuthorization: [
+        { name: "from", type: "address" },
+        { name: "to", type: "address" },
+        { name: "value", type: "uint256" },
+        { name: "validAfter", type: "uint256" },
+        { name: "validBefore", type: "uint256" },
+        { name: "nonce", type: "bytes32" },
+      ],
+    },
+    primaryType: "ReceiveWithAuthorization",
+    message: {
+      from: t.depositor,
+      to: vault(rt),
+      value: t.amount,
+      validAfter: window.validAfter,
+      validBefore: window.validBefore,
+      nonce,
+    },
+  });
+  const { v, r, s, yParity } = parseSignature(signature);
+  return encodeFunctionData({
+    abi: EscrowVault.abi,
+    functionName: "createWithAuthorization",
+    args: [terms, {
+      validAfter: window.validAfter,
+      validBefore: window.validBefore,
+      v: Number(v ?? BigInt(yParity + 27)),
+      r,
+      s,
+    }],
+  });
+}
+
+function encodeAbi(terms: ReturnType<typeof abiTerms>): Hex {
+  // abi.encode(id, depositor, beneficiary, arbiter, amount, expiresAt): static words only.
+  const word = (h: string) => h.replace(/^0x/, "").toLowerCase().padStart(64, "0");
+  return `0x${
+    [
+      terms.id,
+      terms.depositor,
+      terms.beneficiary,
+      terms.arbiter,
+      terms.amount.toString(16),
+      terms.expiresAt.toString(16),
+    ].map(word).join("")
+  }`;
+}
+
+/** keccak256 of the reason text, what the vault stores for a dispute. */
+export function reasonHash(reason: string): Hex {
+  return keccak256(stringToHex(reason));
+}
+
+export function escrowActionData(action: EscrowAction, reference: string, reason?: string): Hex {
+  const id = referenceToBytes32(reference);
+  if (action === "dispute") {
+    return encodeFunctionData({
+      abi: EscrowVault.abi,
+      functionName: "dispute",
+      args: [id, reasonHash(reason ?? "")],
+    });
+  }
+  return encodeFunctionData({ abi: EscrowVault.abi, functionName: action, args: [id] });
+}
+
+export function resolveData(reference: string, released: boolean): Hex {
+  return encodeFunctionData({
+    abi: EscrowVault.abi,
+    functionName: "resolve",
+    args: [referenceToBytes32(reference), released],
+  });
+}
+
+export function escrowVaultAddress(rt: ChainRuntime): `0x${string}` {
+  return vault(rt);
+}
+
+/** The contract's view of an escrow (status NONE when it does not exist). */
+export async function readEscrow(rt: ChainRuntime, reference: string): Promise<EscrowOnChain> {
+  const e = await rt.client.readContract({
+    address: vault(rt),
+    abi: EscrowVault.abi,
+    functionName: "getEscrow",
+    args: [referenceToBytes32(reference)],
+  });
+  const zero = /^0x0{40}$/i;
+  return {
+    status: ESCROW_CHAIN_STATUSES[e.status],
+    depositor: e.depositor.toLowerCase() as `0x${string}`,
+    beneficiary: e.beneficiary.toLowerCase() as `0x${string}`,
+    arbiter: e.arbiter.toLowerCase() as `0x${string}`,
+    amount: e.amount,
+    expiresAt: BigInt(e.expiresAt),
+    confirmed: e.confirmed,
+    disputedBy: zero.test(e.disputedBy) ? null : e.disputedBy.toLowerCase() as `0x${string}`,
+    disputeReasonHash: e.disputeReasonHash,
+  };
+}
+
+/** The latest block's timestamp (unix seconds): the clock the vault's expiry checks use. */
+export async function chainTime(rt: ChainRuntime): Promise<bigint> {
+  return (await rt.client.getBlock({ blockTag: "latest" })).timestamp;
+}

@@ -1,0 +1,107 @@
+/** SQL for escrows. */
+import type { Db } from "../../db/client.ts";
+import type { EscrowOutcome, EscrowRow, EscrowStatus } from "./escrow.rules.ts";
+
+export interface NewEscrow {
+  reference: string;
+  merchantId: string;
+  chainId: number;
+  amount: bigint;
+  depositor: string;
+  depositorWalletId: string;
+  beneficiary: string;
+  description: string | null;
+  webhookUrl: string | null;
+  expiresAt: Date;
+  txHash: string;
+  now: Date;
+}
+
+export async function insert(sql: Db, e: NewEscrow): Promise<EscrowRow> {
+  const [row] = await sql<EscrowRow[]>`
+    insert into escrows (reference, merchant_id, chain_id, status, amount, depositor,
+                         depositor_wallet_id, beneficiary, description, webhook_url, expires_at,
+                         tx_hash, created_at, updated_at)
+    values (${e.reference}, ${e.merchantId}, ${e.chainId}, 'ACTIVE', ${e.amount}, ${e.depositor},
+            ${e.depositorWalletId}, ${e.beneficiary}, ${e.description}, ${e.webhookUrl},
+            ${e.expiresAt}, ${e.txHash}, ${e.now}, ${e.now})
+    returning *`;
+  return row;
+}
+
+export async function findForMerchant(
+  sql: Db,
+  merchantId: string,
+  reference: string,
+): Promise<EscrowRow | null> {
+  const [row] = await sql<EscrowRow[]>`
+    select * from escrows where merchant_id = ${merchantId} and reference = ${reference}`;
+  return row ?? null;
+}
+
+export async function findByReference(sql: Db, reference: string): Promise<EscrowRow | null> {
+  const [row] = await sql<EscrowRow[]>`select * from escrows where reference = ${reference}`;
+  return row ?? null;
+}
+
+/** The row locked for a state change (in the caller's transaction). */
+export async function lockByReference(sql: Db, reference: string): Promise<EscrowRow | null> {
+  const [row] = await sql<EscrowRow[]>`
+    select * from escrows where reference = ${reference} for update`;
+  return row ?? null;
+}
+
+export async function listForMerchant(
+  sql: Db,
+  merchantId: string,
+  opts: { status?: EscrowStatus; limit: number },
+): Promise<EscrowRow[]> {
+  return await sql<EscrowRow[]>`
+    select * from escrows where merchant_id = ${merchantId}
+    ${opts.status ? sql`and status = ${opts.status}` : sql``}
+    order by seq desc limit ${opts.limit}`;
+}
+
+export async function markReleased(sql: Db, id: string, txHash: string, now: Date) {
+  await sql`update escrows set status = 'RELEASED', release_tx_hash = ${txHash},
+    released_at = ${now}, updated_at = ${now} where id = ${id}`;
+}
+
+export async function markConfirmed(sql: Db, id: string, txHash: string, now: Date) {
+  await sql`update escrows set confirmed_at = ${now}, confirm_tx_hash = ${txHash},
+    updated_at = ${now} where id = ${id}`;
+}
+
+export async function markDisputed(
+  sql: Db,
+  id: string,
+  d: { reason: string; by: string; txHash: string; now: Date },
+) {
+  await sql`update escrows set status = 'DISPUTED', dispute_reason = ${d.reason},
+    disputed_by = ${d.by}, dispute_tx_hash = ${d.txHash}, disputed_at = ${d.now},
+    updated_at = ${d.now} where id = ${id}`;
+}
+
+export async function markResolved(
+  sql: Db,
+  id: string,
+  r: { outcome: EscrowOutcome; txHash: string; now: Date },
+) {
+  const status = r.outcome === "released" ? "RELEASED" : "REFUNDED";
+  await sql`update escrows set status = ${status}, resolution = ${r.outcome},
+    resolve_tx_hash = ${r.txHash}, resolved_at = ${r.now}, updated_at = ${r.now}
+    where id = ${id}`;
+}
+
+export async function markRefunded(sql: Db, id: string, txHash: string, now: Date) {
+  await sql`update escrows set status = 'REFUNDED', refund_tx_hash = ${txHash},
+    refunded_at = ${now}, updated_at = ${now} where id = ${id}`;
+}
+
+/** ACTIVE escrows past expiry (the refund sweep). */
+export async function dueForRefund(sql: Db, now: Date, limit: number): Promise<string[]> {
+  const rows = await sql<{ reference: string }[]>`
+    select reference from escrows where status = 'ACTIVE' and expires_at <= ${now}
+    order by expires_at limit ${limit}`;
+  return rows.map((r) => r.reference);
+}

@@ -1,0 +1,86 @@
+/** Escrow rules with no I/O: statuses, references, which party may do what, the record shape. */
+import { formatUsdc } from "../../money.ts";
+
+/** The spec's ACTIVE, RELEASED, DISPUTED, plus REFUNDED (docs/decisions.md, Escrow). */
+export const ESCROW_STATUSES = ["ACTIVE", "DISPUTED", "RELEASED", "REFUNDED"] as const;
+export type EscrowStatus = typeof ESCROW_STATUSES[number];
+export const ESCROW_OUTCOMES = ["released", "refunded"] as const;
+export type EscrowOutcome = typeof ESCROW_OUTCOMES[number];
+
+/** Longest escrow: a year. Shortest: a minute. */
+export const MAX_EXPIRY_SECONDS = 365 * 24 * 3600;
+export const MIN_EXPIRY_SECONDS = 60;
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+function random62(n: number): string {
+  let out = "";
+  while (out.length < n) {
+    for (const b of crypto.getRandomValues(new Uint8Array(n * 2))) {
+      if (b < 248 && out.length < n) out += BASE62[b % 62];
+    }
+  }
+  return out;
+}
+
+/** `escrow_<random>_<random>` (spec), 29 characters: fits the contract's bytes32 id as text. */
+export function newEscrowReference(): string {
+  return `escrow_${random62(10)}_${random62(10)}`;
+}
+
+export const ESCROW_REFERENCE = /^escrow_[0-9A-Za-z]{10}_[0-9A-Za-z]{10}$/;
+
+export const NO_REASON = "No reason provided";
+
+export interface EscrowRow {
+  id: string;
+  reference: string;
+  merchantId: string;
+  chainId: number;
+  status: EscrowStatus;
+  amount: bigint;
+  currency: string;
+  depositor: string;
+  depositorWalletId: string;
+  beneficiary: string;
+  description: string | null;
+  webhookUrl: string | null;
+  expiresAt: Date;
+  txHash: string;
+  confirmedAt: Date | null;
+  confirmTxHash: string | null;
+  releaseTxHash: string | null;
+  releasedAt: Date | null;
+  disputeReason: string | null;
+  disputedBy: string | null;
+  disputeTxHash: string | null;
+  disputedAt: Date | null;
+  resolution: EscrowOutcome | null;
+  resolveTxHash: string | null;
+  resolvedAt: Date | null;
+  refundTxHash: string | null;
+  refundedAt: Date | null;
+  createdAt: Date;
+}
+
+/** Whether the escrow may be refunded automatically or by request at `now`. */
+export function refundable(e: Pick<EscrowRow, "status" | "expiresAt">, now: Date): boolean {
+  return e.status === "ACTIVE" && e.expiresAt.getTime() <= now.getTime();
+}
+
+export function amountString(units: bigint): string {
+  return formatUsdc(units, { decimals: "fixed" });
+}
+
+/** "in 2 h 13 min" / "in 45 s" / "expired". */
+export function countdown(at: Date, now: Date): string {
+  const s = Math.floor((at.getTime() - now.getTime()) / 1000);
+  if (s <= 0) return "expired";
+  const d = Math.floor(s / 86400),
+    h = Math.floor((s % 86400) / 3600),
+    m = Math.floor((s % 3600) / 60);
+  if (d > 0) return `in ${d} d ${h} h`;
+  if (h > 0) return `in ${h} h ${m} min`;
+  if (m > 0) return `in ${m} min ${s % 60} s`;
+  return `in ${s} s`;
+}
