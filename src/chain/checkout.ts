@@ -5,6 +5,7 @@
  * transaction themselves (the fallback). Either way one router call moves exactly the amount
  * and emits the reference.
  */
+import { RECEIVE_WITH_AUTHORIZATION_TYPES, usdcDomain } from "./eip3009.ts";
 import {
   decodeFunctionData,
   encodeAbiParameters,
@@ -90,7 +91,7 @@ export async function permitTypedData(
     args: [p.owner],
   });
   return {
-    domain: { name: "USD Coin", version: "2", chainId: rt.chainId, verifyingContract: usdc },
+    domain: usdcDomain(rt),
     types: {
       Permit: [
         { name: "owner", type: "address" },
@@ -185,21 +186,11 @@ export function authorizationTypedData(
   order: OrderInput,
   w: AuthorizationWindow,
 ) {
-  const usdc = rt.contracts.TestUSDC;
   const router = rt.contracts.PaymentRouter;
-  if (!usdc || !router) throw new Error(`our contracts are not deployed on ${rt.profile.name}`);
+  if (!router) throw new Error(`our contracts are not deployed on ${rt.profile.name}`);
   return {
-    domain: { name: "USD Coin", version: "2", chainId: rt.chainId, verifyingContract: usdc },
-    types: {
-      ReceiveWithAuthorization: [
-        { name: "from", type: "address" },
-        { name: "to", type: "address" },
-        { name: "value", type: "uint256" },
-        { name: "validAfter", type: "uint256" },
-        { name: "validBefore", type: "uint256" },
-        { name: "nonce", type: "bytes32" },
-      ],
-    },
+    domain: usdcDomain(rt),
+    types: RECEIVE_WITH_AUTHORIZATION_TYPES,
     primaryType: "ReceiveWithAuthorization" as const,
     message: {
       from: w.from,

@@ -3,6 +3,7 @@
  * by its managed wallet, and the contract's view of an escrow. The escrow id is the reference as
  * bytes32 text (references fit in 32 bytes), readable in logs like the router's.
  */
+import { RECEIVE_WITH_AUTHORIZATION_TYPES, usdcDomain } from "./eip3009.ts";
 import {
   encodeFunctionData,
   type Hex,
@@ -80,20 +81,9 @@ export async function createEscrowData(
   const nonce = keccak256(
     encodeAbi(terms),
   );
-  const usdc = rt.contracts.TestUSDC;
-  if (!usdc) throw new Error(`TestUSDC is not deployed on ${rt.profile.name}`);
   const signature = await depositor.signTypedData({
-    domain: { name: "USD Coin", version: "2", chainId: rt.chainId, verifyingContract: usdc },
-    types: {
-      ReceiveWithAuthorization: [
-        { name: "from", type: "address" },
-        { name: "to", type: "address" },
-        { name: "value", type: "uint256" },
-        { name: "validAfter", type: "uint256" },
-        { name: "validBefore", type: "uint256" },
-        { name: "nonce", type: "bytes32" },
-      ],
-    },
+    domain: usdcDomain(rt),
+    types: RECEIVE_WITH_AUTHORIZATION_TYPES,
     primaryType: "ReceiveWithAuthorization",
     message: {
       from: t.depositor,

@@ -1,0 +1,24 @@
+/**
+ * EIP-3009 `ReceiveWithAuthorization` on our USDC: the one typed-data definition the gasless
+ * checkout and escrow funding both sign (the token's EIP-712 domain is "USD Coin", version "2",
+ * like real USDC).
+ */
+import type { ChainRuntime } from "./runtime.ts";
+
+export const RECEIVE_WITH_AUTHORIZATION_TYPES = {
+  ReceiveWithAuthorization: [
+    { name: "from", type: "address" },
+    { name: "to", type: "address" },
+    { name: "value", type: "uint256" },
+    { name: "validAfter", type: "uint256" },
+    { name: "validBefore", type: "uint256" },
+    { name: "nonce", type: "bytes32" },
+  ],
+} as const;
+
+/** The token's EIP-712 domain on this chain. */
+export function usdcDomain(rt: ChainRuntime) {
+  const usdc = rt.contracts.TestUSDC;
+  if (!usdc) throw new Error(`TestUSDC is not deployed on ${rt.profile.name}`);
+  return { name: "USD Coin", version: "2", chainId: rt.chainId, verifyingContract: usdc } as const;
+}
