@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { createPublicClient, type Hex, http, verifyMessage, verifyTypedData } from "viem";
 import { ANVIL_KEYS, startAnvil } from "../helpers/anvil.ts";
+import { waitFor } from "../helpers/poll.ts";
 import { browserTest, launchBrowser } from "../helpers/browser.ts";
 import { installWallet, normaliseChainId } from "../helpers/wallet-provider.ts";
 
@@ -159,7 +160,11 @@ Deno.test(browserTest("the injected EIP-1193 test wallet", async (t) => {
       }]);
       assert.match(String(sent.result), /^0x[0-9a-f]{64}$/);
       const client = createPublicClient({ transport: http(home.rpcUrl) });
-      const receipt = await client.getTransactionReceipt({ hash: sent.result as Hex });
+      // Automining answers the hash before the block is there under load: poll with a bound.
+      const receipt = await waitFor(
+        () => client.getTransactionReceipt({ hash: sent.result as Hex }).catch(() => null),
+        { what: "the transaction's receipt" },
+      );
       assert.equal(receipt.status, "success");
       assert.equal(receipt.from.toLowerCase(), wallet.address.toLowerCase());
       // Reads go to the same node.
