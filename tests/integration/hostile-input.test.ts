@@ -62,7 +62,7 @@ async function send(
 /** The spec's error bodies: `{ success: false, error, hint? }`, or `{ error }` where it says so. */
 function assertErrorShape(
   r: Sent,
-  opts: { bare?: boolean; rpc?: boolean; extra?: string[] },
+  opts: { bare?: boolean; rpc?: boolean; extra?: string[]; hintObject?: boolean },
   what: string,
 ) {
   assert.match(r.type, /application\/json/, `${what}: JSON error body`);
@@ -76,7 +76,11 @@ function assertErrorShape(
     return;
   }
   assert.equal(b.success, false, `${what}: success false`);
-  if ("hint" in b) assert.equal(typeof b.hint, "string", `${what}: hint is text`);
+  // The spec gives a few errors a hint object (`hint.example` on a stream with missing fields).
+  if ("hint" in b) {
+    const kinds = opts.hintObject ? ["string", "object"] : ["string"];
+    assert.ok(kinds.includes(typeof b.hint), `${what}: hint is ${kinds.join(" or ")}`);
+  }
   // `status` is documented everywhere (a checkout payment that can no longer be paid); an
   // endpoint may document more (withdraw's `balance`).
   const allowed = ["success", "error", "hint", "status", ...(opts.extra ?? [])];
@@ -404,6 +408,8 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
       runs?: number;
       /** Documented fields an error body of this endpoint may carry besides the usual ones. */
       extra?: string[];
+      /** The endpoint documents a hint object (not only text). */
+      hintObject?: boolean;
     }
     const none = () => "";
     const bodies: Endpoint[] = [
@@ -528,6 +534,68 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
           destinationAddress: "0x000000000000000000000000000000000000dEaD",
         },
       },
+      // Escrow and streams: the merchant's wallets hold nothing and the references are
+      // unknown, so well-formed requests are refused too (for balance, or 404).
+      {
+        method: "POST",
+        path: () => "/api/escrow/create",
+        headers: key,
+        extra: ["balance"],
+        sample: {
+          depositorSCA: m.walletAddress,
+          beneficiarySCA: "0x000000000000000000000000000000000000dEaD",
+          amount: "1.00",
+          expiresInSeconds: 3600,
+          description: "fuzz",
+        },
+      },
+      ...["release", "confirm"].map((action) => ({
+        method: "POST",
+        path: () => `/api/escrow/${action}`,
+        headers: key,
+        sample: { reference: "escrow_abc_def", callerSCA: m.walletAddress },
+        runs: Math.ceil(RUNS / 3),
+      })),
+      {
+        method: "POST",
+        path: () => "/api/escrow/dispute",
+        headers: key,
+        sample: { reference: "escrow_abc_def", callerSCA: m.walletAddress, reason: "late" },
+      },
+      {
+        method: "POST",
+        path: () => "/api/escrow/refund",
+        headers: key,
+        sample: { reference: "escrow_abc_def" },
+        runs: Math.ceil(RUNS / 3),
+      },
+      {
+        method: "POST",
+        path: () => "/api/payments/stream",
+        headers: key,
+        extra: ["balance"],
+        hintObject: true,
+        sample: {
+          senderSCA: m.walletAddress,
+          receiverSCA: "0x000000000000000000000000000000000000dEaD",
+          ratePerSecond: "0.000001",
+          totalDeposited: "1",
+        },
+      },
+      {
+        method: "POST",
+        path: () => "/api/payments/stream/stop",
+        headers: key,
+        sample: { reference: "stream_abc_def", callerSCA: m.walletAddress },
+        runs: Math.ceil(RUNS / 3),
+      },
+      {
+        method: "POST",
+        path: () => "/api/payments/stream/withdraw",
+        headers: key,
+        sample: { reference: "stream_abc_def", receiverSCA: m.walletAddress },
+        runs: Math.ceil(RUNS / 3),
+      },
       // Bodiless POSTs still get bodies thrown at them.
       {
         method: "POST",
@@ -552,6 +620,12 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
       { method: "POST", path: (p) => `/api/webhooks/deliveries/${p}/replay`, headers: cookie },
       { method: "POST", path: (p) => `/api/keys/${p}/rotate`, headers: cookie },
       { method: "GET", path: (p) => `/api/wallets/${p}`, headers: key },
+      { method: "GET", path: (p) => `/api/escrow?reference=${p}&status=${p}`, headers: key },
+      {
+        method: "GET",
+        path: (p) => `/api/payments/stream?reference=${p}&status=${p}&sender=${p}`,
+        headers: key,
+      },
       { method: "DELETE", path: (p) => `/api/keys/${p}`, headers: cookie },
       { method: "GET", path: (p) => `/api/merchant/wallet/connect?address=${p}`, headers: cookie },
       { method: "GET", path: (p) => `/checkout/${reference}/pay-data?payer=${p}`, headers: {} },
@@ -566,7 +640,12 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
       }`;
       assert.ok(r.status < 500, `${what} → ${r.status} ${r.text.slice(0, 300)}`);
       if (r.status >= 400) {
-        assertErrorShape(r, { bare: e.bare && r.status !== 429, rpc: e.rpc, extra: e.extra }, what);
+        assertErrorShape(r, {
+          bare: e.bare && r.status !== 429,
+          rpc: e.rpc,
+          extra: e.extra,
+          hintObject: e.hintObject,
+        }, what);
         assert.equal(await rowCounts(svc), before, `${what}: a refusal wrote rows`);
       }
     };
