@@ -6,54 +6,24 @@
 import assert from "node:assert/strict";
 import {
   type Address,
-  BaseError,
-  ContractFunctionRevertedError,
-  createPublicClient,
-  createTestClient,
-  createWalletClient,
-  defineChain,
   getAddress,
   type Hash,
   type Hex,
-  http,
   keccak256,
   toHex,
   type TransactionReceipt,
 } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { StreamVault, TestUSDC } from "../../src/chain/contracts/artifacts/index.ts";
 import { ANVIL_KEYS, startAnvil } from "../helpers/anvil.ts";
 import { waitFor } from "../helpers/poll.ts";
+import { anvilClients, reverts } from "../helpers/contract-kit.ts";
 
 const USDC = 1_000_000n;
-
-async function reverts(promise: Promise<unknown>, errorName: string): Promise<void> {
-  await assert.rejects(promise, (e: unknown) => {
-    assert.ok(e instanceof BaseError, `expected a viem error, got ${e}`);
-    const revert = e.walk((x) => x instanceof ContractFunctionRevertedError);
-    assert.ok(
-      revert instanceof ContractFunctionRevertedError,
-      `expected ${errorName}: ${e.shortMessage}`,
-    );
-    assert.equal(revert.data?.errorName, errorName, revert.shortMessage);
-    return true;
-  });
-}
 
 Deno.test("contracts: StreamVault on anvil", async (t) => {
   const anvil = await startAnvil({ chainId: 31337 });
   try {
-    const chain = defineChain({
-      id: anvil.chainId,
-      name: "anvil",
-      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-      rpcUrls: { default: { http: [anvil.rpcUrl] } },
-    });
-    const transport = http(anvil.rpcUrl);
-    const pub = createPublicClient({ chain, transport });
-    const testClient = createTestClient({ chain, transport, mode: "anvil" });
-    const wallet = (key: Hex) =>
-      createWalletClient({ account: privateKeyToAccount(key), chain, transport });
+    const { pub, testClient, wallet } = anvilClients(anvil);
     const operator = wallet(ANVIL_KEYS[0]);
     const sender = wallet(ANVIL_KEYS[1]);
     const receiver = wallet(ANVIL_KEYS[2]);

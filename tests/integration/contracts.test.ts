@@ -5,18 +5,11 @@
 import assert from "node:assert/strict";
 import {
   type Address,
-  BaseError,
-  ContractFunctionRevertedError,
-  createPublicClient,
-  createTestClient,
-  createWalletClient,
-  defineChain,
   encodeAbiParameters,
   getAddress,
   type Hash,
   hashTypedData,
   type Hex,
-  http,
   keccak256,
   parseAbiParameters,
   parseEventLogs,
@@ -24,30 +17,18 @@ import {
   toHex,
   type TransactionReceipt,
 } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { PaymentRouter, TestUSDC } from "../../src/chain/contracts/artifacts/index.ts";
 import { ANVIL_KEYS, startAnvil } from "../helpers/anvil.ts";
 import { waitFor } from "../helpers/poll.ts";
+import {
+  anvilClients,
+  AUTHORIZATION_FIELDS,
+  PERMIT_TYPES,
+  reverts,
+} from "../helpers/contract-kit.ts";
 
 const USDC = 1_000_000n; // 6 decimals
 
-const PERMIT_TYPES = {
-  Permit: [
-    { name: "owner", type: "address" },
-    { name: "spender", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "nonce", type: "uint256" },
-    { name: "deadline", type: "uint256" },
-  ],
-} as const;
-const AUTHORIZATION_FIELDS = [
-  { name: "from", type: "address" },
-  { name: "to", type: "address" },
-  { name: "value", type: "uint256" },
-  { name: "validAfter", type: "uint256" },
-  { name: "validBefore", type: "uint256" },
-  { name: "nonce", type: "bytes32" },
-] as const;
 const ORDER_TYPES = {
   PaymentOrder: [
     { name: "reference", type: "bytes32" },
@@ -67,34 +48,10 @@ function vrs(signature: Hex): { v: number; r: Hex; s: Hex } {
   return { v: Number(v), r, s };
 }
 
-/** Asserts that `promise` rejects with the named custom error (decoded from `abi`). */
-async function reverts(promise: Promise<unknown>, errorName: string): Promise<void> {
-  await assert.rejects(promise, (e: unknown) => {
-    assert.ok(e instanceof BaseError, `expected a viem error, got ${e}`);
-    const revert = e.walk((x) => x instanceof ContractFunctionRevertedError);
-    assert.ok(
-      revert instanceof ContractFunctionRevertedError,
-      `expected revert ${errorName}, got ${e.shortMessage}`,
-    );
-    assert.equal(revert.data?.errorName, errorName, revert.shortMessage);
-    return true;
-  });
-}
-
 Deno.test("contracts: TestUSDC and PaymentRouter on anvil", async (t) => {
   const anvil = await startAnvil({ chainId: 31337 });
   try {
-    const chain = defineChain({
-      id: anvil.chainId,
-      name: "anvil",
-      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-      rpcUrls: { default: { http: [anvil.rpcUrl] } },
-    });
-    const transport = http(anvil.rpcUrl);
-    const pub = createPublicClient({ chain, transport });
-    const testClient = createTestClient({ chain, transport, mode: "anvil" });
-    const wallet = (key: Hex) =>
-      createWalletClient({ account: privateKeyToAccount(key), chain, transport });
+    const { chain, pub, testClient, wallet } = anvilClients(anvil);
     const operator = wallet(ANVIL_KEYS[0]); // deployer, token owner, order signer
     const payer = wallet(ANVIL_KEYS[1]);
     const merchant = wallet(ANVIL_KEYS[2]);

@@ -6,77 +6,35 @@
 import assert from "node:assert/strict";
 import {
   type Address,
-  BaseError,
-  ContractFunctionRevertedError,
-  createPublicClient,
-  createTestClient,
-  createWalletClient,
-  defineChain,
   getAddress,
   type Hash,
   type Hex,
-  http,
   keccak256,
   parseEventLogs,
   parseSignature,
   toHex,
   type TransactionReceipt,
 } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { EscrowVault, TestUSDC } from "../../src/chain/contracts/artifacts/index.ts";
 import { ANVIL_KEYS, startAnvil } from "../helpers/anvil.ts";
 import { waitFor } from "../helpers/poll.ts";
+import {
+  anvilClients,
+  AUTHORIZATION_FIELDS,
+  PERMIT_TYPES,
+  reverts,
+} from "../helpers/contract-kit.ts";
 
 const USDC = 1_000_000n;
 const ABI = [...EscrowVault.abi, ...TestUSDC.abi] as const;
 const Status = { None: 0, Active: 1, Disputed: 2, Released: 3, Refunded: 4 } as const;
-const AUTH_FIELDS = [
-  { name: "from", type: "address" },
-  { name: "to", type: "address" },
-  { name: "value", type: "uint256" },
-  { name: "validAfter", type: "uint256" },
-  { name: "validBefore", type: "uint256" },
-  { name: "nonce", type: "bytes32" },
-] as const;
-const PERMIT_TYPES = {
-  Permit: [
-    { name: "owner", type: "address" },
-    { name: "spender", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "nonce", type: "uint256" },
-    { name: "deadline", type: "uint256" },
-  ],
-} as const;
 
 const randomId = (): Hex => toHex(crypto.getRandomValues(new Uint8Array(32)));
-
-async function reverts(promise: Promise<unknown>, errorName: string): Promise<void> {
-  await assert.rejects(promise, (e: unknown) => {
-    assert.ok(e instanceof BaseError, `expected a viem error, got ${e}`);
-    const revert = e.walk((x) => x instanceof ContractFunctionRevertedError);
-    assert.ok(
-      revert instanceof ContractFunctionRevertedError,
-      `expected revert ${errorName}, got ${e.shortMessage}`,
-    );
-    assert.equal(revert.data?.errorName, errorName, revert.shortMessage);
-    return true;
-  });
-}
 
 Deno.test("contracts: EscrowVault on anvil", async (t) => {
   const anvil = await startAnvil({ chainId: 31337 });
   try {
-    const chain = defineChain({
-      id: anvil.chainId,
-      name: "anvil",
-      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-      rpcUrls: { default: { http: [anvil.rpcUrl] } },
-    });
-    const transport = http(anvil.rpcUrl);
-    const pub = createPublicClient({ chain, transport });
-    const testClient = createTestClient({ chain, transport, mode: "anvil" });
-    const wallet = (key: Hex) =>
-      createWalletClient({ account: privateKeyToAccount(key), chain, transport });
+    const { chain, pub, testClient, wallet } = anvilClients(anvil);
     const arbiter = wallet(ANVIL_KEYS[0]); // deployer, token owner, arbiter, relayer
     const depositor = wallet(ANVIL_KEYS[1]);
     const beneficiary = wallet(ANVIL_KEYS[2]);
@@ -162,7 +120,7 @@ Deno.test("contracts: EscrowVault on anvil", async (t) => {
       const validBefore = (await now()) + 600n;
       const sig = await signer.account.signTypedData({
         domain: usdcDomain,
-        types: { ReceiveWithAuthorization: AUTH_FIELDS },
+        types: { ReceiveWithAuthorization: AUTHORIZATION_FIELDS },
         primaryType: "ReceiveWithAuthorization",
         message: {
           from: tm.depositor,
