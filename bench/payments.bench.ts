@@ -46,9 +46,32 @@ async function load(url: string, headers: Record<string, string>, body: string):
   return JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!);
 }
 
+function mean(ls: Load[]): Load {
+  const avg = (f: (l: Load) => number) => ls.reduce((a, l) => a + f(l), 0) / ls.length;
+  return {
+    rps: avg((l) => l.rps),
+    p50: Math.round(avg((l) => l.p50)),
+    p99: Math.round(avg((l) => l.p99)),
+    requests: Math.round(avg((l) => l.requests) * ls.length),
+    non2xx: avg((l) => l.non2xx) * ls.length,
+    errors: avg((l) => l.errors) * ls.length,
+  };
+}
+
+/** The machine's load average, said beside the numbers it disturbs. */
+export function loadavg(): string {
+  try {
+    return `load average ${
+      Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ")
+    }`;
+  } catch {
+    return "load average unknown";
+  }
+}
+
 function line(name: string, l: Load, baseline?: Load) {
   const ratio = baseline ? `  ${(l.rps / baseline.rps).toFixed(2)}× of the bare INSERT` : "";
-  return `${name.padEnd(40)} ${
+  return `${name.padEnd(48)} ${
     l.rps.toFixed(0).padStart(7)
   } req/s  p50 ${l.p50} ms  p99 ${l.p99} ms  ` +
     `(${l.requests} requests, ${l.non2xx} non-2xx, ${l.errors} errors)${ratio}`;
@@ -86,21 +109,40 @@ export async function run() {
       .json.key as { key: string }).key;
     const body = JSON.stringify({ amount: "12.50", description: "bench" });
 
-    const baseline = await load(`${svc.baseUrl}/bench/bare-insert`, {}, body);
-    const links = await load(
-      `${svc.baseUrl}/api/merchant/payment-link`,
-      { cookie: m.cookie },
-      body,
+    // Rounds alternate baseline and endpoints, so a neighbour's load on this shared machine
+    // falls on both sides of each ratio; each ratio is against the mean of the baselines.
+    const ROUNDS = Number(Deno.env.get("BENCH_ROUNDS") ?? "2");
+    const runs: Record<"bare" | "links" | "sessions", Load[]> = {
+      bare: [],
+      links: [],
+      sessions: [],
+    };
+    console.log(
+      `${CONNECTIONS} connections, ${DURATION} s each, ${ROUNDS} alternating rounds; ${loadavg()}`,
     );
-    const sessions = await load(
-      `${svc.baseUrl}/api/payments/initialize`,
-      { "x-api-key": key },
-      body,
-    );
-    console.log(`${CONNECTIONS} connections, ${DURATION} s each`);
-    console.log(line("bare Hono route, one INSERT", baseline));
-    console.log(line("POST /api/merchant/payment-link", links, baseline));
-    console.log(line("POST /api/payments/initialize", sessions, baseline));
+    for (let r = 0; r < ROUNDS; r++) {
+      runs.bare.push(await load(`${svc.baseUrl}/bench/bare-insert`, {}, body));
+      runs.links.push(
+        await load(`${svc.baseUrl}/api/merchant/payment-link`, { cookie: m.cookie }, body),
+      );
+      runs.sessions.push(
+        await load(`${svc.baseUrl}/api/payments/initialize`, { "x-api-key": key }, body),
+      );
+    }
+    const baseline = mean(runs.bare);
+    for (const [r, b] of runs.bare.entries()) {
+      console.log(line(`round ${r + 1}: bare Hono route, one INSERT`, b));
+    }
+    for (const [r, l] of runs.links.entries()) {
+      console.log(line(`round ${r + 1}: POST /api/merchant/payment-link`, l, runs.bare[r]));
+    }
+    for (const [r, l] of runs.sessions.entries()) {
+      console.log(line(`round ${r + 1}: POST /api/payments/initialize`, l, runs.bare[r]));
+    }
+    console.log(line("mean: bare Hono route, one INSERT", baseline));
+    console.log(line("mean: POST /api/merchant/payment-link", mean(runs.links), baseline));
+    console.log(line("mean: POST /api/payments/initialize", mean(runs.sessions), baseline));
+    console.log(`after: ${loadavg()}`);
 
     // Settlement latency: router transaction sent → payment SUCCESS in the database.
     const alice = payer(svc, ANVIL_KEYS[1]);

@@ -1,6 +1,7 @@
 /**
  * `deno task bench [section ...]`: measured numbers, each beside a baseline taken in the same
- * run, printed as a ratio. Sections: chain, webhooks, payments, abuse, streams (more join as modules grow).
+ * run, printed as a ratio. Sections: chain, webhooks, payments, abuse, streams, bridge, payroll, x402,
+ * scale.
  *
  * Uses DATABASE_URL when set, otherwise an embedded PostgreSQL under .data/bench.
  */
@@ -13,6 +14,10 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   payments: async () => (await import("./payments.bench.ts")).run(),
   abuse: async () => (await import("./abuse.bench.ts")).run(),
   streams: async () => (await import("./streams.bench.ts")).run(),
+  bridge: async () => (await import("./bridge.bench.ts")).run(),
+  payroll: async () => (await import("./payroll.bench.ts")).run(),
+  x402: async () => (await import("./x402.bench.ts")).run(),
+  scale: async () => (await import("./scale.bench.ts")).run(),
 };
 
 const wanted = Deno.args.length ? Deno.args : Object.keys(SECTIONS);

@@ -11,6 +11,7 @@ import { M } from "./http/messages.ts";
 import { accessLog } from "./http/logger.ts";
 import { requestLimits } from "./http/limits.ts";
 import { healthRoutes } from "./http/health.ts";
+import { createMetrics } from "./http/metrics.ts";
 import type { ReadinessCheck } from "./readiness.ts";
 import type { AppModule } from "./modules/index.ts";
 
@@ -19,6 +20,8 @@ export type AppEnv = { Variables: { requestId: string } };
 export interface AppOptions {
   modules: AppModule[];
   readinessChecks: ReadinessCheck[];
+  /** Only /healthz, /readyz and /metrics (the worker role's listener). */
+  healthOnly?: boolean;
 }
 
 export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
@@ -31,6 +34,8 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     generator: () => crypto.randomUUID(),
   }));
   app.use(accessLog(log));
+  const metrics = createMetrics(deps);
+  app.use(metrics.middleware);
   // Size, time, media type and text rules for every request, before any route reads it.
   app.use(requestLimits(deps.config, opts.modules.flatMap((m) => m.bodyRules ?? [])));
 
@@ -64,6 +69,8 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   });
 
   app.route("/", healthRoutes(opts.readinessChecks));
+  app.route("/", metrics.routes);
+  if (opts.healthOnly) return app;
   for (const mod of opts.modules) {
     if (mod.api) app.route("/", mod.api(deps));
     if (mod.pages) app.route("/", mod.pages(deps));

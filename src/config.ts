@@ -54,6 +54,15 @@ const envSchema = z.object({
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(1024 * 1024),
   /** How long a request body may take to arrive in full; then 408. */
   BODY_READ_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(10_000),
+  /** How long POST /api/payroll/run waits for its batch before answering PROCESSING. */
+  PAYROLL_WAIT_MS: z.coerce.number().int().min(0).max(120_000).default(25_000),
+  /** Bearer token /metrics requires (always in production, where it is refused without one). */
+  METRICS_TOKEN: optionalString.pipe(
+    z.string().min(16, "must be at least 16 characters").optional(),
+  ),
+  /** Seconds between webhook attempts after each failure (then undelivered). */
+  WEBHOOK_RETRY_SECONDS: z.string().regex(/^\d+(,\d+)*$/, "must be seconds separated by commas")
+    .default("60,300,1800").transform((v) => v.split(",").map(Number)),
 });
 
 export type RawEnv = z.infer<typeof envSchema>;

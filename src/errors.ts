@@ -39,6 +39,14 @@ export const ERROR_CODES = [
   "stream_insufficient_balance",
   "stream_request_key_reused",
   "stream_nothing_to_withdraw",
+  // Payroll
+  "payroll_not_found",
+  "payroll_request_key_reused",
+  "sign_request_not_found",
+  "sign_request_not_pending",
+  "sign_tx_not_found",
+  "sign_tx_mismatch",
+  "sign_tx_reused",
   // API keys
   "key_not_found",
   "key_already_revoked",
@@ -80,6 +88,47 @@ export const ERROR_CODES = [
   "escrow_wrong_state",
   "escrow_already_confirmed",
   "escrow_not_expired",
+  // Bridge (CCTP)
+  "bridge_sign_in_required",
+  "bridge_fields_missing",
+  "bridge_source_unsupported",
+  "bridge_destination_unsupported",
+  "bridge_external_wallet",
+  "bridge_insufficient_balance",
+  "bridge_not_found",
+  "bridge_payment_not_bridgeable",
+  // x402
+  "x402_slug_taken",
+  "x402_listing_not_found",
+  "x402_method_not_allowed",
+  "x402_proof_invalid",
+  "x402_proof_expired",
+  "x402_proof_amount",
+  "x402_proof_payee",
+  "x402_proof_used",
+  "x402_no_gateway_balance",
+  "x402_insufficient_gateway_balance",
+  "x402_upstream_failed",
+  "x402_upstream_unreachable",
+  "x402_agent_invalid",
+  "x402_agent_refused",
+  "x402_settlement_failed",
+  "x402_withdraw_exceeds",
+  "x402_destination_unsupported",
+  "x402_deposit_not_controlled",
+  "x402_deposit_insufficient",
+  // Agentic commerce jobs (ERC-8183)
+  "job_not_found",
+  "job_client_mismatch",
+  "job_client_not_controlled",
+  "job_provider_mismatch",
+  "job_provider_not_controlled",
+  "job_evaluator_mismatch",
+  "job_evaluator_not_controlled",
+  "job_wrong_status",
+  "job_not_expired",
+  // Agents (ERC-8004)
+  "agent_not_found",
   // Chain
   "chain_timeout",
   "chain_reverted",
@@ -100,8 +149,17 @@ export interface ErrorDetails {
   paymentStatus?: string;
   /** A wallet's balance as a decimal string (withdraw_insufficient_balance). */
   balance?: string;
+  /** x402: the buyer's wallet and gateway balances (decimal strings), answered as fields. */
+  walletBalance?: string;
+  gatewayBalance?: string;
+  /** x402: the seller's withdrawable gateway balance (decimal string). */
+  withdrawable?: string;
+  /** x402: the upstream's status code, rendered into the text (`Upstream API returned 503`). */
+  upstreamStatus?: number;
   /** The escrow's state and the refused action (escrow_wrong_state), rendered into the text. */
   escrowState?: { status: string; action: string };
+  /** The chain named in a bridge request that is not supported, rendered into the text. */
+  chain?: string;
 }
 
 export class DomainError extends Error {

@@ -1,7 +1,7 @@
 /** Entry point: `deno task start`. */
 import { ConfigError, loadConfig, resolveSecrets } from "./config.ts";
 import { createLogger } from "./log.ts";
-import { startService } from "./service.ts";
+import { type Role, ROLES, startService } from "./service.ts";
 import { ChainResetRefusedError } from "./chain/reset.ts";
 
 async function main(): Promise<number> {
@@ -25,7 +25,12 @@ async function main(): Promise<number> {
     });
   }
 
-  const service = await startService(config, { log });
+  const role = (Deno.args[0] ?? Deno.env.get("ROLE") ?? "all") as Role;
+  if (!ROLES.includes(role)) {
+    console.error(`Unknown role "${role}": use one of ${ROLES.join(", ")}.`);
+    return 64; // EX_USAGE
+  }
+  const service = await startService(config, { log: log.child({ role }), role });
   const done = Promise.withResolvers<void>();
   const onSignal = (signal: Deno.Signal) => () => {
     service.stop(signal).then(done.resolve, done.reject);

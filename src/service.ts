@@ -20,8 +20,19 @@ import type { SenderHooks } from "./chain/sender.ts";
 import { createRateLimiter } from "./http/rate-limit.ts";
 import { createMailer } from "./modules/mail/mail.service.ts";
 
+/**
+ * What a process runs. `all`: HTTP, job workers, log watchers and recovery (one process does
+ * everything). `web`: the HTTP API and pages only; it enqueues jobs but runs none. `worker`: job
+ * workers, log watchers and recovery, with a listener for /healthz, /readyz and /metrics only.
+ * Any number of each may run against one database.
+ */
+export type Role = "all" | "web" | "worker";
+export const ROLES: readonly Role[] = ["all", "web", "worker"];
+
 export interface ServiceOptions {
   log: Logger;
+  /** Default `all`; `serve` and `workers` below override its parts (tests). */
+  role?: Role;
   clock?: Clock;
   modules?: AppModule[];
   /** Listen for HTTP (default true). */
@@ -93,7 +104,8 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       mailer: createMailer(queue),
     };
     const modules = opts.modules ?? defaultModules;
-    const workers = opts.workers ?? true;
+    const role = opts.role ?? "all";
+    const workers = opts.workers ?? role !== "web";
     await queue.register(allJobs(modules), deps, { work: workers });
     for (const mod of modules) {
       for (const handler of mod.logHandlers?.(deps) ?? []) chain.watcher.register(handler);
@@ -104,11 +116,17 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       for (const profile of chain.profiles()) {
         chain.recover(profile).catch((e) => log.warn("startup recovery failed", { error: e }));
       }
+      for (const mod of modules) {
+        mod.onStart?.(deps).catch((e) =>
+          log.warn("module start hook failed", { module: mod.name, error: e })
+        );
+      }
     }
 
     const app = createApp(deps, {
       modules,
       readinessChecks: [databaseCheck(sql, migrations.map((m) => m.version)), chain.readiness()],
+      healthOnly: role === "worker",
     });
 
     let port: number | undefined;
@@ -125,6 +143,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
         Object.fromEntries(chain.profiles().map((p) => [p, chain.runtime(p).profile.explorerUrl])),
       ).catch((e) => log.warn("could not record the explorer URLs", { error: e }));
       log.info("listening", {
+        role,
         port,
         baseUrl: config.BASE_URL,
         readyInMs: Math.round(performance.now() - started),

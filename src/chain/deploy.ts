@@ -4,16 +4,42 @@
  * them, or, for contracts that hold no funds, when the compiled artifact changed. A configured
  * chain uses configured addresses.
  */
-import { encodeDeployData, type Hex } from "viem";
+import { encodeDeployData, encodeFunctionData, type Hex } from "viem";
 import type { Sql } from "../db/client.ts";
 import type { Logger } from "../log.ts";
-import { EscrowVault, PaymentRouter, StreamVault, TestUSDC } from "./contracts/artifacts/index.ts";
+import {
+  AgentAccountFactory,
+  AgenticCommerce,
+  AgentIdentityRegistry,
+  AgentReputationRegistry,
+  BatchPayout,
+  EscrowVault,
+  GatewayVault,
+  MessageTransmitterV2,
+  PaymentRouter,
+  StreamVault,
+  TestUSDC,
+  TokenMessengerV2,
+} from "./contracts/artifacts/index.ts";
 import type { ChainRuntime } from "./runtime.ts";
 import type { TxSender } from "./sender.ts";
-import type { ContractName } from "./profiles.ts";
+import type { ContractName, ProfileDef } from "./profiles.ts";
 import * as contractsRepo from "./contracts.repo.ts";
 
-export const ARTIFACTS = { TestUSDC, PaymentRouter, StreamVault, EscrowVault } as const;
+export const ARTIFACTS = {
+  TestUSDC,
+  PaymentRouter,
+  StreamVault,
+  EscrowVault,
+  GatewayVault,
+  MessageTransmitterV2,
+  TokenMessengerV2,
+  BatchPayout,
+  AgentIdentityRegistry,
+  AgentReputationRegistry,
+  AgentAccountFactory,
+  AgenticCommerce,
+} as const;
 
 /**
  * Deployment order; a contract is redeployed when one it depends on was. A contract that holds
@@ -21,12 +47,54 @@ export const ARTIFACTS = { TestUSDC, PaymentRouter, StreamVault, EscrowVault } a
  * recorded it, even when rebuilt from other sources: a new deployment would strand everything
  * held by the old one (`contracts:deploy --force` replaces it on purpose).
  */
-export const PLAN: { name: ContractName; dependsOn: ContractName[]; holdsFunds: boolean }[] = [
-  { name: "TestUSDC", dependsOn: [], holdsFunds: true },
-  { name: "PaymentRouter", dependsOn: ["TestUSDC"], holdsFunds: false },
-  { name: "StreamVault", dependsOn: ["TestUSDC"], holdsFunds: true },
-  { name: "EscrowVault", dependsOn: ["TestUSDC"], holdsFunds: true },
+export interface PlanEntry {
+  name: ContractName;
+  dependsOn: ContractName[];
+  holdsFunds: boolean;
+  /** Where it goes: every chain, settlement chains, or chains with a CCTP domain. */
+  on: "all" | "settlement" | "cctp";
+}
+
+export const PLAN: PlanEntry[] = [
+  { name: "TestUSDC", dependsOn: [], holdsFunds: true, on: "all" },
+  { name: "PaymentRouter", dependsOn: ["TestUSDC"], holdsFunds: false, on: "settlement" },
+  { name: "StreamVault", dependsOn: ["TestUSDC"], holdsFunds: true, on: "settlement" },
+  { name: "EscrowVault", dependsOn: ["TestUSDC"], holdsFunds: true, on: "settlement" },
+  { name: "GatewayVault", dependsOn: ["TestUSDC"], holdsFunds: true, on: "settlement" },
+  // The CCTP pair burns and mints; it holds nothing between transactions.
+  { name: "MessageTransmitterV2", dependsOn: [], holdsFunds: false, on: "cctp" },
+  {
+    name: "TokenMessengerV2",
+    dependsOn: ["TestUSDC", "MessageTransmitterV2"],
+    holdsFunds: false,
+    on: "cctp",
+  },
+  // Holds no funds, only payers' allowances: a new one asks each payer for a new permit.
+  { name: "BatchPayout", dependsOn: ["TestUSDC"], holdsFunds: false, on: "settlement" },
+  // Agents' identities and feedback are state worth keeping, like funds: never replaced silently.
+  { name: "AgentIdentityRegistry", dependsOn: [], holdsFunds: true, on: "settlement" },
+  {
+    name: "AgentReputationRegistry",
+    dependsOn: ["AgentIdentityRegistry"],
+    holdsFunds: true,
+    on: "settlement",
+  },
+  { name: "AgentAccountFactory", dependsOn: [], holdsFunds: false, on: "settlement" },
+  { name: "AgenticCommerce", dependsOn: ["TestUSDC"], holdsFunds: true, on: "settlement" },
 ];
+
+/**
+ * The contracts a chain gets: the CCTP pair only where the profile has a CCTP domain and an
+ * attester is known (a local node, or CCTP_ATTESTER_KEY): a transmitter trusting nobody is useless.
+ */
+export function planFor(
+  rt: { profile: Pick<ProfileDef, "kind" | "cctpDomain">; attester?: unknown },
+): PlanEntry[] {
+  return PLAN.filter((e) =>
+    e.on === "all" || (e.on === "settlement" && rt.profile.kind === "settlement") ||
+    (e.on === "cctp" && rt.profile.cctpDomain !== undefined && !!rt.attester)
+  );
+}
 
 function deployData(name: ContractName, rt: ChainRuntime, operator: `0x${string}`): Hex {
   switch (name) {
@@ -48,6 +116,54 @@ function deployData(name: ContractName, rt: ChainRuntime, operator: `0x${string}
       return encodeDeployData({
         abi: EscrowVault.abi,
         bytecode: EscrowVault.bytecode as Hex,
+        args: [rt.contracts.TestUSDC!],
+      });
+    case "GatewayVault":
+      // No withdrawal delay (docs/decisions.md, x402): sellers withdraw what they earned at once.
+      return encodeDeployData({
+        abi: GatewayVault.abi,
+        bytecode: GatewayVault.bytecode as Hex,
+        args: [rt.contracts.TestUSDC!, 0n],
+      });
+    case "MessageTransmitterV2":
+      if (!rt.attester) throw new Error("CCTP_ATTESTER_KEY is needed to deploy the transmitter");
+      return encodeDeployData({
+        abi: MessageTransmitterV2.abi,
+        bytecode: MessageTransmitterV2.bytecode as Hex,
+        args: [rt.profile.cctpDomain!, rt.attester.address],
+      });
+    case "TokenMessengerV2":
+      return encodeDeployData({
+        abi: TokenMessengerV2.abi,
+        bytecode: TokenMessengerV2.bytecode as Hex,
+        args: [rt.contracts.MessageTransmitterV2!, rt.contracts.TestUSDC!],
+      });
+    case "BatchPayout":
+      return encodeDeployData({
+        abi: BatchPayout.abi,
+        bytecode: BatchPayout.bytecode as Hex,
+        args: [rt.contracts.TestUSDC!, operator],
+      });
+    case "AgentIdentityRegistry":
+      return encodeDeployData({
+        abi: AgentIdentityRegistry.abi,
+        bytecode: AgentIdentityRegistry.bytecode as Hex,
+      });
+    case "AgentReputationRegistry":
+      return encodeDeployData({
+        abi: AgentReputationRegistry.abi,
+        bytecode: AgentReputationRegistry.bytecode as Hex,
+        args: [rt.contracts.AgentIdentityRegistry!],
+      });
+    case "AgentAccountFactory":
+      return encodeDeployData({
+        abi: AgentAccountFactory.abi,
+        bytecode: AgentAccountFactory.bytecode as Hex,
+      });
+    case "AgenticCommerce":
+      return encodeDeployData({
+        abi: AgenticCommerce.abi,
+        bytecode: AgenticCommerce.bytecode as Hex,
         args: [rt.contracts.TestUSDC!],
       });
   }
@@ -101,7 +217,7 @@ export async function deployContracts(
     (await contractsRepo.list(sql, rt.chainId)).map((r) => [r.name, r]),
   );
   const redeployed: ContractName[] = [];
-  for (const { name, dependsOn, holdsFunds } of PLAN) {
+  for (const { name, dependsOn, holdsFunds } of planFor(rt)) {
     if (rt.profile.contracts[name]) continue;
     const artifact = ARTIFACTS[name];
     const row = stored.get(name);
@@ -144,5 +260,40 @@ export async function deployContracts(
     });
     log.info("contract deployed", { chain: rt.profile.name, name, address });
   }
+  await authorizeMessenger(rt, sender, log);
   return redeployed;
+}
+
+/** Our token messenger mints and burns our USDC: the token's owner (the operator) allows it. */
+async function authorizeMessenger(rt: ChainRuntime, sender: TxSender, log: Logger) {
+  const usdc = rt.contracts.TestUSDC;
+  const messenger = rt.contracts.TokenMessengerV2;
+  if (!usdc || !messenger || rt.profile.contracts.TestUSDC) return;
+  let allowed: boolean;
+  try {
+    allowed = await rt.client.readContract({
+      address: usdc,
+      abi: TestUSDC.abi,
+      functionName: "isMinter",
+      args: [messenger],
+    });
+  } catch {
+    log.warn("the USDC kept on this chain predates minters: bridging needs a redeploy", {
+      chain: rt.profile.name,
+      replaceWith: `deno task contracts:deploy --network ${rt.profile.name} --force`,
+    });
+    return;
+  }
+  if (allowed) return;
+  await sender.send({
+    profile: rt.profile.name,
+    from: "operator",
+    to: usdc,
+    data: encodeFunctionData({
+      abi: TestUSDC.abi,
+      functionName: "configureMinter",
+      args: [messenger, true],
+    }),
+    intentKey: `cctp:minter:${usdc.toLowerCase()}:${messenger.toLowerCase()}`,
+  });
 }

@@ -5,15 +5,23 @@
  */
 import type { ChainRuntime } from "./runtime.ts";
 
+/** The fields every EIP-3009 authorization signs (and GatewayVault's, which copies the shape). */
+const AUTHORIZATION_FIELDS = [
+  { name: "from", type: "address" },
+  { name: "to", type: "address" },
+  { name: "value", type: "uint256" },
+  { name: "validAfter", type: "uint256" },
+  { name: "validBefore", type: "uint256" },
+  { name: "nonce", type: "bytes32" },
+] as const;
+
 export const RECEIVE_WITH_AUTHORIZATION_TYPES = {
-  ReceiveWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
+  ReceiveWithAuthorization: AUTHORIZATION_FIELDS,
+} as const;
+
+/** The x402 `exact` scheme on USDC, and the GatewayVault payment authorization. */
+export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
+  TransferWithAuthorization: AUTHORIZATION_FIELDS,
 } as const;
 
 /** The token's EIP-712 domain on this chain. */

@@ -7,13 +7,17 @@ import type { Hex } from "viem";
 import type { Deps } from "../deps.ts";
 import { Layout } from "../../views/layout.tsx";
 import { formatUsdc } from "../money.ts";
-import type { ProfileName } from "./profiles.ts";
+import { isSourceChain, type ProfileName } from "./profiles.ts";
 
 export function explorerPages(deps: Deps): Hono {
   const app = new Hono();
   app.get("/explorer/:profile/tx/:hash", async (c) => {
     const profile = c.req.param("profile") as ProfileName;
     const hash = c.req.param("hash");
+    // A bridge source chain (its burn links point here) may not have been started by this process.
+    if (isSourceChain(profile) && /^0x[0-9a-fA-F]{64}$/.test(hash)) {
+      await deps.chain.ensure(profile).catch(() => null);
+    }
     if (!deps.chain.has(profile) || !/^0x[0-9a-fA-F]{64}$/.test(hash)) {
       return c.html(<Page title="Not found">Unknown chain or transaction hash.</Page>, 404);
     }

@@ -2,11 +2,21 @@
  * The chain module's face. Everything in the product that moves money goes through here; only
  * files under src/chain/ import viem.
  */
-import { encodeFunctionData, type Hex, type LocalAccount } from "viem";
+import { SingleFlight } from "./singleflight.ts";
+import { type ChainObservation, observeChains } from "./observe.ts";
+import {
+  createPublicClient,
+  encodeFunctionData,
+  type Hex,
+  http,
+  type LocalAccount,
+  type PublicClient,
+} from "viem";
 import type { Sql } from "../db/client.ts";
 import type { Logger } from "../log.ts";
-import type { ChainConfig, ContractName, ProfileName } from "./profiles.ts";
-import { explorerTxUrl } from "./profiles.ts";
+import type { ChainConfig, ContractName, ProfileConfig, ProfileName } from "./profiles.ts";
+import { explorerTxUrl, isSourceChain } from "./profiles.ts";
+import { cctpOps } from "./cctp.ts";
 import { type ChainRuntime, startRuntime } from "./runtime.ts";
 import { type SenderHooks, type Signer, type TxRequest, TxSender } from "./sender.ts";
 import { LogWatcher } from "./watcher.ts";
@@ -15,6 +25,10 @@ import { recoverTransactions } from "./recovery.ts";
 import * as wallets from "./wallets.ts";
 import { TestUSDC } from "./contracts/artifacts/index.ts";
 import { streamOps } from "./streams.ts";
+import { gatewayOps } from "./gateway.ts";
+import { payrollOps } from "./payroll.ts";
+import { agentOps } from "./agents.ts";
+import { jobOps } from "./commerce.ts";
 import { ChainUnavailableError } from "./errors.ts";
 import type { ReadinessCheck } from "../readiness.ts";
 import type { TxRow } from "./transactions.repo.ts";
@@ -55,13 +69,20 @@ import { chainReadiness, type OperatorGas, operatorGas } from "./health.ts";
 export type { ChainEvent, LogHandler } from "./watcher.ts";
 export type { UsdcTransfer } from "./activity.ts";
 export type { OperatorGas } from "./health.ts";
+export type { ChainObservation } from "./observe.ts";
 export { onPaymentSettled, type PaymentSettledEvent } from "./events.ts";
 export type { Signer, TxRequest } from "./sender.ts";
 export type { TxRow } from "./transactions.repo.ts";
 export type { ManagedWallet, WalletPurpose } from "./wallets.ts";
-export type { ProfileName } from "./profiles.ts";
+export type { ProfileName, SourceChainName } from "./profiles.ts";
+export { isSourceChain, SOURCE_CHAINS } from "./profiles.ts";
+export type { AttestedMessage, DecodedMessage } from "./cctp.ts";
+export { decodeMessage, fromBytes32, hookText } from "./cctp.ts";
+export type { ChunkResult } from "./payroll.ts";
+export { CHUNK_SIZE } from "./payroll.ts";
 export type { AuthorizationWindow, OrderInput, SignedOrder } from "./checkout.ts";
 export type { EscrowAction, EscrowChainStatus, EscrowOnChain, EscrowTerms } from "./escrow.ts";
+export type { AuthorizationTarget, GatewayBalance, TransferAuthorization } from "./gateway.ts";
 
 export interface ChainOptions {
   config: ChainConfig;
@@ -75,8 +96,14 @@ export interface ChainOptions {
 
 export class Chain {
   readonly runtimes: Map<ProfileName, ChainRuntime>;
+  #unsealing = new SingleFlight<LocalAccount>();
   readonly sender: TxSender;
   readonly watcher: LogWatcher;
+  /** Bridge source chains started so far (on first use), and those starting. */
+  readonly #sources = new Map<ProfileName, ChainRuntime>();
+  readonly #starting = new Map<ProfileName, Promise<ChainRuntime>>();
+  /** Read-only clients of configured source chains not started here (balances). */
+  readonly #readers = new Map<ProfileName, PublicClient>();
 
   private constructor(readonly opts: ChainOptions, runtimes: ChainRuntime[]) {
     this.runtimes = new Map(runtimes.map((r) => [r.profile.name, r]));
@@ -107,6 +134,7 @@ export class Chain {
             log: opts.log,
             dataDir: opts.dataDir,
             stateIntervalSeconds: opts.config.localStateIntervalSeconds,
+            attesterKey: opts.config.cctp.attesterKey,
           }),
         );
       }
@@ -123,19 +151,112 @@ export class Chain {
 
   async stop(): Promise<void> {
     await this.watcher.stop();
-    await Promise.allSettled([...this.runtimes.values()].map((r) => r.node?.stop()));
+    await Promise.allSettled([...this.#starting.values()]);
+    await Promise.allSettled(
+      [...this.runtimes.values(), ...this.#sources.values()].map((r) => r.node?.stop()),
+    );
+  }
+
+  /**
+   * A profile's runtime, starting a bridge source chain on first use: its local node (when it
+   * has no RPC URL), our contracts there, and the link between its messenger and the testnet
+   * chain's. Settlement profiles are started with the service.
+   */
+  async ensure(profile: ProfileName): Promise<ChainRuntime> {
+    const ready = this.runtimes.get(profile) ?? this.#sources.get(profile);
+    if (ready) return ready;
+    if (!isSourceChain(profile)) return this.runtime(profile);
+    let starting = this.#starting.get(profile);
+    if (!starting) {
+      starting = this.#startSource(profile);
+      this.#starting.set(profile, starting);
+      starting.finally(() => this.#starting.delete(profile)).catch(() => {});
+    }
+    return await starting;
+  }
+
+  async #startSource(profile: ProfileName): Promise<ChainRuntime> {
+    const config = this.opts.config.sources.find((p) => p.name === profile) as ProfileConfig;
+    const rt = await startRuntime(config, {
+      sql: this.opts.sql,
+      log: this.opts.log,
+      dataDir: this.opts.dataDir,
+      stateIntervalSeconds: this.opts.config.localStateIntervalSeconds,
+      attesterKey: this.opts.config.cctp.attesterKey,
+    });
+    try {
+      this.#sources.set(profile, rt);
+      await ensureContracts(
+        rt,
+        this.sender,
+        this.opts.sql,
+        this.opts.log.child({ component: "chain" }),
+      );
+      const bridged = this.has("testnet") && !!this.runtime("testnet").contracts.TokenMessengerV2 &&
+        !!rt.contracts.TokenMessengerV2;
+      if (bridged) await this.cctp.link(profile, "testnet");
+      else {
+        this.opts.log.warn("no CCTP messenger on both ends: bridging from here is unavailable", {
+          chain: profile,
+        });
+      }
+      return rt;
+    } catch (e) {
+      this.#sources.delete(profile);
+      await rt.node?.stop();
+      throw e;
+    }
+  }
+
+  /** Bridge source chains running in this process. */
+  startedSources(): ProfileName[] {
+    return [...this.#sources.keys()];
   }
 
   profiles(): ProfileName[] {
     return [...this.runtimes.keys()];
   }
 
+  /**
+   * Bridge source chains whose USDC balances can be read without starting anything: those
+   * running in this process, and those configured with an RPC URL and a USDC address (read
+   * through a plain client; no node, no deployment). In the order of SOURCE_CHAINS.
+   */
+  readableSources(): ProfileName[] {
+    return this.opts.config.sources
+      .filter((p) => this.#sources.has(p.name) || (!!p.rpcUrl && !!p.contracts.TestUSDC))
+      .map((p) => p.name);
+  }
+
+  /** A source chain's USDC balance (readableSources), never starting the chain. */
+  async sourceUsdcBalance(profile: ProfileName, address: `0x${string}`): Promise<bigint> {
+    if (this.#sources.has(profile)) return await this.usdcBalance(profile, address);
+    const cfg = this.profileConfig(profile);
+    if (!cfg.rpcUrl || !cfg.contracts.TestUSDC) {
+      throw new ChainUnavailableError(`chain profile ${profile} is not running`);
+    }
+    let client = this.#readers.get(profile);
+    if (!client) {
+      client = createPublicClient({
+        transport: http(cfg.rpcUrl, { retryCount: 1, timeout: 15_000 }),
+      }) as PublicClient;
+      this.#readers.set(profile, client);
+    }
+    return await client.readContract({
+      address: cfg.contracts.TestUSDC,
+      abi: TestUSDC.abi,
+      functionName: "balanceOf",
+      args: [address],
+    });
+  }
+
+  /** A settlement profile, or a bridge source chain this process has started. */
   has(profile: ProfileName): boolean {
-    return this.runtimes.has(profile);
+    return this.runtimes.has(profile) || this.#sources.has(profile);
   }
 
   runtime(profile: ProfileName): ChainRuntime {
-    const rt = this.runtimes.get(profile);
+    const rt = this.runtimes.get(profile) ?? this.#sources.get(profile);
     if (!rt) throw new ChainUnavailableError(`chain profile ${profile} is not configured`);
     return rt;
   }
@@ -151,7 +272,15 @@ export class Chain {
   }
 
   explorerTxUrl(profile: ProfileName, hash: string): string {
-    return explorerTxUrl(this.runtime(profile).profile, hash);
+    return explorerTxUrl(this.profileConfig(profile), hash);
+  }
+
+  /** A profile's configuration, whether or not its chain is running in this process. */
+  profileConfig(profile: ProfileName): ProfileConfig {
+    const found = this.runtimes.get(profile)?.profile ??
+      this.opts.config.sources.find((p) => p.name === profile);
+    if (!found) throw new ChainUnavailableError(`chain profile ${profile} is not configured`);
+    return found;
   }
 
   // ---- wallets ----------------------------------------------------------------------------
@@ -301,6 +430,19 @@ export class Chain {
   /** StreamVault: create, stop, withdraw and the vault's view of a stream. */
   readonly streams = streamOps(this);
 
+  /** CCTP v2: burn, attest (local attester), receive (mint), link local messengers. */
+  readonly cctp = cctpOps(this);
+  /** GatewayVault (x402 balances, payment authorizations) and the `exact` scheme on USDC. */
+  readonly gateway = gatewayOps(this);
+  /** BatchPayout: the payer's permit, chunks sent without waiting, results from events. */
+  readonly payroll = payrollOps(this);
+
+  /** ERC-8004 agents: smart accounts, identity registrations, reputation feedback. */
+  readonly agents = agentOps(this);
+
+  /** ERC-8183 jobs (AgenticCommerce): create, fund, submit, complete, reject, refund. */
+  readonly jobs = jobOps(this);
+
   // ---- hosted checkout ------------------------------------------------------------------------
 
   readonly checkout = {
@@ -347,7 +489,7 @@ export class Chain {
       try {
         return await this.sender.submit({
           profile,
-          from: "operator",
+          from: "relayer",
           to: this.contract(profile, "PaymentRouter"),
           data: payWithAuthorizationData(signed, req.auth, req.signature),
           intentKey: req.intentKey,
@@ -424,6 +566,15 @@ export class Chain {
     time: (profile: ProfileName) => chainTime(this.runtime(profile)),
   };
 
+  /**
+   * The newest transaction of an intent family (`prefix`) whose signed bytes carry `hex` (e.g. a
+   * 32-byte value in its call data): which batch carried an item. Failed ones too.
+   */
+  async intentCarrying(profile: ProfileName, prefix: string, hex: string): Promise<TxRow | null> {
+    const needle = hex.toLowerCase().replace(/^0x/, "");
+    return await txRepo.findCarrying(this.opts.sql, this.chainId(profile), prefix, needle);
+  }
+
   /** The live transaction recorded for an intent (not a failed one), if any. */
   async transaction(profile: ProfileName, intentKey: string): Promise<TxRow | null> {
     const row = await txRepo.findByIntent(this.opts.sql, this.chainId(profile), intentKey);
@@ -465,18 +616,34 @@ export class Chain {
     return await operatorGas(this.runtime(profile));
   }
 
+  /** Heads, watcher cursors, operator balances and transactions in flight (/metrics). */
+  observe(): Promise<ChainObservation[]> {
+    return observeChains(this.opts.sql, [...this.runtimes.values()]);
+  }
+
   /** A readiness check for /readyz. */
   readiness(): ReadinessCheck {
     return chainReadiness([...this.runtimes.values()]);
   }
 
   async #account(rt: ChainRuntime, signer: Signer): Promise<LocalAccount> {
+    if (signer === "relayer") signer = rt.relayers.length ? { relayer: 0 } : "operator";
+    if (typeof signer === "object" && "relayer" in signer) {
+      const relayer = rt.relayers[signer.relayer];
+      if (!relayer) throw new Error(`${rt.profile.name} has no relayer ${signer.relayer}`);
+      return relayer;
+    }
     if (signer === "operator") {
       if (!rt.operator) {
         throw new ChainUnavailableError(`${rt.profile.envPrefix}_OPERATOR_KEY is not configured`);
       }
       return rt.operator;
     }
-    return await wallets.walletAccount(this.opts.sql, this.opts.masterKey, signer.walletId);
+    const id = signer.walletId;
+    // Concurrent sends from one wallet unseal its key once (nothing is kept afterwards).
+    return await this.#unsealing.run(
+      id,
+      () => wallets.walletAccount(this.opts.sql, this.opts.masterKey, id),
+    );
   }
 }

@@ -81,17 +81,18 @@ export async function startLocalNode(opts: LocalNodeOptions): Promise<LocalNode>
 
 async function spawnNode(opts: LocalNodeOptions): Promise<LocalNode> {
   const log = opts.log.child({ component: "anvil", chain: opts.name });
-  const port = freePort();
+  // Port 0: anvil binds a free port itself and prints it. Choosing one here and passing it raced
+  // with other processes starting nodes at the same moment (the port taken in between, or, worse,
+  // answered by another process's node).
   const args = [
     "--host",
     "127.0.0.1",
     "--port",
-    String(port),
+    "0",
     "--chain-id",
     String(opts.chainId),
     "--mnemonic",
     ANVIL_MNEMONIC,
-    "--silent",
   ];
   if (opts.blockTime) args.push("--block-time", String(opts.blockTime));
   if (opts.stateDir) {
@@ -104,10 +105,20 @@ async function spawnNode(opts: LocalNodeOptions): Promise<LocalNode> {
       String(await genesisTimestamp(opts.stateDir)),
     );
   }
-  const child = spawn(ANVIL_BIN, args, { detached: true, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(ANVIL_BIN, args, { detached: true, stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   child.stderr?.on("data", (d: Uint8Array) => {
     stderr = (stderr + new TextDecoder().decode(d)).slice(-4000);
+  });
+  // stdout carries the banner with the bound address, then one line per request: read the port,
+  // then keep draining (a full pipe would stall the node).
+  let port = 0;
+  let banner = "";
+  child.stdout?.on("data", (d: Uint8Array) => {
+    if (port) return;
+    banner = (banner + new TextDecoder().decode(d)).slice(-8000);
+    const m = banner.match(/Listening on 127\.0\.0\.1:(\d+)/);
+    if (m) port = Number(m[1]);
   });
   let exited = false;
   const exit = new Promise<void>((resolve) =>
@@ -116,11 +127,11 @@ async function spawnNode(opts: LocalNodeOptions): Promise<LocalNode> {
       resolve();
     })
   );
-  const rpcUrl = `http://127.0.0.1:${port}`;
+  let rpcUrl = "";
   const deadline = Date.now() + 30_000;
   while (true) {
     if (exited) throw new Error(`anvil for ${opts.name} exited at start: ${stderr.trim()}`);
-    if (await answers(rpcUrl)) break;
+    if (port && await answers(rpcUrl ||= `http://127.0.0.1:${port}`)) break;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
       throw new Error(`anvil for ${opts.name} did not answer within 30 s: ${stderr.trim()}`);
@@ -251,11 +262,4 @@ async function answers(rpcUrl: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
 }

@@ -5,8 +5,22 @@
  */
 import { z } from "zod";
 
-export type ProfileName = "testnet" | "production";
-export const SETTLEMENT_PROFILES: readonly ProfileName[] = ["testnet", "production"];
+export type SettlementProfileName = "testnet" | "production";
+/** Bridge source chains, named by the spec's chain ids (also `--network` of operator commands). */
+export const SOURCE_CHAINS = [
+  "Arbitrum_Sepolia",
+  "Base_Sepolia",
+  "Optimism_Sepolia",
+  "Ethereum_Sepolia",
+  "Polygon_Amoy_Testnet",
+] as const;
+export type SourceChainName = typeof SOURCE_CHAINS[number];
+export type ProfileName = SettlementProfileName | SourceChainName;
+export const SETTLEMENT_PROFILES: readonly SettlementProfileName[] = ["testnet", "production"];
+
+export function isSourceChain(name: string): name is SourceChainName {
+  return (SOURCE_CHAINS as readonly string[]).includes(name);
+}
 
 export interface ProfileDef {
   name: ProfileName;
@@ -15,16 +29,25 @@ export interface ProfileDef {
   /** Environment variable prefix: TESTNET_RPC_URL, PRODUCTION_RPC_URL, ... */
   envPrefix: string;
   testnet: boolean;
+  /** Settlement chains run the product; source chains only bridge into the testnet one. */
+  kind: "settlement" | "source";
+  /** The chain's CCTP domain (Circle's numbering); absent: no bridge on this chain. */
+  cctpDomain?: number;
+  /** Circle's blockchain code for the chain (the spec's `circleBlockchain`). */
+  circleBlockchain?: string;
 }
 
 /** The table of known chains. Bridge source chains are added here as new rows. */
-export const PROFILE_DEFS: Record<ProfileName, ProfileDef> = {
+export const SETTLEMENT_DEFS: Record<SettlementProfileName, ProfileDef> = {
   testnet: {
     name: "testnet",
     chainId: 5042002,
     label: "Settle Testnet",
     envPrefix: "TESTNET",
     testnet: true,
+    kind: "settlement",
+    // The bridge's destination: CCTP domain 26 (the testnet chain's, 5042002).
+    cctpDomain: 26,
   },
   production: {
     name: "production",
@@ -32,10 +55,84 @@ export const PROFILE_DEFS: Record<ProfileName, ProfileDef> = {
     label: "Settle",
     envPrefix: "PRODUCTION",
     testnet: false,
+    kind: "settlement",
   },
 };
 
-export const CONTRACT_NAMES = ["TestUSDC", "PaymentRouter", "StreamVault", "EscrowVault"] as const;
+/** Bridge source chains: real chain ids, CCTP domains and Circle's chain codes. */
+export const SOURCE_CHAIN_DEFS: Record<SourceChainName, ProfileDef> = {
+  Arbitrum_Sepolia: {
+    name: "Arbitrum_Sepolia",
+    chainId: 421614,
+    label: "Arbitrum Sepolia",
+    envPrefix: "ARBITRUM_SEPOLIA",
+    testnet: true,
+    kind: "source",
+    cctpDomain: 3,
+    circleBlockchain: "ARB-SEPOLIA",
+  },
+  Base_Sepolia: {
+    name: "Base_Sepolia",
+    chainId: 84532,
+    label: "Base Sepolia",
+    envPrefix: "BASE_SEPOLIA",
+    testnet: true,
+    kind: "source",
+    cctpDomain: 6,
+    circleBlockchain: "BASE-SEPOLIA",
+  },
+  Optimism_Sepolia: {
+    name: "Optimism_Sepolia",
+    chainId: 11155420,
+    label: "Optimism Sepolia",
+    envPrefix: "OPTIMISM_SEPOLIA",
+    testnet: true,
+    kind: "source",
+    cctpDomain: 2,
+    circleBlockchain: "OP-SEPOLIA",
+  },
+  Ethereum_Sepolia: {
+    name: "Ethereum_Sepolia",
+    chainId: 11155111,
+    label: "Ethereum Sepolia",
+    envPrefix: "ETHEREUM_SEPOLIA",
+    testnet: true,
+    kind: "source",
+    cctpDomain: 0,
+    circleBlockchain: "ETH-SEPOLIA",
+  },
+  Polygon_Amoy_Testnet: {
+    name: "Polygon_Amoy_Testnet",
+    chainId: 80002,
+    label: "Polygon Amoy Testnet",
+    envPrefix: "POLYGON_AMOY",
+    testnet: true,
+    kind: "source",
+    cctpDomain: 7,
+    circleBlockchain: "MATIC-AMOY",
+  },
+};
+
+/** Every known chain profile by name. */
+export const PROFILE_DEFS: Record<ProfileName, ProfileDef> = {
+  ...SETTLEMENT_DEFS,
+  ...SOURCE_CHAIN_DEFS,
+};
+
+export const CONTRACT_NAMES = [
+  "TestUSDC",
+  "PaymentRouter",
+  "StreamVault",
+  "EscrowVault",
+  "MessageTransmitterV2",
+  "TokenMessengerV2",
+  "GatewayVault",
+  "BatchPayout",
+  "AgentIdentityRegistry",
+  "AgentReputationRegistry",
+  "AgentAccountFactory",
+  "AgenticCommerce",
+] as const;
 export type ContractName = typeof CONTRACT_NAMES[number];
 
 const CONTRACT_ENV: Record<ContractName, string> = {
@@ -43,6 +140,14 @@ const CONTRACT_ENV: Record<ContractName, string> = {
   PaymentRouter: "PAYMENT_ROUTER_ADDRESS",
   StreamVault: "STREAM_VAULT_ADDRESS",
   EscrowVault: "ESCROW_VAULT_ADDRESS",
+  MessageTransmitterV2: "MESSAGE_TRANSMITTER_ADDRESS",
+  TokenMessengerV2: "TOKEN_MESSENGER_ADDRESS",
+  GatewayVault: "GATEWAY_VAULT_ADDRESS",
+  BatchPayout: "BATCH_PAYOUT_ADDRESS",
+  AgentIdentityRegistry: "IDENTITY_REGISTRY_ADDRESS",
+  AgentReputationRegistry: "REPUTATION_REGISTRY_ADDRESS",
+  AgentAccountFactory: "AGENT_ACCOUNT_FACTORY_ADDRESS",
+  AgenticCommerce: "JOB_ESCROW_ADDRESS",
 };
 
 export interface ProfileConfig extends ProfileDef {
@@ -62,7 +167,11 @@ export interface ProfileConfig extends ProfileDef {
   startBlock?: bigint;
   /** Gas for managed wallets: below `floorWei` native, the operator sends `topupWei` first. */
   gas: GasPolicy;
+  /** Relayer hot wallets for relayed work (`<PREFIX>_RELAYERS`, default 4; 0: the operator). */
+  relayers: number;
 }
+
+const DEFAULT_RELAYERS = 4;
 
 export interface GasPolicy {
   /** A managed wallet with less native balance than this is topped up before it sends (0: never). */
@@ -82,10 +191,26 @@ export const DEFAULT_OPERATOR_LOW_WEI = 1_000_000_000_000_000_000n;
 
 export interface ChainConfig {
   profiles: ProfileConfig[];
+  /** Bridge source chains: every one is available; a local node starts on first use. */
+  sources: ProfileConfig[];
+  cctp: CctpConfig;
   receiptTimeoutMs: number;
   pollIntervalMs: number;
   /** Seconds between anvil state dumps, so a killed local node loses little. */
   localStateIntervalSeconds: number;
+}
+
+export interface CctpConfig {
+  /**
+   * Key of the attester our local message transmitters trust and our local attester signs
+   * with; unset: anvil's mnemonic account 9 (local nodes only).
+   */
+  attesterKey?: `0x${string}`;
+  /**
+   * Circle's attestation service (e.g. https://iris-api-sandbox.circle.com): when set, the
+   * bridge asks it instead of our local attester.
+   */
+  attestationApiUrl?: string;
 }
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x address");
@@ -105,71 +230,26 @@ export function parseChainConfig(
     .filter(Boolean);
   const profiles: ProfileConfig[] = [];
   for (const name of names) {
-    const def = PROFILE_DEFS[name as ProfileName];
+    const def = SETTLEMENT_DEFS[name as SettlementProfileName];
     if (!def) {
       problems.push(`CHAINS: unknown chain profile "${name}" (known: testnet, production)`);
       continue;
     }
-    const p = def.envPrefix;
-    const rpcUrl = get(`${p}_RPC_URL`);
-    if (rpcUrl && !/^https?:\/\//.test(rpcUrl)) {
-      problems.push(`${p}_RPC_URL: must be an http(s) URL`);
-    }
-    if (!rpcUrl && ctx.isProduction) {
-      problems.push(
-        `${p}_RPC_URL: required when APP_ENV=production (local nodes are for development)`,
-      );
-    }
-    const contracts: ProfileConfig["contracts"] = {};
-    for (const c of CONTRACT_NAMES) {
-      const key = `${p}_${CONTRACT_ENV[c]}`;
-      const v = get(key);
-      if (v === undefined) continue;
-      if (address.safeParse(v).success) contracts[c] = v as `0x${string}`;
-      else problems.push(`${key}: must be a 0x address`);
-    }
-    const opKey = get(`${p}_OPERATOR_KEY`);
-    if (opKey && !privateKey.safeParse(opKey).success) {
-      problems.push(`${p}_OPERATOR_KEY: must be a 0x-prefixed 32-byte hex key`);
-    }
-    const conf = get(`${p}_CONFIRMATIONS`);
-    const confirmations = conf === undefined ? (rpcUrl ? 2 : 0) : Number(conf);
-    if (!Number.isInteger(confirmations) || confirmations < 0 || confirmations > 1000) {
-      problems.push(`${p}_CONFIRMATIONS: must be an integer from 0 to 1000`);
-    }
-    const start = get(`${p}_START_BLOCK`);
-    if (start !== undefined && !/^\d+$/.test(start)) {
-      problems.push(`${p}_START_BLOCK: must be a block number`);
-    }
-    const wei = (suffix: string, dflt: bigint) => {
-      const v = get(`${p}_${suffix}`);
-      if (v === undefined) return dflt;
-      if (!/^\d{1,40}$/.test(v)) {
-        problems.push(`${p}_${suffix}: must be an amount in wei (digits only)`);
-        return dflt;
-      }
-      return BigInt(v);
-    };
-    const gas: GasPolicy = {
-      floorWei: wei("GAS_FLOOR_WEI", DEFAULT_GAS_FLOOR_WEI),
-      topupWei: wei("GAS_TOPUP_WEI", DEFAULT_GAS_TOPUP_WEI),
-      operatorLowWei: wei("OPERATOR_LOW_WEI", DEFAULT_OPERATOR_LOW_WEI),
-    };
-    if (gas.floorWei > 0n && gas.topupWei < gas.floorWei) {
-      problems.push(`${p}_GAS_TOPUP_WEI: must be at least ${p}_GAS_FLOOR_WEI`);
-    }
-    const explorer = get(`${p}_EXPLORER_URL`) ?? `${ctx.baseUrl}/explorer/${def.name}`;
-    profiles.push({
-      ...def,
-      rpcUrl,
-      explorerUrl: explorer.replace(/\/+$/, ""),
-      confirmations,
-      contracts,
-      operatorKey: opKey as `0x${string}` | undefined,
-      startBlock: start === undefined ? undefined : BigInt(start),
-      gas,
-    });
+    profiles.push(parseProfile(def, get, ctx, problems));
   }
+  const sources = SOURCE_CHAINS.map((n) => parseProfile(SOURCE_CHAIN_DEFS[n], get, ctx, problems));
+  const attesterKey = get("CCTP_ATTESTER_KEY");
+  if (attesterKey && !privateKey.safeParse(attesterKey).success) {
+    problems.push("CCTP_ATTESTER_KEY: must be a 0x-prefixed 32-byte hex key");
+  }
+  const attestationApiUrl = get("CCTP_ATTESTATION_API_URL");
+  if (attestationApiUrl && !/^https?:\/\//.test(attestationApiUrl)) {
+    problems.push("CCTP_ATTESTATION_API_URL: must be an http(s) URL");
+  }
+  const cctp: CctpConfig = {
+    attesterKey: attesterKey as `0x${string}` | undefined,
+    attestationApiUrl: attestationApiUrl?.replace(/\/+$/, ""),
+  };
   const int = (k: string, dflt: number, min: number) => {
     const v = get(k);
     if (v === undefined) return dflt;
@@ -182,6 +262,8 @@ export function parseChainConfig(
   };
   return {
     profiles,
+    sources,
+    cctp,
     receiptTimeoutMs: int("CHAIN_RECEIPT_TIMEOUT_MS", 60_000, 1),
     pollIntervalMs: int("CHAIN_POLL_INTERVAL_MS", 500, 10),
     localStateIntervalSeconds: int("LOCAL_CHAIN_STATE_INTERVAL", 1, 1),
@@ -202,4 +284,79 @@ export function profileForKey(key: string): ProfileName | null {
 
 export function explorerTxUrl(profile: Pick<ProfileConfig, "explorerUrl">, hash: string): string {
   return `${profile.explorerUrl}/tx/${hash}`;
+}
+
+/** One profile's settings from `<PREFIX>_…` variables. */
+function parseProfile(
+  def: ProfileDef,
+  get: (k: string) => string | undefined,
+  ctx: { baseUrl: string; isProduction: boolean },
+  problems: string[],
+): ProfileConfig {
+  const p = def.envPrefix;
+  const rpcUrl = get(`${p}_RPC_URL`);
+  if (rpcUrl && !/^https?:\/\//.test(rpcUrl)) {
+    problems.push(`${p}_RPC_URL: must be an http(s) URL`);
+  }
+  // A source chain without an RPC URL is refused when first used, not at startup.
+  if (!rpcUrl && ctx.isProduction && def.kind === "settlement") {
+    problems.push(
+      `${p}_RPC_URL: required when APP_ENV=production (local nodes are for development)`,
+    );
+  }
+  const contracts: ProfileConfig["contracts"] = {};
+  for (const c of CONTRACT_NAMES) {
+    const key = `${p}_${CONTRACT_ENV[c]}`;
+    const v = get(key);
+    if (v === undefined) continue;
+    if (address.safeParse(v).success) contracts[c] = v as `0x${string}`;
+    else problems.push(`${key}: must be a 0x address`);
+  }
+  const opKey = get(`${p}_OPERATOR_KEY`);
+  if (opKey && !privateKey.safeParse(opKey).success) {
+    problems.push(`${p}_OPERATOR_KEY: must be a 0x-prefixed 32-byte hex key`);
+  }
+  const conf = get(`${p}_CONFIRMATIONS`);
+  const confirmations = conf === undefined ? (rpcUrl ? 2 : 0) : Number(conf);
+  if (!Number.isInteger(confirmations) || confirmations < 0 || confirmations > 1000) {
+    problems.push(`${p}_CONFIRMATIONS: must be an integer from 0 to 1000`);
+  }
+  const start = get(`${p}_START_BLOCK`);
+  if (start !== undefined && !/^\d+$/.test(start)) {
+    problems.push(`${p}_START_BLOCK: must be a block number`);
+  }
+  const wei = (suffix: string, dflt: bigint) => {
+    const v = get(`${p}_${suffix}`);
+    if (v === undefined) return dflt;
+    if (!/^\d{1,40}$/.test(v)) {
+      problems.push(`${p}_${suffix}: must be an amount in wei (digits only)`);
+      return dflt;
+    }
+    return BigInt(v);
+  };
+  const gas: GasPolicy = {
+    floorWei: wei("GAS_FLOOR_WEI", DEFAULT_GAS_FLOOR_WEI),
+    topupWei: wei("GAS_TOPUP_WEI", DEFAULT_GAS_TOPUP_WEI),
+    operatorLowWei: wei("OPERATOR_LOW_WEI", DEFAULT_OPERATOR_LOW_WEI),
+  };
+  if (gas.floorWei > 0n && gas.topupWei < gas.floorWei) {
+    problems.push(`${p}_GAS_TOPUP_WEI: must be at least ${p}_GAS_FLOOR_WEI`);
+  }
+  const explorer = get(`${p}_EXPLORER_URL`) ?? `${ctx.baseUrl}/explorer/${def.name}`;
+  const relayersRaw = get(`${p}_RELAYERS`);
+  const relayers = relayersRaw === undefined ? DEFAULT_RELAYERS : Number(relayersRaw);
+  if (!/^\d{1,3}$/.test(relayersRaw ?? "0") || relayers > 64) {
+    problems.push(`${p}_RELAYERS: must be a whole number from 0 to 64`);
+  }
+  return {
+    ...def,
+    rpcUrl,
+    explorerUrl: explorer.replace(/\/+$/, ""),
+    confirmations,
+    contracts,
+    operatorKey: opKey as `0x${string}` | undefined,
+    startBlock: start === undefined ? undefined : BigInt(start),
+    gas,
+    relayers: Math.min(Number.isInteger(relayers) ? relayers : 0, 64),
+  };
 }

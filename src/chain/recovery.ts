@@ -13,7 +13,7 @@ import type { Hex } from "viem";
 import { TransactionReceiptNotFoundError } from "viem";
 import type { Logger } from "../log.ts";
 import type { ChainRuntime } from "./runtime.ts";
-import type { TxSender } from "./sender.ts";
+import type { Signer, TxSender } from "./sender.ts";
 import * as repo from "./transactions.repo.ts";
 import { findWalletByAddress } from "./wallets.ts";
 import type { Sql } from "../db/client.ts";
@@ -87,7 +87,7 @@ export async function recoverTransactions(
 
 /** Takes a stuck nonce with a zero-value self-transfer at a higher fee. */
 async function fillNonce(rt: ChainRuntime, sender: TxSender, row: repo.TxRow): Promise<void> {
-  const signer = await sender.opts.account(rt, await signerOf(sender, row));
+  const signer = await sender.opts.account(rt, await signerOf(sender, rt, row));
   const fees = await rt.client.estimateFeesPerGas();
   const bump = (x: bigint, old: string) => {
     const floor = BigInt(old) + BigInt(old) / 5n + 1n;
@@ -106,7 +106,9 @@ async function fillNonce(rt: ChainRuntime, sender: TxSender, row: repo.TxRow): P
   await rt.client.sendRawTransaction({ serializedTransaction: raw });
 }
 
-async function signerOf(sender: TxSender, row: repo.TxRow) {
+async function signerOf(sender: TxSender, rt: ChainRuntime, row: repo.TxRow): Promise<Signer> {
+  const relayer = rt.relayers.findIndex((r) => r.address.toLowerCase() === row.fromAddress);
+  if (relayer >= 0) return { relayer };
   const w = await findWalletByAddress(sender.opts.sql, row.fromAddress);
   return w ? { walletId: w.id } : "operator" as const;
 }

@@ -18,6 +18,7 @@ import { ANVIL_MNEMONIC, type LocalNode, startLocalNode } from "./local-node.ts"
 import type { ContractName, ProfileConfig } from "./profiles.ts";
 import * as contractsRepo from "./contracts.repo.ts";
 import { checkForReset } from "./reset.ts";
+import { deriveRelayers } from "./relayers.ts";
 
 export interface ChainRuntime {
   profile: ProfileConfig;
@@ -27,6 +28,10 @@ export interface ChainRuntime {
   client: PublicClient;
   node?: LocalNode;
   operator?: LocalAccount;
+  /** The CCTP attester our local transmitter trusts (and our local attester signs with). */
+  attester?: LocalAccount;
+  /** The relayer pool (relayers.ts); empty without an operator. */
+  relayers: LocalAccount[];
   contracts: Partial<Record<ContractName, `0x${string}`>>;
   /** Block the log watcher starts from on a fresh cursor. */
   startBlock: bigint;
@@ -38,6 +43,8 @@ export interface RuntimeOptions {
   /** Where local nodes keep their state; omit for throwaway nodes (tests). */
   dataDir?: string;
   stateIntervalSeconds: number;
+  /** CCTP_ATTESTER_KEY; local nodes default to anvil's account 9. */
+  attesterKey?: `0x${string}`;
 }
 
 export async function startRuntime(
@@ -85,6 +92,12 @@ export async function startRuntime(
       ? privateKeyToAccount(profile.operatorKey)
       : undefined;
 
+    const attester = opts.attesterKey
+      ? privateKeyToAccount(opts.attesterKey)
+      : node
+      ? mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 9 })
+      : undefined;
+
     await checkForReset(opts.sql, client, profile, log);
     const stored = await contractsRepo.list(opts.sql, profile.chainId);
     const contracts: ChainRuntime["contracts"] = { ...profile.contracts };
@@ -101,6 +114,15 @@ export async function startRuntime(
       client,
       node,
       operator,
+      attester,
+      relayers: node
+        ? Array.from(
+          { length: profile.relayers },
+          (_, i) => mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 1000 + i }),
+        )
+        : profile.operatorKey
+        ? deriveRelayers(profile.operatorKey, profile.relayers)
+        : [],
       contracts,
       startBlock: profile.startBlock ?? (node ? 0n : await client.getBlockNumber()),
     };

@@ -34,9 +34,15 @@ import * as repo from "./transactions.repo.ts";
 import { ChainRejectedError, ChainRevertError, ChainTimeoutError } from "./errors.ts";
 import type { ProfileName } from "./profiles.ts";
 import * as ARTIFACTS from "./contracts/artifacts/index.ts";
+import { type LaneEntry, NonceLane } from "./nonce-lane.ts";
+import { relayerIndex } from "./relayers.ts";
 
-/** Who signs: the profile's operator key, or a managed wallet by id. */
-export type Signer = "operator" | { walletId: string };
+/**
+ * Who signs: the profile's operator key, a managed wallet by id, or `"relayer"`: one of the
+ * profile's relayer hot wallets (chosen per intent; the operator when the pool is empty), for
+ * work anyone may submit (gasless relays). `{ relayer: i }` names one of the pool.
+ */
+export type Signer = "operator" | "relayer" | { walletId: string } | { relayer: number };
 
 export interface TxRequest {
   profile: ProfileName;
@@ -71,11 +77,24 @@ export type BroadcastOutcome = "accepted" | "transient" | { rejected: string };
 
 const LOCK_NAMESPACE = 5042;
 
+interface MinedReceipt {
+  row: repo.TxRow;
+  receipt: {
+    status: "success" | "reverted";
+    blockNumber: bigint;
+    gasUsed: bigint;
+    contractAddress?: string | null;
+  };
+  done: PromiseWithResolvers<repo.TxRow>;
+}
+
 /** Fee estimates are reused for a second: they move per block, not per transaction. */
 const FEE_TTL_MS = 1000;
 
 export class TxSender {
-  #locks = new Map<string, Promise<void>>();
+  #lanes = new Map<string, NonceLane>();
+  #writingMined = false;
+  #mined: MinedReceipt[] = [];
   #feeCache = new Map<
     number,
     { at: number; fees: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> }
@@ -91,66 +110,160 @@ export class TxSender {
   /** Sign, record and broadcast; or return the transaction this intent already has. */
   async submit(req: TxRequest): Promise<repo.TxRow> {
     const rt = this.opts.runtime(req.profile);
-    const existing = await repo.findByIntent(this.opts.sql, rt.chainId, req.intentKey);
-    if (existing && existing.status !== "failed") return existing;
-
-    const account = await this.opts.account(rt, req.from);
-    if (req.from !== "operator") await this.ensureGas(rt, account.address);
+    const signer = this.#signerFor(rt, req);
+    // The signer's account is looked up beside the intent (one round trip, not two); it is
+    // dropped unused when the intent already has its transaction.
+    const accountLookup = this.opts.account(rt, signer);
+    const existing = await repo.findByIntent(this.opts.sql, rt.chainId, req.intentKey).catch(
+      (e) => {
+        accountLookup.catch(() => {});
+        throw e;
+      },
+    );
+    if (existing && existing.status !== "failed") {
+      accountLookup.catch(() => {});
+      return existing;
+    }
+    const account = await accountLookup;
+    if (signer !== "operator") await this.ensureGas(rt, account.address);
     const from = account.address.toLowerCase();
     const value = req.value ?? 0n;
     const data = req.data ?? "0x";
     const gas = req.gas ?? await this.#estimateGas(rt, account.address, req.to, data, value);
     const fees = await this.#fees(rt);
+    const key = `${rt.chainId}:${from}`;
+    let lane = this.#lanes.get(key);
+    if (!lane) {
+      lane = new NonceLane((batch) => this.#flush(rt, from, batch), () => this.#lanes.delete(key));
+      this.#lanes.set(key, lane);
+    }
+    return await lane.push({ req, account, value, data, gas, fees });
+  }
 
-    return await this.#withNonceLock(rt.chainId, from, async (db) => {
-      // Re-check under the lock: a concurrent call with the same intent may have won.
-      const again = await repo.findByIntent(db, rt.chainId, req.intentKey);
-      if (again && again.status !== "failed") return again;
+  /** A relay goes to one of the profile's relayer hot wallets, chosen by its intent key. */
+  #signerFor(rt: ChainRuntime, req: TxRequest): Signer {
+    if (req.from !== "relayer") return req.from;
+    const n = rt.relayers?.length ?? 0;
+    return n === 0 ? "operator" : { relayer: relayerIndex(req.intentKey, n) };
+  }
+
+  /**
+   * One batch of one address's queue, under the address's advisory lock: drop intents that
+   * already have a transaction, take the next nonces, sign, record every row in one statement,
+   * then broadcast in nonce order. A nonce is broadcast only after every lower one was accepted,
+   * so a refusal never leaves a gap: the refused intent fails and the rest of the batch, never
+   * sent, is withdrawn and signed again on the next pass with the nonces moved down.
+   */
+  async #flush(rt: ChainRuntime, from: string, batch: LaneEntry[]): Promise<LaneEntry[]> {
+    return await this.#withAdvisoryLock(rt.chainId, from, async (db) => {
+      const live = await repo.findLiveByIntents(
+        db,
+        rt.chainId,
+        [...new Set(batch.map((e) => e.item.req.intentKey))],
+      );
+      const todo: LaneEntry[] = [];
+      const leaders = new Map<string, LaneEntry>();
+      for (const e of batch) {
+        const key = e.item.req.intentKey;
+        const row = live.get(key);
+        const leader = leaders.get(key);
+        if (row) e.resolve(row);
+        else if (leader) leader.followers.push(e);
+        else {
+          leaders.set(key, e);
+          todo.push(e);
+        }
+      }
+      if (!todo.length) return [];
 
       const [count, open] = await Promise.all([
-        rt.client.getTransactionCount({ address: account.address, blockTag: "pending" }),
+        rt.client.getTransactionCount({ address: from as `0x${string}`, blockTag: "pending" }),
         repo.maxOpenNonce(db, rt.chainId, from),
       ]);
       const pending = BigInt(count);
-      const nonce = open !== null && open + 1n > pending ? open + 1n : pending;
-      const raw = await account.signTransaction({
-        chainId: rt.chainId,
-        type: "eip1559",
-        nonce: Number(nonce),
-        to: req.to ?? undefined,
-        data,
-        value,
-        gas,
-        maxFeePerGas: fees.maxFeePerGas,
-        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-      });
-      let row = await repo.upsertSigned(db, {
-        chainId: rt.chainId,
-        intentKey: req.intentKey,
-        fromAddress: from,
-        toAddress: req.to?.toLowerCase() ?? null,
-        nonce,
-        value,
-        data,
-        gas,
-        maxFeePerGas: fees.maxFeePerGas,
-        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-        rawTx: raw,
-        txHash: keccak256(raw),
-      });
-      await this.opts.hooks?.afterRecord?.(row);
+      const first = open !== null && open + 1n > pending ? open + 1n : pending;
+      const signed: repo.NewTx[] = [];
+      for (const [i, e] of todo.entries()) {
+        const { req, account, value, data, gas, fees } = e.item;
+        const nonce = first + BigInt(i);
+        const raw = await account.signTransaction({
+          chainId: rt.chainId,
+          type: "eip1559",
+          nonce: Number(nonce),
+          to: req.to ?? undefined,
+          data,
+          value,
+          gas,
+          maxFeePerGas: fees.maxFeePerGas,
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+        });
+        signed.push({
+          chainId: rt.chainId,
+          intentKey: req.intentKey,
+          fromAddress: from,
+          toAddress: req.to?.toLowerCase() ?? null,
+          nonce,
+          value,
+          data,
+          gas,
+          maxFeePerGas: fees.maxFeePerGas,
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+          rawTx: raw,
+          txHash: keccak256(raw),
+        });
+      }
+      const inserted = new Map(
+        (await repo.insertSignedBatch(db, signed)).map((r) => [r.intentKey, r]),
+      );
+      // An intent recorded meanwhile under another address (never under this lock): its row
+      // is the answer, and the nonces after it must move down, so this pass stops there.
+      let cut = todo.findIndex((e) => !inserted.has(e.item.req.intentKey));
+      if (cut >= 0) {
+        const gone = todo[cut];
+        const winner = await repo.findByIntent(db, rt.chainId, gone.item.req.intentKey);
+        if (winner && winner.status !== "failed") gone.resolve(winner);
+        else gone.reject(new Error(`intent ${gone.item.req.intentKey} could not be recorded`));
+      } else cut = todo.length;
+      for (const e of todo.slice(0, cut)) {
+        await this.opts.hooks?.afterRecord?.(inserted.get(e.item.req.intentKey)!);
+      }
 
-      const outcome = await this.broadcast(rt, row, { attempts: 3 });
-      if (typeof outcome === "object") {
-        await repo.markFailed(db, row.id, outcome.rejected);
-        throw new ChainRejectedError(outcome.rejected);
+      // Every nonce of the batch goes out at once (a node queues a nonce that arrives before
+      // its predecessor). A refused one is taken at once by a zero-value self-transfer when a
+      // later nonce of the batch may be mined, so no refusal leaves a gap behind it.
+      const rows = todo.slice(0, cut).map((e) => inserted.get(e.item.req.intentKey)!);
+      const outcomes = await Promise.all(
+        rows.map((row) => this.broadcast(rt, row, { attempts: 3 })),
+      );
+      const accepted: string[] = [];
+      const answers: Array<[LaneEntry, repo.TxRow]> = [];
+      try {
+        for (const [i, row] of rows.entries()) {
+          const e = todo[i];
+          const outcome = outcomes[i];
+          if (typeof outcome === "object") {
+            await repo.markFailed(db, row.id, outcome.rejected);
+            e.reject(new ChainRejectedError(outcome.rejected));
+            const later = outcomes.slice(i + 1).some((o) => typeof o !== "object");
+            if (later && !/already used/.test(outcome.rejected)) {
+              await this.#fillNonce(db, rt, e.item.account, row);
+            }
+            continue;
+          }
+          if (outcome === "accepted") {
+            await this.opts.hooks?.afterBroadcast?.(row);
+            accepted.push(row.id);
+            answers.push([e, { ...row, status: "broadcast" }]);
+          } else answers.push([e, row]); // transient: the waiter and recovery re-broadcast it
+        }
+      } finally {
+        await repo.markBroadcastMany(db, accepted);
+        for (const [e, row] of answers) e.resolve(row);
       }
-      if (outcome === "accepted") {
-        await this.opts.hooks?.afterBroadcast?.(row);
-        await repo.markBroadcast(db, row.id);
-        row = { ...row, status: "broadcast" };
-      }
-      return row;
+      const requeue = todo.slice(cut + 1);
+      const unsent = requeue.map((e) => inserted.get(e.item.req.intentKey)).filter((r) => !!r);
+      await repo.withdrawUnsent(db, unsent.map((r) => r.id), "re-queued behind a skipped intent");
+      return requeue;
     });
   }
 
@@ -164,6 +277,8 @@ export class TxSender {
   async ensureGas(rt: ChainRuntime, address: `0x${string}`): Promise<repo.TxRow | null> {
     const { floorWei, topupWei } = rt.profile.gas;
     if (floorWei === 0n || !rt.operator) return null;
+    // Read afresh by every caller: a balance shared from a read that began before a top-up was
+    // mined would make a late caller send a second top-up.
     if (await rt.client.getBalance({ address }) >= floorWei) return null;
     const to = address.toLowerCase() as `0x${string}`;
     const open = await repo.openGasTopup(this.opts.sql, rt.chainId, to);
@@ -175,6 +290,11 @@ export class TxSender {
       rt.client.getTransactionCount({ address, blockTag: "pending" }),
       repo.maxOpenNonce(this.opts.sql, rt.chainId, to),
     ]);
+    // Read again after the nonce: a top-up mined since the first read (so no longer open) may
+    // already have let the wallet spend that nonce, and keying a new top-up by the next one would
+    // fund the same need twice. A wallet only sends after its top-up is mined, so a nonce read
+    // before this balance is covered by it.
+    if (!open && await rt.client.getBalance({ address }) >= floorWei) return null;
     const pending = BigInt(count);
     const nonce = inFlight !== null && inFlight + 1n > pending ? inFlight + 1n : pending;
     this.opts.log.info("gas top-up", { chainId: rt.chainId, to, nonce: String(nonce) });
@@ -251,23 +371,41 @@ export class TxSender {
     }
   }
 
-  /** Records a receipt on the row. */
-  async settle(
-    row: repo.TxRow,
-    receipt: {
-      status: "success" | "reverted";
-      blockNumber: bigint;
-      gasUsed: bigint;
-      contractAddress?: string | null;
-    },
-  ): Promise<repo.TxRow> {
-    const updated = await repo.markMined(this.opts.sql, row.id, {
-      status: receipt.status === "success" ? "confirmed" : "reverted",
-      blockNumber: receipt.blockNumber,
-      gasUsed: receipt.gasUsed,
-      contractAddress: receipt.contractAddress?.toLowerCase() ?? null,
-    });
-    return updated ?? row;
+  /**
+   * Records a receipt on the row. Written at once when no write is running; receipts that arrive
+   * while one is (a pipelined burst) are written together in one statement right after it.
+   */
+  settle(row: repo.TxRow, receipt: MinedReceipt["receipt"]): Promise<repo.TxRow> {
+    const done = Promise.withResolvers<repo.TxRow>();
+    this.#mined.push({ row, receipt, done });
+    if (!this.#writingMined) this.#flushMined();
+    return done.promise;
+  }
+
+  async #flushMined() {
+    this.#writingMined = true;
+    while (this.#mined.length) await this.#writeMined(this.#mined.splice(0));
+    this.#writingMined = false;
+  }
+
+  async #writeMined(batch: MinedReceipt[]) {
+    try {
+      const rows = new Map(
+        (await repo.markMinedMany(
+          this.opts.sql,
+          batch.map(({ row, receipt }) => ({
+            id: row.id,
+            status: receipt.status === "success" ? "confirmed" : "reverted",
+            blockNumber: receipt.blockNumber,
+            gasUsed: receipt.gasUsed,
+            contractAddress: receipt.contractAddress?.toLowerCase() ?? null,
+          })),
+        )).map((r) => [r.id, r]),
+      );
+      for (const { row, done } of batch) done.resolve(rows.get(row.id) ?? row);
+    } catch (e) {
+      for (const { done } of batch) done.reject(e);
+    }
   }
 
   #fees(rt: ChainRuntime) {
@@ -307,19 +445,60 @@ export class TxSender {
     }
   }
 
-  /** In-process mutex, then a session advisory lock on a reserved connection. */
-  async #withNonceLock<T>(
+  /**
+   * Takes a refused transaction's nonce with a zero-value self-transfer (recorded like any
+   * other, intent `nonce-fill:<address>:<nonce>:<refused row>`), at fees above the refused one's.
+   */
+  async #fillNonce(db: Sql, rt: ChainRuntime, account: LocalAccount, refused: repo.TxRow) {
+    const fees = await this.#fees(rt);
+    const bump = (x: bigint, old: string) => {
+      const floor = BigInt(old) + BigInt(old) / 5n + 1n;
+      return x > floor ? x : floor;
+    };
+    const maxFeePerGas = bump(fees.maxFeePerGas, refused.maxFeePerGas);
+    const maxPriorityFeePerGas = bump(fees.maxPriorityFeePerGas, refused.maxPriorityFeePerGas);
+    const raw = await account.signTransaction({
+      chainId: rt.chainId,
+      type: "eip1559",
+      nonce: Number(refused.nonce),
+      to: account.address,
+      value: 0n,
+      gas: 21_000n,
+      maxFeePerGas,
+      maxPriorityFeePerGas,
+    });
+    const [row] = await repo.insertSignedBatch(db, [{
+      chainId: rt.chainId,
+      intentKey: `nonce-fill:${refused.fromAddress}:${refused.nonce}:${refused.id}`,
+      fromAddress: refused.fromAddress,
+      toAddress: account.address.toLowerCase(),
+      nonce: refused.nonce,
+      value: 0n,
+      data: "0x",
+      gas: 21_000n,
+      maxFeePerGas,
+      maxPriorityFeePerGas,
+      rawTx: raw,
+      txHash: keccak256(raw),
+    }]);
+    const outcome = await this.broadcast(rt, row, { attempts: 3 });
+    if (typeof outcome === "object") {
+      await repo.markFailed(db, row.id, outcome.rejected);
+      this.opts.log.error("could not fill a refused nonce; later ones wait for recovery", {
+        from: refused.fromAddress,
+        nonce: String(refused.nonce),
+        error: outcome.rejected,
+      });
+    } else if (outcome === "accepted") await repo.markBroadcastMany(db, [row.id]);
+  }
+
+  /** A session advisory lock on a reserved connection (one batch of one address at a time). */
+  async #withAdvisoryLock<T>(
     chainId: number,
     address: string,
     fn: (db: Sql) => Promise<T>,
   ): Promise<T> {
     const key = `${chainId}:${address}`;
-    const prev = this.#locks.get(key) ?? Promise.resolve();
-    let release!: () => void;
-    const mine = new Promise<void>((r) => (release = r));
-    const chained = prev.then(() => mine);
-    this.#locks.set(key, chained);
-    await prev;
     const conn = await this.opts.sql.reserve();
     try {
       await conn`select pg_advisory_lock(${LOCK_NAMESPACE}, hashtext(${key}))`;
@@ -330,8 +509,6 @@ export class TxSender {
       }
     } finally {
       conn.release();
-      release();
-      if (this.#locks.get(key) === chained) this.#locks.delete(key);
     }
   }
 }

@@ -53,6 +53,24 @@ export async function findByIntent(
   return row ?? null;
 }
 
+/**
+ * The newest transaction whose intent starts with `prefix` and whose signed bytes carry `hex`
+ * (lowercase, no 0x): which batch carried a given payload (x402 settlements).
+ */
+export async function findCarrying(
+  sql: Db,
+  chainId: number,
+  prefix: string,
+  hex: string,
+): Promise<TxRow | null> {
+  const [row] = await sql<TxRow[]>`
+    select * from chain_transactions
+    where chain_id = ${chainId} and intent_key like ${prefix.replace(/[\\%_]/g, "\\$&") + "%"}
+      and position(${hex} in lower(raw_tx)) > 0
+    order by created_at desc limit 1`;
+  return row ?? null;
+}
+
 export async function findById(sql: Db, id: string): Promise<TxRow | null> {
   const [row] = await sql<TxRow[]>`select * from chain_transactions where id = ${id}`;
   return row ?? null;
@@ -124,6 +142,32 @@ export async function markFailed(sql: Db, id: string, error: string): Promise<vo
     where id = ${id} and status in ('signed', 'broadcast')`;
 }
 
+/** Records several receipts in one statement; returns the updated rows. */
+export async function markMinedMany(
+  sql: Db,
+  items: Array<{
+    id: string;
+    status: "confirmed" | "reverted";
+    blockNumber: bigint;
+    gasUsed: bigint;
+    contractAddress: string | null;
+  }>,
+): Promise<TxRow[]> {
+  if (!items.length) return [];
+  return await sql<TxRow[]>`
+    update chain_transactions t
+    set status = m.status, block_number = m.block_number, gas_used = m.gas_used,
+        contract_address = m.contract_address, confirmed_at = now(), updated_at = now(),
+        error = case when m.status = 'reverted' then 'reverted' else null end
+    from unnest(${items.map((i) => i.id)}::uuid[], ${items.map((i) => i.status)}::text[],
+                ${items.map((i) => i.blockNumber.toString())}::bigint[],
+                ${items.map((i) => i.gasUsed.toString())}::bigint[],
+                ${items.map((i) => i.contractAddress)}::text[])
+      as m(id, status, block_number, gas_used, contract_address)
+    where t.id = m.id
+    returning t.*`;
+}
+
 export async function markMined(
   sql: Db,
   id: string,
@@ -185,11 +229,15 @@ export async function statusCounts(sql: Db, chainId: number) {
     where chain_id = ${chainId} group by status order by status`;
 }
 
-/** Transactions that moved money (not our deployments), in any state that reached the node. */
+/**
+ * Transactions that moved money, in any state that reached the node: not our deployments nor the
+ * setup that goes with them (the USDC minter role and the messenger links of CCTP).
+ */
 export async function countMoneyTransactions(sql: Db, chainId: number): Promise<number> {
   const [row] = await sql<{ n: number }[]>`
     select count(*)::int as n from chain_transactions
     where chain_id = ${chainId} and intent_key not like 'deploy:%'
+      and intent_key not like 'cctp:minter:%' and intent_key not like 'cctp:link:%'
       and status in ('confirmed', 'reverted', 'broadcast', 'signed')`;
   return row.n;
 }
@@ -199,4 +247,73 @@ export async function archiveAll(sql: Db, chainId: number, resetId: string): Pro
   await sql`
     with moved as (delete from chain_transactions where chain_id = ${chainId} returning *)
     insert into chain_transactions_archive select moved.*, ${resetId}::uuid from moved`;
+}
+
+/** Open (signed or broadcast) transactions per chain with the age of the oldest (/metrics). */
+export async function inFlightByChain(sql: Db) {
+  return await sql<{ chainId: number; n: number; oldestSeconds: number }[]>`
+    select chain_id, count(*)::int as n,
+           coalesce(extract(epoch from now() - min(created_at)), 0)::float8 as oldest_seconds
+    from chain_transactions where status in ('signed', 'broadcast') group by chain_id`;
+}
+
+/** The live (not failed) transactions of these intents, by intent key. */
+export async function findLiveByIntents(
+  sql: Db,
+  chainId: number,
+  intentKeys: string[],
+): Promise<Map<string, TxRow>> {
+  const rows = await sql<TxRow[]>`
+    select * from chain_transactions
+    where chain_id = ${chainId} and intent_key = any(${intentKeys}) and status <> 'failed'`;
+  return new Map(rows.map((r) => [r.intentKey, r]));
+}
+
+/**
+ * Inserts signed transactions in one statement (re-signing failed intents in place, as
+ * upsertSigned). An intent that got a live transaction meanwhile is left out of the result.
+ */
+export async function insertSignedBatch(sql: Db, txs: NewTx[]): Promise<TxRow[]> {
+  const rows = txs.map((tx) => ({
+    chainId: tx.chainId,
+    intentKey: tx.intentKey,
+    fromAddress: tx.fromAddress,
+    toAddress: tx.toAddress,
+    nonce: tx.nonce.toString(),
+    value: tx.value.toString(),
+    data: tx.data,
+    gas: tx.gas.toString(),
+    maxFeePerGas: tx.maxFeePerGas.toString(),
+    maxPriorityFeePerGas: tx.maxPriorityFeePerGas.toString(),
+    rawTx: tx.rawTx,
+    txHash: tx.txHash,
+    status: "signed",
+  }));
+  return await sql<TxRow[]>`
+    insert into chain_transactions ${sql(rows)}
+    on conflict (chain_id, intent_key) do update set
+      from_address = excluded.from_address, to_address = excluded.to_address,
+      nonce = excluded.nonce, value = excluded.value, data = excluded.data, gas = excluded.gas,
+      max_fee_per_gas = excluded.max_fee_per_gas,
+      max_priority_fee_per_gas = excluded.max_priority_fee_per_gas,
+      raw_tx = excluded.raw_tx, tx_hash = excluded.tx_hash, status = 'signed', error = null,
+      broadcast_attempts = 0, updated_at = now()
+    where chain_transactions.status = 'failed'
+    returning *`;
+}
+
+export async function markBroadcastMany(sql: Db, ids: string[]): Promise<void> {
+  if (!ids.length) return;
+  await sql`
+    update chain_transactions
+    set status = 'broadcast', broadcast_attempts = broadcast_attempts + 1, updated_at = now()
+    where id = any(${ids}::uuid[]) and status in ('signed', 'broadcast')`;
+}
+
+/** Signed rows that were never broadcast go back to `failed`, to be signed again in order. */
+export async function withdrawUnsent(sql: Db, ids: string[], reason: string): Promise<void> {
+  if (!ids.length) return;
+  await sql`
+    update chain_transactions set status = 'failed', error = ${reason}, updated_at = now()
+    where id = any(${ids}::uuid[]) and status = 'signed'`;
 }

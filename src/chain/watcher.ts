@@ -49,7 +49,7 @@ export interface WatcherOptions {
 }
 
 const LOCK_NAMESPACE = 5043;
-const CURSOR = "logs";
+export const CURSOR = "logs";
 
 export class LogWatcher {
   #handlers: LogHandler[] = [];

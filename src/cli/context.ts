@@ -65,7 +65,9 @@ export async function withDatabase<T>(
     await migrate(sql, { log });
     return await fn({ config, databaseUrl, sql, log });
   } finally {
-    await sql.end();
+    // A timeout: postgres.js can wait forever on a connection once reserved and released
+    // (porsager/postgres#925), and the sender and deploy locks reserve one.
+    await sql.end({ timeout: 5 });
     await embedded?.stop();
   }
 }

@@ -5,16 +5,19 @@
  */
 import { fail, parseArgs, withCli } from "./context.ts";
 import { deployContracts } from "../chain/deploy.ts";
-import { PROFILE_DEFS, type ProfileName } from "../chain/profiles.ts";
+import { isSourceChain, PROFILE_DEFS, type ProfileName } from "../chain/profiles.ts";
 
 const { flags } = parseArgs(Deno.args);
 const network = flags.network as ProfileName | undefined;
 if (!network || !PROFILE_DEFS[network]) {
-  fail("usage: deno task contracts:deploy --network testnet|production [--force]");
+  fail(
+    "usage: deno task contracts:deploy --network testnet|production|<bridge source chain> [--force]",
+  );
 }
 
 await withCli(async ({ chain, sql, log }) => {
-  const rt = chain.runtime(network);
+  // A bridge source chain starts on first use (and links to testnet when both have messengers).
+  const rt = isSourceChain(network) ? await chain.ensure(network) : chain.runtime(network);
   const deployed = await deployContracts(rt, chain.sender, sql, log, {
     force: flags.force === "true",
   });
@@ -26,4 +29,11 @@ await withCli(async ({ chain, sql, log }) => {
   console.log(`${p}_PAYMENT_ROUTER_ADDRESS=${rt.contracts.PaymentRouter ?? ""}`);
   console.log(`${p}_STREAM_VAULT_ADDRESS=${rt.contracts.StreamVault ?? ""}`);
   console.log(`${p}_ESCROW_VAULT_ADDRESS=${rt.contracts.EscrowVault ?? ""}`);
-}, { env: { CHAINS: network } });
+  console.log(`${p}_GATEWAY_VAULT_ADDRESS=${rt.contracts.GatewayVault ?? ""}`);
+  console.log(`${p}_MESSAGE_TRANSMITTER_ADDRESS=${rt.contracts.MessageTransmitterV2 ?? ""}`);
+  console.log(`${p}_TOKEN_MESSENGER_ADDRESS=${rt.contracts.TokenMessengerV2 ?? ""}`);
+  console.log(`${p}_IDENTITY_REGISTRY_ADDRESS=${rt.contracts.AgentIdentityRegistry ?? ""}`);
+  console.log(`${p}_REPUTATION_REGISTRY_ADDRESS=${rt.contracts.AgentReputationRegistry ?? ""}`);
+  console.log(`${p}_AGENT_ACCOUNT_FACTORY_ADDRESS=${rt.contracts.AgentAccountFactory ?? ""}`);
+  console.log(`${p}_JOB_ESCROW_ADDRESS=${rt.contracts.AgenticCommerce ?? ""}`);
+}, { env: { CHAINS: isSourceChain(network) ? "testnet" : network } });

@@ -12,12 +12,13 @@ function formatEther(wei: bigint): string {
   const frac = (wei % 10n ** 18n).toString().padStart(18, "0").replace(/0+$/, "");
   return frac ? `${whole}.${frac}` : `${whole}`;
 }
-import { explorerTxUrl, type ProfileName } from "../chain/profiles.ts";
+import { explorerTxUrl, isSourceChain, type ProfileName } from "../chain/profiles.ts";
 import { publishedExplorerUrl } from "../chain/explorer-links.ts";
 
 const { flags, positional } = parseArgs(Deno.args);
 const [address, amountText] = positional;
-const usage = "usage: deno task faucet <address> <amount> [--network testnet|production]";
+const usage = "usage: deno task faucet <address> <amount> " +
+  "[--network testnet|production|Arbitrum_Sepolia|Base_Sepolia|Optimism_Sepolia|Ethereum_Sepolia|Polygon_Amoy_Testnet]";
 if (!address || !amountText) fail(usage);
 if (!/^0x[0-9a-fA-F]{40}$/.test(address)) fail(`Not a valid wallet address: ${address}`);
 let amount: bigint;
@@ -30,7 +31,9 @@ try {
 await withCli(async ({ chain, sql }) => {
   // Payment links settle on the payout profile, so that is where a payer needs the funds.
   const network = (flags.network ?? chain.payoutProfile()) as ProfileName;
-  if (!chain.has(network)) fail(`Chain profile "${network}" is not configured.`);
+  // A bridge source chain (the spec's ids) starts on first use, here as in the service.
+  if (isSourceChain(network)) await chain.ensure(network);
+  else if (!chain.has(network)) fail(`Chain profile "${network}" is not configured.`);
   const rt = chain.runtime(network);
   if (!rt.profile.testnet && !rt.node) {
     fail(`Refusing to mint on ${network}: it is a real production chain.`);

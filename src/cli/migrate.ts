@@ -19,6 +19,6 @@ try {
       : `Up to date at ${result.current}.`,
   );
 } finally {
-  await sql.end();
+  await sql.end({ timeout: 5 });
   await embedded?.stop();
 }

@@ -49,3 +49,8 @@ export function describeUrl(url: string): string {
 export function isPgError(e: unknown, code?: string): e is postgres.PostgresError {
   return e instanceof postgres.PostgresError && (code === undefined || e.code === code);
 }
+
+/** One round trip to the database (`deno task doctor`). */
+export async function ping(sql: Sql): Promise<void> {
+  await sql`select 1`;
+}

@@ -193,7 +193,7 @@ async function ensureDatabase(adminUrl: string, database: string): Promise<void>
       });
     }
   } finally {
-    await sql.end();
+    await sql.end({ timeout: 5 });
   }
 }
 

@@ -71,6 +71,8 @@ export interface GuardOptions {
   };
   /** `{ error }`-only bodies (the merchant dashboard). */
   bare?: boolean;
+  /** `{ error }`-only bodies for these statuses only (the job endpoints' 403 and 404). */
+  bareStatuses?: number[];
   /** Status for a well-formed key that matches no active key (default 401; the dashboard's is 404). */
   invalidKeyStatus?: 401 | 404;
 }
@@ -88,21 +90,18 @@ export function guard(deps: Deps, opts: GuardOptions): MiddlewareHandler<AuthEnv
     forbidden: opts.messages?.forbidden ?? M.insufficientPermissions,
   };
   const fail = (status: 401 | 403 | 404, text: string) =>
-    new ApiError(status, text, { bare: opts.bare });
+    new ApiError(status, text, { bare: opts.bare || opts.bareStatuses?.includes(status) });
 
   return async (c, next) => {
     const auth = await authenticate(c, deps, opts, kinds, msg, fail);
     c.set("auth", auth);
-    const decisions = [
-      await deps.limiter.hit(auth.via === "none" ? "anonymous" : "default", auth.subject, {
-        merchantId: auth.merchant?.id,
-      }),
-    ];
-    if (opts.group) {
-      decisions.push(
-        await deps.limiter.hit(opts.group, auth.subject, { merchantId: auth.merchant?.id }),
-      );
-    }
+    const general: RateBucket = auth.via === "none" ? "anonymous" : "default";
+    // Both buckets in one statement: one round trip per request for rate counting.
+    const decisions = await deps.limiter.hitAll(
+      opts.group ? [general, opts.group] : [general],
+      auth.subject,
+      { merchantId: auth.merchant?.id },
+    );
     enforce(c, decisions, { bare: opts.bare });
     await next();
   };

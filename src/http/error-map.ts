@@ -53,6 +53,17 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
     hint: M.idempotencyMismatchHint,
   },
   stream_nothing_to_withdraw: { status: 400, text: M.streamNothingToWithdraw },
+  payroll_not_found: { status: 404, text: M.payrollNotFound },
+  payroll_request_key_reused: {
+    status: 400,
+    text: M.idempotencyMismatch,
+    hint: M.idempotencyMismatchHint,
+  },
+  sign_request_not_found: { status: 404, text: M.signRequestNotFound },
+  sign_request_not_pending: { status: 409, text: M.signRequestNotPending },
+  sign_tx_not_found: { status: 400, text: M.signTxNotFound, hint: M.signTxNotFoundHint },
+  sign_tx_mismatch: { status: 400, text: M.signTxMismatch },
+  sign_tx_reused: { status: 409, text: M.signTxReused },
   withdraw_external_wallet: { status: 400, text: M.withdrawExternal },
   withdraw_insufficient_balance: { status: 400, text: M.withdrawInsufficient },
 
@@ -99,6 +110,48 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   escrow_wrong_state: { status: 400, text: M.escrowWrongState },
   escrow_already_confirmed: { status: 400, text: M.escrowAlreadyConfirmed },
   escrow_not_expired: { status: 400, text: M.escrowNotExpired },
+
+  bridge_sign_in_required: { status: 401, text: M.bridgeSignIn },
+  bridge_fields_missing: { status: 400, text: M.bridgeFields },
+  bridge_source_unsupported: { status: 400, text: M.bridgeSourceUnsupported },
+  bridge_destination_unsupported: { status: 400, text: M.bridgeDestination },
+  bridge_external_wallet: { status: 400, text: M.bridgeExternalWallet },
+  bridge_insufficient_balance: { status: 400, text: M.bridgeBalance },
+  bridge_not_found: { status: 404, text: M.bridgeNotFound },
+  bridge_payment_not_bridgeable: { status: 400, text: M.bridgePayment },
+  x402_slug_taken: { status: 409, text: M.x402SlugTaken },
+  x402_listing_not_found: { status: 404, text: M.x402ListingNotFound },
+  x402_method_not_allowed: { status: 400, text: M.x402MethodNotAllowed },
+  // The spec: 403 for an invalid or stale payment proof.
+  x402_proof_invalid: { status: 403, text: M.x402ProofInvalid },
+  x402_proof_expired: { status: 403, text: M.x402ProofExpired },
+  x402_proof_amount: { status: 403, text: M.x402ProofAmount },
+  x402_proof_payee: { status: 403, text: M.x402ProofPayee },
+  x402_proof_used: { status: 403, text: M.x402ProofUsed },
+  x402_no_gateway_balance: { status: 400, text: M.x402NoGatewayBalance },
+  x402_insufficient_gateway_balance: { status: 400, text: M.x402InsufficientGatewayBalance },
+  // The text names the upstream's status (MF.x402Upstream).
+  x402_upstream_failed: { status: 500, text: M.x402UpstreamUnreachable },
+  x402_upstream_unreachable: { status: 500, text: M.x402UpstreamUnreachable },
+  x402_agent_invalid: { status: 400, text: M.x402AgentIdField },
+  x402_agent_refused: { status: 403, text: M.x402AgentRefused },
+  x402_settlement_failed: { status: 502, text: M.x402SettlementFailed },
+  x402_withdraw_exceeds: { status: 400, text: M.x402WithdrawExceeds },
+  x402_destination_unsupported: { status: 400, text: M.x402DestinationChain },
+  x402_deposit_not_controlled: { status: 403, text: M.x402DepositNotControlled },
+  x402_deposit_insufficient: { status: 400, text: M.x402DepositInsufficient },
+  // Jobs: the spec's 403 and 404 bodies are `{ error }` only; a contract refusal is 502.
+  job_not_found: { status: 404, text: M.jobNotFound, bare: true },
+  job_client_mismatch: { status: 403, text: M.jobClientMismatch, bare: true },
+  job_client_not_controlled: { status: 403, text: M.jobClientNotControlled, bare: true },
+  job_provider_mismatch: { status: 403, text: M.jobProviderMismatch, bare: true },
+  job_provider_not_controlled: { status: 403, text: M.jobProviderNotControlled, bare: true },
+  job_evaluator_mismatch: { status: 403, text: M.jobEvaluatorMismatch, bare: true },
+  job_evaluator_not_controlled: { status: 403, text: M.jobEvaluatorNotControlled, bare: true },
+  job_wrong_status: { status: 502, text: M.jobWrongStatus },
+  job_not_expired: { status: 502, text: M.jobNotExpired },
+
+  agent_not_found: { status: 404, text: M.agentNotFound },
 
   // DESIGN §5: a receipt that does not arrive in time is 408, a revert 502.
   chain_timeout: { status: 408, text: M.chainTimeout, hint: M.chainTimeoutHint },
@@ -150,6 +203,10 @@ function domainAnswer(err: DomainError): ErrorAnswer {
   const hint = details.hint ?? entry.hint;
   const text = details.escrowState
     ? MF.escrowWrongState(details.escrowState.status, details.escrowState.action)
+    : details.chain !== undefined
+    ? MF.bridgeSource(details.chain)
+    : details.upstreamStatus !== undefined
+    ? MF.x402Upstream(details.upstreamStatus)
     : entry.text;
   let body: Record<string, unknown>;
   if (entry.bare) body = { error: text };
@@ -160,6 +217,9 @@ function domainAnswer(err: DomainError): ErrorAnswer {
     if (details.txHash !== undefined) b.txHash = details.txHash;
     if (details.paymentStatus !== undefined) b.status = details.paymentStatus;
     if (details.balance !== undefined) b.balance = details.balance;
+    if (details.walletBalance !== undefined) b.walletBalance = details.walletBalance;
+    if (details.gatewayBalance !== undefined) b.gatewayBalance = details.gatewayBalance;
+    if (details.withdrawable !== undefined) b.withdrawable = details.withdrawable;
     body = b;
   }
   return {

@@ -140,6 +140,44 @@ export const M = {
   escrowRefunded: "Escrow refunded to the depositor.",
   operatorOnly: "Insufficient permissions",
 
+  // x402 pay-per-call
+  x402Slug:
+    "slug must be 1 to 63 characters: lowercase letters, digits and hyphens, starting with a letter or digit.",
+  x402UpstreamUrl: "upstreamUrl must be a valid public HTTPS URL.",
+  x402Price: "price must be a USDC amount greater than 0 with up to 6 decimal places.",
+  x402Methods: "methods must be a non-empty list of GET, POST, PUT, PATCH, DELETE.",
+  x402Description: "description must be a string of at most 500 characters.",
+  x402Method: "method must be one of GET, POST, PUT, PATCH, DELETE.",
+  x402Params: "params must be a JSON object.",
+  x402ProofField: "paymentProof must be a string.",
+  x402AgentIdField: "agentId must be 8004:{chainId}:{tokenId}.",
+  x402SlugTaken: "A listing with this slug already exists.",
+  x402ListingNotFound: "Listing not found.",
+  x402MethodNotAllowed: "This listing does not accept that method.",
+  x402PaymentRequired: "Payment required. Send an X-402-Payment-Proof for this listing.",
+  x402ProofInvalid: "Invalid payment proof.",
+  x402ProofExpired: "Payment proof expired: its timestamp is more than 5 minutes old.",
+  x402ProofAmount: "Payment proof amount does not match the listing price.",
+  x402ProofPayee: "Payment proof does not pay this listing's seller.",
+  x402ProofUsed: "Payment proof already used.",
+  x402NoGatewayBalance:
+    "No Gateway balance. Deposit USDC to your Gateway account before making x402 payments.",
+  x402InsufficientGatewayBalance: "Insufficient Gateway balance for this payment.",
+  x402UpstreamUnreachable: "Upstream API unreachable.",
+  x402AgentRefused: "Agent verification failed.",
+  x402SettlementFailed: "Settlement failed: nothing was charged.",
+  x402ProofRequired: "proof is required: the X-402-Payment-Proof value.",
+  x402WithdrawAmount: "amount must be a USDC amount greater than 0 with up to 6 decimal places.",
+  x402WithdrawExceeds: "amount exceeds the withdrawable Gateway balance.",
+  x402DestinationChain: "destinationChain is not a supported chain for withdrawals.",
+  x402DestinationAddress: "destinationAddress must be a valid EVM address.",
+  x402SellerAddress: "sellerAddress must be a valid EVM address.",
+  x402DepositSource: "Exactly one of walletId and fromSCA is required: a wallet you control.",
+  x402DepositNotControlled: "The deposit source must be a wallet you control.",
+  x402DepositInsufficient: "Insufficient USDC in the wallet for this deposit.",
+  dashListingCreated: "Listing created.",
+  x402FacilitatorBody: "paymentPayload and paymentRequirements objects are required.",
+
   // API keys
   keyType: "type must be secret or publishable.",
   keyEnvironment: "environment must be test or live.",
@@ -194,6 +232,54 @@ export const M = {
   payerBalance: "The payer's USDC balance does not cover this payment.",
   devFaucetUnavailable: "Test USDC is only given on local chains in development.",
 
+  // Bridge (CCTP)
+  bridgeSignIn: "Sign in required to bridge funds.",
+  bridgeSourceUnsupported: "Unsupported source chain.",
+  bridgeFields: "Missing fields: fromChain, toChain, amount, recipient",
+  bridgeDestination:
+    "Only bridging into the settlement chain is supported: toChain must be Settle_Testnet.",
+  bridgeExternalWallet:
+    "Bridging needs a service-created wallet: your account uses an external wallet. Sign in without a wallet address to get one.",
+  bridgeAmount:
+    "amount must be a decimal USDC amount greater than 0 with at most 6 decimal places.",
+  bridgeRecipient: "recipient must be a 0x address on the destination chain.",
+  bridgeBalance: "Your wallet's USDC balance on the source chain does not cover this amount.",
+  bridgeNotFound: "Bridge transfer not found.",
+  bridgeReference: "reference is required: the bridge reference from POST /api/cctp/transfer.",
+  bridgePayment: "This payment cannot be paid from another chain.",
+  bridgeStarted: "Bridge started. Poll the status path for progress.",
+  // Agentic commerce jobs (ERC-8183); the spec's texts
+  jobsAuthRequired: "Authentication required. Provide a valid x-api-key or log in.",
+  jobNotFound: "Job not found",
+  jobClientMismatch: "clientWalletId does not resolve to this job's client.",
+  jobClientNotControlled: "You do not control this job's client wallet.",
+  jobProviderMismatch: "providerWalletId does not resolve to this job's provider.",
+  jobProviderNotControlled: "You do not control this job's provider wallet.",
+  jobEvaluatorMismatch: "evaluatorWalletId does not resolve to this job's evaluator.",
+  jobEvaluatorNotControlled: "You do not control this job's evaluator wallet.",
+  jobWrongStatus: "The job contract reverted: the job's status does not allow this action.",
+  jobNotExpired: "The job contract reverted: the job has not expired yet.",
+  jobId: "jobId is required: the on-chain job id (digits).",
+  jobWalletId: "A wallet id (UUID) is required.",
+  jobClientWalletId: "clientWalletId is required: the id of one of your managed wallets.",
+  jobAddress: "provider and evaluator must be valid EVM addresses other than the zero address.",
+  jobBudget: "budget must be a positive decimal USDC amount with at most 6 decimal places.",
+  jobExpiry: "expiresInSeconds must be a whole number from 60 to 31536000 (one year).",
+  jobDescription: "description is required: a string of 1 to 1000 characters.",
+  jobDeliverable:
+    "deliverableData must be an ipfs:// URI or an https:// URL (at most 2048 characters).",
+  jobReason: "reason must be a string of at most 500 characters.",
+
+  // Agents (ERC-8004); the spec's texts first
+  agentSearchAuth: "Authentication required for agent search/listing.",
+  agentNotFound: "No agent found matching query.",
+  agentName: "name is required: 1 to 100 characters.",
+  agentMetadata:
+    "Provide exactly one of metadataURI (an ipfs:// or https:// URI) and manifest (a JSON object).",
+  agentManifest: "manifest must be a JSON object of at most 8000 characters.",
+  agentQuery: "scaAddress must be a 0x address; tokenId digits; name at most 100 characters.",
+  agentIdQuery: "agentId is required: the agent's token id (digits).",
+
   // Chain
   chainTimeout: "Timed out waiting for the blockchain transaction to confirm.",
   chainTimeoutHint: "The transaction may still confirm; retry with backoff or check its hash.",
@@ -201,6 +287,21 @@ export const M = {
   chainRejected: "The blockchain node refused the transaction.",
   chainUnavailable: "The blockchain node is not reachable.",
   chainNotConfigured: "That chain is not configured on this service.",
+
+  // Payroll
+  payrollRecipientsRequired: "A non-empty recipients array is required.",
+  payrollTooMany: "A payroll batch takes at most 5,000 recipients.",
+  payrollDescription: "description must be a string of at most 500 characters.",
+  payrollBatchRefRequired: "batchRef query parameter is required.",
+  payrollNotFound: "Payroll batch not found.",
+  signRequestNotFound: "Sign request not found.",
+  signRequestNotPending: "This sign request is not pending any more.",
+  signTxHash: "txHash must be a 0x transaction hash (64 hex characters).",
+  signTxNotFound: "No mined transaction with this txHash was found on the batch's chain.",
+  signTxNotFoundHint: "Submit the hash once your wallet's transaction is mined.",
+  signTxMismatch:
+    "The transaction is not a successful USDC transfer of the exact amount from your linked wallet to this recipient.",
+  signTxReused: "This transaction was already used for another sign request.",
 
   // Dashboard
   dashCsrf: "This form has expired or was not sent from this site. Reload the page and try again.",
@@ -227,6 +328,19 @@ export const MF = {
   jsonTooDeep: (field: string) => `${field} is nested too deeply.`,
   /** The spec's `Escrow is RELEASED — cannot dispute.` (state and action vary). */
   escrowWrongState: (status: string, action: string) => `Escrow is ${status} — cannot ${action}.`,
+  /** The spec's `Unsupported source chain:` followed by the value. */
+  bridgeSource: (value: string) => `Unsupported source chain: ${value}`,
+  /** The spec's `Upstream API returned 503`. */
+  x402Upstream: (status: number) => `Upstream API returned ${status}`,
+  x402Withdrawn: (amount: string) => `Withdrew ${amount} USDC from the gateway.`,
+  /** A payroll recipient's malformed field, by its 0-based index. */
+  payrollRecipientAddress: (i: number) =>
+    `recipients[${i}].recipientSCA must be a 0x address (40 hex characters).`,
+  payrollRecipientAmount: (i: number) =>
+    `recipients[${i}].amount must be a USDC amount (a string or number, at most 6 decimal places, not negative).`,
+  payrollRecipientLabel: (i: number) =>
+    `recipients[${i}].label must be a string of at most 200 characters.`,
+  payrollRecipientObject: (i: number) => `recipients[${i}] must be an object.`,
   bodyTooLargeHint: (maxBytes: number) => `This endpoint accepts at most ${maxBytes} bytes.`,
   unsupportedMediaType: (types: readonly string[]) =>
     types.length === 1 && types[0] === "application/json"

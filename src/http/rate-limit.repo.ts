@@ -24,6 +24,27 @@ export async function countHit(
   return row;
 }
 
+/**
+ * Counts one hit in each of several buckets for one subject, in one statement (a request
+ * counts in its general bucket and its group's): one round trip however many buckets.
+ */
+export async function countHits(
+  sql: Db,
+  hit: { buckets: string[]; subject: string; windowStart: Date; merchantId: string | null },
+): Promise<Array<{ bucket: string; count: number; override: number | null }>> {
+  return await sql<{ bucket: string; count: number; override: number | null }[]>`
+    with hit as (
+      insert into rate_limit_counters as c (bucket, subject, window_start, count)
+      select b, ${hit.subject}, ${hit.windowStart}, 1 from unnest(${hit.buckets}::text[]) as b
+      on conflict (bucket, subject, window_start) do update set count = c.count + 1
+      returning c.bucket, c.count
+    )
+    select hit.bucket, hit.count,
+           (select o.per_minute from rate_limit_overrides o
+            where o.merchant_id = ${hit.merchantId}::uuid and o.bucket = hit.bucket) as override
+    from hit`;
+}
+
 export async function setOverride(
   sql: Db,
   merchantId: string,

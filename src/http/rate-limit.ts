@@ -17,7 +17,7 @@ import type { Config } from "../config.ts";
 import type { Sql } from "../db/client.ts";
 import { ApiError } from "./errors.ts";
 import { M } from "./messages.ts";
-import { countHit } from "./rate-limit.repo.ts";
+import { countHit, countHits } from "./rate-limit.repo.ts";
 
 export type RateBucket = "default" | "payments" | "checkout" | "escrow" | "streams" | "anonymous";
 
@@ -40,6 +40,12 @@ export interface RateDecision {
 export interface RateLimiter {
   /** Counts one hit of `subject` (an API key id, a merchant session, or a client address) in `bucket`. */
   hit(bucket: RateBucket, subject: string, opts?: { merchantId?: string }): Promise<RateDecision>;
+  /** Counts one hit in each bucket, in one round trip; decisions in the buckets' order. */
+  hitAll(
+    buckets: RateBucket[],
+    subject: string,
+    opts?: { merchantId?: string },
+  ): Promise<RateDecision[]>;
 }
 
 export const RATE_WINDOW_MS = 60_000;
@@ -75,7 +81,37 @@ export function configuredLimit(bucket: RateBucket, config: Config): number {
 export function createRateLimiter(deps: { sql: Sql; clock: Clock; config: Config }): RateLimiter {
   const { sql, clock, config } = deps;
   const off = config.RATE_LIMITS === "off";
+  const decide = (bucket: RateBucket, count: number, override: number | null, now: number) => {
+    const windowStart = Math.floor(now / RATE_WINDOW_MS) * RATE_WINDOW_MS;
+    const limit = override ?? configuredLimit(bucket, config);
+    const allowed = count <= limit;
+    const untilNextWindow = Math.ceil((windowStart + RATE_WINDOW_MS - now) / 1000);
+    return {
+      allowed,
+      limit,
+      remaining: Math.max(0, limit - count),
+      retryAfterSeconds: allowed ? 0 : Math.max(1, untilNextWindow),
+    };
+  };
   return {
+    async hitAll(buckets, subject, opts = {}) {
+      if (off) return buckets.map(() => UNLIMITED);
+      if (buckets.length === 1) return [await this.hit(buckets[0], subject, opts)];
+      if (opts.merchantId !== undefined && !UUID.test(opts.merchantId)) {
+        throw new TypeError(`rate limiter: merchantId must be a uuid, got ${opts.merchantId}`);
+      }
+      const now = clock.now().getTime();
+      const rows = await countHits(sql, {
+        buckets,
+        subject: subject.slice(0, MAX_SUBJECT),
+        windowStart: new Date(Math.floor(now / RATE_WINDOW_MS) * RATE_WINDOW_MS),
+        merchantId: opts.merchantId ?? null,
+      });
+      return buckets.map((b) => {
+        const r = rows.find((x) => x.bucket === b)!;
+        return decide(b, r.count, r.override, now);
+      });
+    },
     async hit(bucket, subject, opts = {}) {
       if (off) return UNLIMITED;
       if (opts.merchantId !== undefined && !UUID.test(opts.merchantId)) {

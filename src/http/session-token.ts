@@ -16,8 +16,23 @@ export interface TokenClaims {
   sid?: string;
 }
 
-function key(config: Config): Uint8Array {
-  return new TextEncoder().encode(config.JWT_SECRET!);
+// The HMAC key imported once per secret (jose would import the raw bytes on every verify).
+const imported = new Map<string, Promise<CryptoKey>>();
+
+function key(config: Config): Promise<CryptoKey> {
+  const secret = config.JWT_SECRET!;
+  let k = imported.get(secret);
+  if (!k) {
+    k = crypto.subtle.importKey(
+      "raw",
+      new TextEncoder().encode(secret),
+      { name: "HMAC", hash: "SHA-256" },
+      false,
+      ["sign", "verify"],
+    );
+    imported.set(secret, k);
+  }
+  return k;
 }
 
 export async function signToken(
@@ -35,7 +50,7 @@ export async function signToken(
     .setAudience(typ)
     .setIssuedAt(iat)
     .setExpirationTime(iat + ttlSeconds);
-  return await jwt.sign(key(config));
+  return await jwt.sign(await key(config));
 }
 
 /** The claims of a valid token of this type, or null (bad signature, expired, wrong type, ...). */
@@ -46,7 +61,7 @@ export async function verifyToken(
   now: Date,
 ): Promise<TokenClaims | null> {
   try {
-    const { payload } = await jwtVerify(token, key(config), {
+    const { payload } = await jwtVerify(token, await key(config), {
       algorithms: ["HS256"],
       issuer: ISSUER,
       audience: typ,

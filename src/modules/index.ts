@@ -37,6 +37,17 @@ import { streamJobs } from "./streams/streams.jobs.ts";
 import { escrowApi } from "./escrow/escrow.api.ts";
 import { escrowRoutes } from "./escrow/escrow.schemas.ts";
 import { escrowJobs } from "./escrow/escrow.jobs.ts";
+import { bridgeModule } from "./bridge/bridge.module.ts";
+import { x402Module } from "./x402/x402.module.ts";
+import { payrollApi } from "./payroll/payroll.api.ts";
+import { payrollRoutes } from "./payroll/payroll.schemas.ts";
+import { payrollJobs } from "./payroll/payroll.jobs.ts";
+import { jobsApi } from "./commerce/commerce.api.ts";
+import { jobsRoutes } from "./commerce/commerce.schemas.ts";
+import { agentsApi } from "./agents/agents.api.ts";
+import { agentsRoutes } from "./agents/agents.schemas.ts";
+import { agentJobs } from "./agents/agents.jobs.ts";
+import { agentsX402Port } from "./agents/agents.x402.ts";
 
 export type { AppModule } from "./module.ts";
 
@@ -65,6 +76,18 @@ export const modules: AppModule[] = [
   },
   { name: "streams", api: streamsApi, routes: streamsRoutes, jobs: streamJobs },
   { name: "escrow", api: escrowApi, routes: escrowRoutes, jobs: escrowJobs },
+  bridgeModule,
+  x402Module({ agentPort: agentsX402Port }),
+  {
+    name: "payroll",
+    api: payrollApi,
+    routes: payrollRoutes,
+    jobs: payrollJobs,
+    // 5,000 recipients with labels exceed the default body limit.
+    bodyRules: [{ method: "POST", path: "/api/payroll/run", maxBytes: 4 * 1024 * 1024 }],
+  },
+  { name: "commerce", api: jobsApi, routes: jobsRoutes },
+  { name: "agents", api: agentsApi, routes: agentsRoutes, jobs: agentJobs },
   { name: "rpc", api: rpcProxy },
   { name: "assets", pages: assetPages },
   { name: "dashboard", pages: dashboardPages },

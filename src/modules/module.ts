@@ -21,6 +21,11 @@ export interface AppModule {
   jobs?: JobDefinition<any, Deps>[];
   /** Handlers for our contracts' logs, run by the chain module's watcher. */
   logHandlers?: (deps: Deps) => LogHandler[];
+  /**
+   * Runs once the queue and workers are up, in processes that run workers (a restart's resume:
+   * re-enqueue work a killed process left half done). Failures are logged, not fatal.
+   */
+  onStart?: (deps: Deps) => Promise<void>;
   /** Routes that take a larger body or another media type than JSON (src/http/limits.ts). */
   bodyRules?: BodyRule[];
 }

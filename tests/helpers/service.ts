@@ -6,6 +6,14 @@ import { type Service, startService } from "../../src/service.ts";
 import type { AppModule } from "../../src/modules/index.ts";
 import { createTestDatabase, type TestDatabase } from "./db.ts";
 import { ANVIL_KEYS } from "./anvil.ts";
+import { toHex } from "viem";
+import { mnemonicToAccount } from "viem/accounts";
+import { ANVIL_MNEMONIC } from "../../src/chain/local-node.ts";
+
+/** The private key of the attester local nodes trust (anvil's account 9). */
+export const LOCAL_ATTESTER_KEY = toHex(
+  mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 9 }).getHdKey().privateKey!,
+);
 
 export interface TestService extends Service {
   db: TestDatabase;
@@ -46,6 +54,8 @@ export async function startTestService(
     log?: Logger;
     db?: TestDatabase;
     workers?: boolean;
+    /** Listen for HTTP (default true). */
+    serve?: boolean;
     /** A second process of the same deployment: same database, same chains. */
     sameDeploymentAs?: TestService;
     /**
@@ -56,14 +66,20 @@ export async function startTestService(
   } = {},
 ): Promise<TestService> {
   const peer = opts.sameDeploymentAs;
-  const db = opts.db ?? peer?.db ?? await createTestDatabase();
+  let db = opts.db ?? peer?.db ?? await createTestDatabase();
   const shared: Record<string, string> = {};
-  for (const p of peer?.deps.chain.profiles() ?? []) {
+  // Bridge source chains the peer started are shared too (as remote RPCs of the same nodes).
+  const peerChains = peer
+    ? [...peer.deps.chain.profiles(), ...peer.deps.chain.startedSources()]
+    : [];
+  for (const p of peerChains) {
     const rt = peer!.deps.chain.runtime(p);
     shared[`${rt.profile.envPrefix}_RPC_URL`] = rt.rpcUrl;
     shared[`${rt.profile.envPrefix}_OPERATOR_KEY`] = ANVIL_KEYS[0];
     shared[`${rt.profile.envPrefix}_CONFIRMATIONS`] = "0";
   }
+  // The local nodes' attester (anvil account 9): a shared node is remote to the second process.
+  if (peer) shared.CCTP_ATTESTER_KEY = LOCAL_ATTESTER_KEY;
   // Processes of one deployment read one clock, as real ones read the system clock.
   const clock = peer?.clock ?? new ManualClock();
   let config: Config;
@@ -76,6 +92,7 @@ export async function startTestService(
         clock,
         modules: opts.modules,
         workers: opts.workers,
+        serve: opts.serve,
         persistChains: opts.persistChains ?? false,
       });
       break;
@@ -83,6 +100,13 @@ export async function startTestService(
       // freePort() names a port another process may bind before we do (parallel test files):
       // start again on another one rather than fail by luck.
       if (!(e instanceof Deno.errors.AddrInUse) || opts.env?.PORT || attempt >= 5) throw e;
+      // The failed start already deployed to its own fresh nodes and recorded that (and its first
+      // transactions) in the database; the next start gets new nodes, so it needs a new database
+      // too, or it would rightly refuse a chain that looks reset.
+      if (!opts.db && !peer) {
+        await db.drop();
+        db = await createTestDatabase();
+      }
     }
   }
   return {

@@ -14,11 +14,13 @@ import { waitFor } from "../helpers/poll.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { payerAt } from "../helpers/payer.ts";
 import { ANVIL_KEYS } from "../helpers/anvil.ts";
-import { PLAN } from "../../src/chain/deploy.ts";
+import { planFor } from "../../src/chain/deploy.ts";
+import { SETTLEMENT_DEFS } from "../../src/chain/profiles.ts";
 
 const RESTARTS = 20;
-/** Our contracts on the two local chains. */
-const DEPLOYED = PLAN.length * 2;
+/** Our contracts on the two local chains (the CCTP pair on testnet only). */
+const DEPLOYED = planFor({ profile: SETTLEMENT_DEFS.testnet, attester: true }).length +
+  planFor({ profile: SETTLEMENT_DEFS.production, attester: true }).length;
 const PRODUCTION_CHAIN = defineChain({
   id: 5042,
   name: "Settle",

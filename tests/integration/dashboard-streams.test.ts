@@ -22,6 +22,14 @@ Deno.test("dashboard: Streams section", async (t) => {
     const block = await chain.runtime(P).client.getBlock();
     svc.clock.set(new Date(Number(block.timestamp) * 1000));
   };
+  // Progress is measured from the stream's on-chain start: land exactly `seconds` after it, so a
+  // slow machine (seconds passing between the create and the jump) cannot change the percentage.
+  const travelFrom = async (startedAt: string, seconds: number) => {
+    const at = Math.floor(Date.parse(startedAt) / 1000) + seconds;
+    await rpc(rpcUrl, "evm_setNextBlockTimestamp", [at]);
+    await rpc(rpcUrl, "evm_mine", []);
+    svc.clock.set(new Date(at * 1000));
+  };
   try {
     const m = await createMerchant(svc);
     const sender = m.walletAddress!;
@@ -45,13 +53,17 @@ Deno.test("dashboard: Streams section", async (t) => {
         },
       });
       assert.equal(r.status, 200, r.text);
-      await travel(25);
+      const listed = await call("GET", "/api/payments/stream", {
+        headers: { "x-api-key": m.apiKey },
+      });
+      const startedAt = (listed.json.streams as { startedAt: string }[])[0].startedAt;
+      await travelFrom(startedAt, 25);
       const page = await d.get(b, "/dashboard/streams");
       assert.ok(page.text.includes(r.json.reference as string));
       assert.match(page.text, /hx-get="\/dashboard\/streams\/live"/);
       assert.match(page.text, /hx-trigger="every 2s"/);
       assert.match(page.text, /<progress max="100" value="25"/);
-      await travel(25);
+      await travelFrom(startedAt, 50);
       const live = await d.get(b, "/dashboard/streams/live", { "hx-request": "true" });
       assert.equal(live.status, 200);
       assert.match(live.text, /<progress max="100" value="50"/);

@@ -25,7 +25,13 @@ async function rowCounts(svc: TestService): Promise<string> {
            (select count(*)::int from consumers) as consumers,
            (select count(*)::int from wallets) as wallets,
            (select count(*)::int from payments) as payments,
-           (select count(*)::int from webhook_deliveries) as deliveries`;
+           (select count(*)::int from webhook_deliveries) as deliveries,
+           (select count(*)::int from payroll_batches) as payroll,
+           (select count(*)::int from x402_listings) as listings,
+           (select count(*)::int from x402_payments) as x402_payments,
+           (select count(*)::int from agents) as agents,
+           (select count(*)::int from commerce_jobs) as jobs,
+           (select count(*)::int from bridge_transfers) as bridges`;
   return JSON.stringify(r);
 }
 
@@ -200,6 +206,8 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
     const m: TestMerchant = await createMerchant(svc);
     const cookie = { cookie: m.cookie };
     const key = { "x-api-key": m.apiKey };
+    const bearer = { authorization: `Bearer ${m.apiKey}` };
+    const DEAD = "0x000000000000000000000000000000000000dEaD";
     const link = await send(svc, "POST", "/api/merchant/payment-link", {
       body: JSON.stringify({ amount: "1.00" }),
       headers: cookie,
@@ -410,6 +418,8 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
       extra?: string[];
       /** The endpoint documents a hint object (not only text). */
       hintObject?: boolean;
+      /** Statuses whose body is `{ error }` only (the jobs API's 403 and 404). */
+      bareStatuses?: number[];
     }
     const none = () => "";
     const bodies: Endpoint[] = [
@@ -596,6 +606,112 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
         sample: { reference: "stream_abc_def", receiverSCA: m.walletAddress },
         runs: Math.ceil(RUNS / 3),
       },
+      // Payroll: a zero amount is well-formed and ends FAILED without sending anything.
+      {
+        method: "POST",
+        path: () => "/api/payroll/run",
+        headers: key,
+        extra: ["index", "example"],
+        hintObject: true,
+        sample: {
+          recipients: [{ recipientSCA: DEAD, amount: "0", label: "fuzz" }],
+          description: "fuzz",
+        },
+        runs: Math.ceil(RUNS / 3),
+      },
+      // x402: unknown listings, garbage proofs, wallets the merchant does not have.
+      {
+        method: "POST",
+        path: () => "/api/x402/listings",
+        headers: bearer,
+        sample: {
+          slug: "fuzz-listing",
+          upstreamUrl: "https://example.com/api",
+          price: "0.01",
+          methods: ["GET"],
+          description: "fuzz",
+        },
+        runs: Math.ceil(RUNS / 3),
+      },
+      {
+        method: "POST",
+        path: () => "/api/x402/pay",
+        headers: {},
+        extra: ["payment", "walletBalance", "gatewayBalance"],
+        hintObject: true,
+        sample: { slug: "no-such-listing", method: "GET", paymentProof: "e30=", params: {} },
+      },
+      {
+        method: "POST",
+        path: () => "/api/x402/verify",
+        headers: bearer,
+        sample: { proof: "e30=" },
+      },
+      {
+        method: "POST",
+        path: () => "/api/x402/gateway/deposit",
+        headers: bearer,
+        extra: ["balance"],
+        sample: { walletId: "00000000-0000-0000-0000-000000000000", amount: "1" },
+      },
+      {
+        method: "POST",
+        path: () => "/api/x402/seller/balance/withdraw",
+        headers: bearer,
+        extra: ["withdrawable"],
+        hintObject: true,
+        sample: { amount: "1", destinationChain: "settleTestnet", destinationAddress: DEAD },
+      },
+      // Agents and jobs: the agent deploy sends transactions when well-formed, so fewer runs.
+      {
+        method: "POST",
+        path: () => "/api/agent/deploy",
+        headers: key,
+        sample: { name: "fuzz", metadataURI: "ipfs://fuzz" },
+        runs: Math.ceil(RUNS / 10),
+      },
+      {
+        method: "POST",
+        path: () => "/api/jobs/create",
+        headers: key,
+        bareStatuses: [403, 404],
+        sample: {
+          clientWalletId: "00000000-0000-0000-0000-000000000000",
+          provider: DEAD,
+          evaluator: DEAD,
+          budget: "1",
+          expiresInSeconds: 3600,
+          description: "fuzz",
+        },
+      },
+      ...["fund", "submit", "complete", "reject", "refund"].map((action) => ({
+        method: "POST",
+        path: () => `/api/jobs/${action}`,
+        headers: key,
+        bareStatuses: [403, 404],
+        sample: {
+          jobId: 999999,
+          clientWalletId: "00000000-0000-0000-0000-000000000000",
+          providerWalletId: "00000000-0000-0000-0000-000000000000",
+          evaluatorWalletId: "00000000-0000-0000-0000-000000000000",
+          deliverableData: "ipfs://fuzz",
+          reason: "fuzz",
+        },
+        runs: Math.ceil(RUNS / 5),
+      })),
+      // Bridge: no consumer session, so every body is refused before it is read.
+      {
+        method: "POST",
+        path: () => "/api/cctp/transfer",
+        headers: {},
+        sample: {
+          fromChain: "Base_Sepolia",
+          toChain: "Settle_Testnet",
+          amount: "1",
+          recipient: DEAD,
+        },
+        runs: Math.ceil(RUNS / 5),
+      },
       // Bodiless POSTs still get bodies thrown at them.
       {
         method: "POST",
@@ -627,6 +743,24 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
         headers: key,
       },
       { method: "DELETE", path: (p) => `/api/keys/${p}`, headers: cookie },
+      { method: "GET", path: (p) => `/api/payroll/run?batchRef=${p}`, headers: key },
+      { method: "POST", path: (p) => `/api/merchant/wallet/sign-requests/${p}`, headers: key },
+      { method: "GET", path: (p) => `/api/agent/status?scaAddress=${p}`, headers: {} },
+      { method: "GET", path: (p) => `/api/agent/status?name=${p}&tokenId=${p}`, headers: bearer },
+      { method: "GET", path: (p) => `/api/agent/reputation?agentId=${p}`, headers: bearer },
+      {
+        method: "GET",
+        path: (p) => `/api/jobs/j${p}`,
+        headers: key,
+        bareStatuses: [403, 404],
+      },
+      { method: "GET", path: (p) => `/api/cctp/transfer/status?reference=${p}`, headers: {} },
+      {
+        method: "GET",
+        path: (p) => `/api/x402/seller/balance?sellerAddress=${p}`,
+        headers: bearer,
+      },
+      { method: "GET", path: (p) => `/x402/s${p}`, headers: {}, extra: ["x402Version", "accepts"] },
       { method: "GET", path: (p) => `/api/merchant/wallet/connect?address=${p}`, headers: cookie },
       { method: "GET", path: (p) => `/checkout/${reference}/pay-data?payer=${p}`, headers: {} },
       { method: "GET", path: (p) => `/api/merchant/dashboard?${p}=${p}`, headers: key, bare: true },
@@ -641,7 +775,7 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
       assert.ok(r.status < 500, `${what} → ${r.status} ${r.text.slice(0, 300)}`);
       if (r.status >= 400) {
         assertErrorShape(r, {
-          bare: e.bare && r.status !== 429,
+          bare: (e.bare && r.status !== 429) || e.bareStatuses?.includes(r.status),
           rpc: e.rpc,
           extra: e.extra,
           hintObject: e.hintObject,

@@ -174,4 +174,66 @@
       button.classList.remove("htmx-request");
     }
   }
+
+  // ---- payroll: a sign request sent from the browser wallet ------------------------------
+
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("[data-sign-send]");
+    if (button) sendSignRequest(button);
+  });
+
+  const pad32 = (hex) => hex.replace(/^0x/, "").toLowerCase().padStart(64, "0");
+
+  async function sendSignRequest(button) {
+    const box = button.closest("[data-sign-requests]");
+    const status = box.querySelector("[data-sign-status]");
+    const say = (message, kind) => {
+      status.textContent = message;
+      status.className = `notice ${kind}`;
+      status.hidden = false;
+    };
+    const eth = globalThis.ethereum;
+    if (!eth || typeof eth.request !== "function") return say(text("WalletMissing"), "error");
+    const d = button.dataset;
+    button.disabled = true;
+    button.classList.add("htmx-request");
+    status.hidden = true;
+    try {
+      const accounts = await eth.request({ method: "eth_requestAccounts" });
+      const from = Array.isArray(accounts) ? accounts[0] : undefined;
+      if (!from) return say(text("WalletFailed"), "error");
+      const chainId = await eth.request({ method: "eth_chainId" });
+      if (String(chainId).toLowerCase() !== d.chainId.toLowerCase()) {
+        await eth.request({
+          method: "wallet_switchEthereumChain",
+          params: [{ chainId: d.chainId }],
+        });
+      }
+      // ERC-20 transfer(to, amount): selector a9059cbb, then the two 32-byte arguments.
+      const data = "0xa9059cbb" + pad32(d.to) + pad32(BigInt(d.amount).toString(16));
+      const hash = await eth.request({
+        method: "eth_sendTransaction",
+        params: [{ from, to: d.token, data }],
+      });
+      // Report it once mined (bounded: the server checks the receipt and says so if missing).
+      for (let i = 0; i < 60; i++) {
+        const receipt = await eth.request({ method: "eth_getTransactionReceipt", params: [hash] });
+        if (receipt) break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      await htmx.ajax("POST", d.submitUrl, {
+        target: "#main",
+        swap: "innerHTML",
+        values: { txHash: hash },
+        headers: { "X-CSRF-Token": csrf() },
+      });
+    } catch (err) {
+      if (err && err.code === 4001) say(text("WalletRejected"), "error");
+      else if (err instanceof TypeError) say(text("RequestFailed"), "error");
+      else say((err && err.message) || text("WalletFailed"), "error");
+    } finally {
+      button.disabled = false;
+      button.classList.remove("htmx-request");
+    }
+  }
 })();

@@ -7,6 +7,8 @@ import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
 import { Layout } from "../layout.tsx";
 import { assetUrl } from "../../src/http/assets.ts";
+import { BridgeForm } from "../bridge/bridge.tsx";
+import { PROFILE_DEFS, SOURCE_CHAINS } from "../../src/chain/profiles.ts";
 
 export interface CheckoutView {
   reference: string;
@@ -26,6 +28,8 @@ export interface CheckoutView {
   url: string;
   /** Development on a local chain: the page offers "Get test USDC". */
   devFaucet: boolean;
+  /** A payable payment on the bridge's destination chain: "Pay from another chain". */
+  crossChain: { reference: string; amount: string; payTo: string; devFaucet: boolean } | null;
   chain: {
     profile: string;
     name: string;
@@ -86,6 +90,24 @@ export function CheckoutPage(props: { view: CheckoutView; qrSvg: string }) {
             </p>
           )}
         </section>
+        {v.crossChain && (
+          <section id="cross-chain" class="cross-chain">
+            <details>
+              <summary>Pay from another chain</summary>
+              <BridgeForm
+                view={{
+                  sources: SOURCE_CHAINS.map((id) => ({ id, label: PROFILE_DEFS[id].label })),
+                  devFaucet: v.crossChain.devFaucet,
+                  payment: {
+                    reference: v.crossChain.reference,
+                    amount: v.crossChain.amount,
+                    payTo: v.crossChain.payTo,
+                  },
+                }}
+              />
+            </details>
+          </section>
+        )}
         <section class="qr" aria-label="Pay from a phone">
           <p>Or open this page in a phone wallet:</p>
           <div class="qr-code" role="img" aria-label={`QR code of ${v.url}`}>

@@ -41,9 +41,31 @@ contract TestUSDC is ERC3009, IERC20Permit, Nonces, Ownable {
         return _EIP712Version();
     }
 
-    /// @notice Mints test USDC; only the operator (owner) may.
-    function mint(address to, uint256 amount) external onlyOwner {
+    /// @notice Contracts that may mint and burn besides the owner: a CCTP token messenger.
+    mapping(address => bool) public isMinter;
+
+    event MinterConfigured(address indexed minter, bool allowed);
+
+    /// @dev The caller is neither the owner nor a configured minter.
+    error NotMinter(address caller);
+
+    /// @notice Lets `minter` mint and burn (as real USDC's master minter configures CCTP's).
+    function configureMinter(address minter, bool allowed) external onlyOwner {
+        isMinter[minter] = allowed;
+        emit MinterConfigured(minter, allowed);
+    }
+
+    /// @notice Mints test USDC: the operator (owner) for the faucet, or a configured minter.
+    function mint(address to, uint256 amount) external {
+        // Anyone else gets Ownable's error, as before minters existed.
+        require(msg.sender == owner() || isMinter[msg.sender], OwnableUnauthorizedAccount(msg.sender));
         _mint(to, amount);
+    }
+
+    /// @notice Burns the caller's own tokens; only a configured minter (real USDC's rule).
+    function burn(uint256 amount) external {
+        require(isMinter[msg.sender], NotMinter(msg.sender));
+        _burn(msg.sender, amount);
     }
 
     /// @inheritdoc IERC20Permit

@@ -70,7 +70,8 @@ export const consumersRoutes: RouteDoc[] = [
   {
     method: "get",
     path: "/api/consumer/balance",
-    summary: "USDC balance on every chain",
+    summary:
+      "USDC balance on every settlement chain; for a managed wallet also on the bridge source chains running here (or configured with an RPC URL and USDC address): asking starts none",
     tag,
     auth: ["consumerCookie"],
     responses: {

@@ -64,6 +64,23 @@ export async function balances(deps: Deps, a: repo.ConsumerRow) {
       balance: formatUsdc(units, { decimals: "fixed" }),
     });
   }
+  // A managed wallet can bridge from the source chains: their balances too, but only of the
+  // chains already running (or reachable by a configured RPC): asking never starts a node.
+  if (a.walletType !== "MANAGED") return out;
+  for (const profile of deps.chain.readableSources()) {
+    try {
+      const units = await deps.chain.sourceUsdcBalance(profile, address);
+      out.push({
+        chain: profile,
+        chainId: deps.chain.profileConfig(profile).chainId,
+        currency: "USDC",
+        balance: formatUsdc(units, { decimals: "fixed" }),
+      });
+    } catch (e) {
+      // A source chain's RPC being down does not fail the settlement balances.
+      deps.log.warn("source chain balance unavailable", { chain: profile, error: String(e) });
+    }
+  }
   return out;
 }
 

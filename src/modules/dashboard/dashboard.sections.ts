@@ -28,6 +28,9 @@ import { webhooksSection } from "../webhooks/webhooks.section.tsx";
 import { walletsSection } from "../wallets/wallets.section.tsx";
 import { streamsSection } from "../streams/streams.section.tsx";
 import { escrowSection } from "../escrow/escrow.section.tsx";
+import { x402Section } from "../x402/x402.section.tsx";
+import { payrollSection } from "../payroll/payroll.section.tsx";
+import { agentsSection } from "../agents/agents.section.tsx";
 
 export type { DashboardApp, DashboardSection } from "./section.ts";
 
@@ -37,6 +40,9 @@ export const SECTIONS: DashboardSection[] = [
   linksSection,
   streamsSection,
   escrowSection,
+  x402Section,
+  payrollSection,
+  agentsSection,
   keysSection,
   walletSection,
   walletsSection,

@@ -35,3 +35,25 @@ export async function getDevMail(
 ): Promise<DevMail | undefined> {
   return await repo.getDevMail(deps.sql, id);
 }
+
+/**
+ * Whether the SMTP server at `url` accepts a connection (greeting, EHLO, and login when the URL
+ * carries credentials): `deno task doctor`. Null when it does; otherwise what went wrong.
+ */
+export async function smtpProblem(url: string, timeoutMs = 5000): Promise<string | null> {
+  const { createTransport } = await import("nodemailer");
+  const t = createTransport({
+    url,
+    connectionTimeout: timeoutMs,
+    greetingTimeout: timeoutMs,
+    socketTimeout: timeoutMs,
+  });
+  try {
+    await t.verify();
+    return null;
+  } catch (e) {
+    return e instanceof Error ? e.message.split("\n")[0].slice(0, 200) : String(e);
+  } finally {
+    t.close();
+  }
+}

@@ -43,6 +43,15 @@ export function checkoutView(deps: Deps, p: PaymentRow) {
     failureReason: p.failureReason,
     url: checkoutUrl(deps, p.reference),
     devFaucet: devFaucetAvailable(deps, profile),
+    // Payments on the testnet chain (the bridge's destination) can be paid from a source chain.
+    crossChain: profile === "testnet" && p.status === "PENDING" && p.expiresAt > now
+      ? {
+        reference: p.reference,
+        amount: formatUsdc(p.amount, { decimals: "fixed" }),
+        payTo: checksum(p.payTo),
+        devFaucet: deps.config.APP_ENV !== "production",
+      }
+      : null,
     chain: {
       profile,
       name: rt.profile.label,

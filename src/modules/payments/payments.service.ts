@@ -38,23 +38,23 @@ export async function createPayment(
   if (!merchant.walletAddress) throw new DomainError("payout_wallet_missing");
   const now = deps.clock.now();
   const expiresAt = new Date(now.getTime() + LIFETIME_MS[kind]);
-  return await deps.sql.begin(async (tx) => {
-    const row = await repo.insertPayment(tx, {
-      reference: newReference(),
-      merchantId: merchant.id,
-      kind,
-      amount: input.amount,
-      currency: input.currency,
-      description: input.description,
-      chainId: deps.chain.chainId(profile),
-      payTo: merchant.walletAddress!,
-      webhookUrl: input.webhookUrl,
-      metadata: input.metadata,
-      expiresAt,
-      now,
-    });
-    return { ...row, merchantName: merchant.businessName };
+  // One statement, so no transaction around it: BEGIN and COMMIT would triple the round trips
+  // of the hottest write and guard nothing a single INSERT does not already.
+  const row = await repo.insertPayment(deps.sql, {
+    reference: newReference(),
+    merchantId: merchant.id,
+    kind,
+    amount: input.amount,
+    currency: input.currency,
+    description: input.description,
+    chainId: deps.chain.chainId(profile),
+    payTo: merchant.walletAddress!,
+    webhookUrl: input.webhookUrl,
+    metadata: input.metadata,
+    expiresAt,
+    now,
   });
+  return { ...row, merchantName: merchant.businessName };
 }
 
 export function checkoutUrl(deps: Deps, reference: string): string {
@@ -221,6 +221,7 @@ export async function settleFromLog(
     logIndex: number;
     blockNumber: bigint;
   },
+  opts: { autoSettled?: boolean } = {},
 ): Promise<"settled" | "unmatched"> {
   const p = await repo.lockByReference(tx, log.reference);
   const reason = !p
@@ -252,6 +253,21 @@ export async function settleFromLog(
   }
   if (p.webhookUrl) {
     const profile = profileOf(deps, p);
+    if (opts.autoSettled) {
+      // A cross-chain payment: the bridge minted it here and routed it by its hook data.
+      await emit(deps, tx, {
+        merchantId: p.merchantId,
+        url: p.webhookUrl,
+        event: "payment.auto_settled",
+        payload: {
+          reference: p.reference,
+          chainTxHash: log.txHash,
+          amount: usdcToNumber(p.amount),
+          settlementType: "CCTP_V2_AUTO_ROUTED",
+          explorerUrl: deps.chain.explorerTxUrl(profile, log.txHash),
+        },
+      });
+    }
     await emit(deps, tx, {
       merchantId: p.merchantId,
       url: p.webhookUrl,
@@ -267,6 +283,26 @@ export async function settleFromLog(
     });
   }
   return "settled";
+}
+
+/**
+ * A cross-chain payment: the bridge's mint on the settlement chain paid `payTo` for the payment
+ * its burn's hook data named. Settles like a PaymentSettled log, plus `payment.auto_settled`.
+ */
+export async function settleBridged(
+  deps: Deps,
+  tx: Db,
+  mint: {
+    chainId: number;
+    reference: string;
+    payer: string;
+    payTo: string;
+    amount: bigint;
+    txHash: string;
+    blockNumber: bigint;
+  },
+): Promise<"settled" | "unmatched"> {
+  return await settleFromLog(deps, tx, { ...mint, logIndex: 0 }, { autoSettled: true });
 }
 
 export { amountString };

@@ -59,6 +59,12 @@ export async function listWallets(deps: Deps, m: MerchantRow) {
   );
 }
 
+/** The merchant's managed wallets, ids and addresses only (no chain reads). */
+export async function walletAddresses(deps: Pick<Deps, "sql">, merchantId: string) {
+  const rows = await repo.listForMerchant(deps.sql, merchantId);
+  return rows.map((w) => ({ id: w.walletId, address: w.address.toLowerCase() }));
+}
+
 export async function getWallet(deps: Deps, m: MerchantRow, id: string) {
   const w = await find(deps, m.id, id);
   return { ...walletView(m, w), balances: await balances(deps, w.address) };

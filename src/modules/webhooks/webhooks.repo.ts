@@ -158,3 +158,9 @@ export async function undeliveredSince(sql: Db, since: Date): Promise<DeliveryRo
     select * from webhook_deliveries where status = 'undelivered' and created_at >= ${since}
     order by created_at`;
 }
+
+/** Attempts so far by outcome (delivered, failed, refused), for /metrics. */
+export async function attemptOutcomes(sql: Db) {
+  return await sql<{ outcome: string; n: number }[]>`
+    select outcome, count(*)::int as n from webhook_attempts group by outcome`;
+}

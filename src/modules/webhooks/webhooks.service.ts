@@ -13,7 +13,10 @@ import { postWebhook } from "./webhooks.http.ts";
 import { checkWebhookUrl } from "./webhooks.targets.ts";
 import { deliverWebhookQueue } from "./webhooks.queues.ts";
 
-/** Seconds after a failed attempt that the next one is due; then the delivery is undelivered. */
+/**
+ * Seconds after a failed attempt that the next one is due; then the delivery is undelivered.
+ * The default; `WEBHOOK_RETRY_SECONDS` sets another (tests of several workers use seconds).
+ */
 export const RETRY_SCHEDULE_SECONDS = [60, 300, 1800] as const;
 
 export interface EmitInput {
@@ -84,14 +87,15 @@ export async function attemptDelivery(deps: Deps, id: string): Promise<AttemptOu
 
   const ok = result.status !== undefined && result.status >= 200 && result.status < 300;
   const failures = ok ? d.roundFailures : d.roundFailures + 1;
-  const exhausted = failures > RETRY_SCHEDULE_SECONDS.length;
+  const schedule: readonly number[] = deps.config.WEBHOOK_RETRY_SECONDS ?? RETRY_SCHEDULE_SECONDS;
+  const exhausted = failures > schedule.length;
   const outcome: AttemptOutcome = ok
     ? "delivered"
     : result.refused || exhausted
     ? "undelivered"
     : "retry";
   const now = deps.clock.now();
-  const delayMs = outcome === "retry" ? RETRY_SCHEDULE_SECONDS[failures - 1] * 1000 : 0;
+  const delayMs = outcome === "retry" ? schedule[failures - 1] * 1000 : 0;
   const error = ok ? null : result.error ?? `HTTP ${result.status}`;
   await deps.sql.begin(async (tx) => {
     await repo.recordAttempt(tx, {
@@ -190,4 +194,9 @@ export async function rollSecret(deps: Deps, merchantId: string): Promise<string
   const secret = newWebhookSecret();
   await merchantSecrets.setWebhookSecret(deps, merchantId, secret);
   return secret;
+}
+
+/** Webhook attempts so far by outcome (all processes: counted in the database). */
+export async function attemptOutcomes(deps: Pick<Deps, "sql">) {
+  return await repo.attemptOutcomes(deps.sql);
 }

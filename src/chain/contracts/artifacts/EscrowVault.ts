@@ -4,7 +4,7 @@
 export const EscrowVault = {
   contractName: "EscrowVault",
   compilerVersion: "0.8.37+commit.f401782d.Emscripten.clang",
-  inputHash: "a51682fed5c49fa4cb69b18da85973cbc1feb27e3c30bab55a84d0da45cf9862",
+  inputHash: "ea540b6db163360ee004ae1958e2511817a7e505801d566ad86bd0af422bd4a9",
   abi: [
     {
       "inputs": [

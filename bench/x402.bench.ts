@@ -1,0 +1,184 @@
+/**
+ * x402: paid calls per second through POST /api/x402/pay to a local upstream (verify, claim,
+ * upstream, settlement mined on anvil) beside the same upstream called directly at the same
+ * concurrency; and verify-only throughput (POST /api/x402/verify, autocannon in another process).
+ * Proofs are signed before the clock starts (one buyer per worker, as real buyers are many).
+ */
+import { generatePrivateKey } from "viem/accounts";
+import { startTestService } from "../tests/helpers/service.ts";
+import { api, createMerchant } from "../tests/helpers/accounts.ts";
+import { externalBuyer, gatewayProof } from "../tests/helpers/x402.ts";
+import { percentile } from "./report.ts";
+import { createApp } from "../src/app.ts";
+import { x402Module } from "../src/modules/x402/x402.module.ts";
+
+const WORKERS = Number(Deno.env.get("BENCH_X402_WORKERS") ?? "8");
+const CALLS = Number(Deno.env.get("BENCH_X402_CALLS") ?? "25");
+const DURATION = Number(Deno.env.get("BENCH_SECONDS") ?? "10");
+
+interface Run {
+  ops: number;
+  ms: number;
+  latencies: number[];
+  failures: number;
+}
+
+async function concurrently(jobs: (() => Promise<boolean>)[][]): Promise<Run> {
+  const latencies: number[] = [];
+  let failures = 0;
+  const t0 = performance.now();
+  await Promise.all(jobs.map(async (queue) => {
+    for (const job of queue) {
+      const s = performance.now();
+      if (!(await job())) failures++;
+      latencies.push(performance.now() - s);
+    }
+  }));
+  return { ops: latencies.length, ms: performance.now() - t0, latencies, failures };
+}
+
+function line(name: string, r: Run, baseline?: Run) {
+  const rate = r.ops / (r.ms / 1000);
+  const ratio = baseline
+    ? `  ${(rate / (baseline.ops / (baseline.ms / 1000))).toFixed(3)}× of direct`
+    : "";
+  return `${name.padEnd(44)} ${rate.toFixed(1).padStart(8)} /s  p50 ${
+    percentile(r.latencies, 50).toFixed(1)
+  } ms  p99 ${
+    percentile(r.latencies, 99).toFixed(1)
+  } ms  (${r.ops} calls, ${r.failures} failed)${ratio}`;
+}
+
+async function autocannon(url: string, headers: Record<string, string>, body: string) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-all",
+      new URL("./load.ts", import.meta.url).pathname,
+      JSON.stringify({
+        url,
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body,
+        connections: 20,
+        duration: DURATION,
+      }),
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  return JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!) as {
+    rps: number;
+    p50: number;
+    p99: number;
+    requests: number;
+    non2xx: number;
+  };
+}
+
+export async function run() {
+  const upstream = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () => Response.json({ temperature: 21.5 }),
+  );
+  const svc = await startTestService({
+    env: { RATE_LIMITS: "off", LOG_LEVEL: "error", DATABASE_POOL_MAX: "20" },
+  });
+  try {
+    const call = api(svc);
+    const m = await createMerchant(svc);
+    const upstreamUrl = `http://127.0.0.1:${upstream.addr.port}/weather`;
+    const listed = await call("POST", "/api/x402/listings", {
+      headers: { authorization: `Bearer ${m.apiKey}` },
+      body: { slug: "bench", upstreamUrl, price: "0.001", methods: ["GET"] },
+    });
+    if (listed.status !== 201) throw new Error(listed.text);
+    const buyers = await Promise.all(
+      Array.from({ length: WORKERS }, async () => {
+        const b = await externalBuyer(svc, generatePrivateKey(), 10_000_000n);
+        await b.deposit(5_000_000n);
+        return b;
+      }),
+    );
+    const signProofs = () =>
+      Promise.all(buyers.map(async (b) => {
+        const out: string[] = [];
+        for (let i = 0; i < CALLS; i++) {
+          out.push(
+            (await gatewayProof(svc, b.account, { to: m.walletAddress!, value: 1_000n })).proof,
+          );
+        }
+        return out;
+      }));
+    const payAll = (base: string, list: string[][]) =>
+      concurrently(
+        list.map((queue) =>
+          queue.map((proof) => async () => {
+            const r = await fetch(`${base}/api/x402/pay`, {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({
+                slug: "bench",
+                method: "GET",
+                params: { city: "Lisbon" },
+                paymentProof: proof,
+              }),
+            });
+            await r.body?.cancel();
+            return r.status === 200;
+          })
+        ),
+      );
+    const proofs = await signProofs();
+    const direct = await concurrently(
+      proofs.map((list) =>
+        list.map(() => async () => {
+          const r = await fetch(`${upstreamUrl}?city=Lisbon`);
+          await r.body?.cancel();
+          return r.ok;
+        })
+      ),
+    );
+    const batched = await payAll(svc.baseUrl, proofs);
+    // The same service's x402 API with one settlement transaction per proof, on another port.
+    const unbatched = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      createApp(svc.deps, {
+        modules: [x402Module({ batchSettlements: false })],
+        readinessChecks: [],
+      }).fetch,
+    );
+    const single = await payAll(`http://127.0.0.1:${unbatched.addr.port}`, await signProofs());
+    await unbatched.shutdown();
+    const rate = (r: Run) => r.ops / (r.ms / 1000);
+    console.log(
+      `${WORKERS} concurrent buyers, ${CALLS} calls each; settlement mined on anvil (automine)`,
+    );
+    console.log(line("upstream called directly", direct));
+    console.log(line("POST /api/x402/pay, batched settlements", batched, direct));
+    console.log(line("POST /api/x402/pay, one transaction per call", single, direct));
+    console.log(
+      `batching: ${(rate(batched) / rate(single)).toFixed(2)}× the paid calls per second`,
+    );
+
+    // Verify-only: one settleable proof verified over and over (verify reads, never writes).
+    const fresh = await gatewayProof(svc, buyers[0].account, {
+      to: m.walletAddress!,
+      value: 1_000n,
+    });
+    const verify = await autocannon(
+      `${svc.baseUrl}/api/x402/verify`,
+      { authorization: `Bearer ${m.apiKey}` },
+      JSON.stringify({ proof: fresh.proof }),
+    );
+    console.log(
+      `${"POST /api/x402/verify (20 connections)".padEnd(44)} ${
+        verify.rps.toFixed(0).padStart(8)
+      } /s  ` +
+        `p50 ${verify.p50} ms  p99 ${verify.p99} ms  (${verify.requests} requests, ${verify.non2xx} non-2xx)`,
+    );
+  } finally {
+    await svc.close();
+    await upstream.shutdown();
+  }
+}

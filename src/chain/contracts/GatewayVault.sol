@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.26;
+
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {IERC20Permit} from "@openzeppelin/contracts/token/ERC20/extensions/IERC20Permit.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
+import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
+import {IERC3009} from "@openzeppelin/contracts/interfaces/draft-IERC3009.sol";
+
+/**
+ * @title GatewayVault
+ * @notice x402 gateway balances. Buyers deposit USDC; an EIP-712 `TransferWithAuthorization`
+ * signed by a payer (EOA or ERC-1271 smart account) moves `value` of its gateway balance to the
+ * payee, once per (payer, nonce), inside [validAfter, validBefore). Anyone may submit an
+ * authorization (the service relays them); the signature is the only permission.
+ *
+ * Each account has an `available` balance and a `withdrawing` one. `initiateWithdrawal` moves
+ * available to withdrawing, which becomes withdrawable `withdrawalDelay` seconds later; payment
+ * authorizations spend available first and then withdrawing, so a payer cannot pull funds out
+ * from under an authorization it already signed while the delay runs. With a zero delay (the
+ * local deployment) the available balance is withdrawable at once.
+ */
+contract GatewayVault is EIP712 {
+    using SafeERC20 for IERC20;
+
+    bytes32 public constant TRANSFER_WITH_AUTHORIZATION_TYPEHASH = keccak256(
+        "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
+    );
+
+    /// @notice One payment authorization, for {transferWithAuthorizations}.
+    struct Authorization {
+        address from;
+        address to;
+        uint256 value;
+        uint256 validAfter;
+        uint256 validBefore;
+        bytes32 nonce;
+        bytes signature;
+    }
+
+    struct Balance {
+        uint256 available;
+        uint256 withdrawing;
+        uint64 withdrawableAt;
+    }
+
+    IERC20 public immutable usdc;
+    uint256 public immutable withdrawalDelay;
+
+    mapping(address account => Balance) private _balances;
+    mapping(address authorizer => mapping(bytes32 nonce => bool)) private _usedNonces;
+
+    event Deposited(address indexed account, address indexed from, uint256 value);
+    event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
+    event PaymentTransferred(address indexed from, address indexed to, uint256 value, bytes32 indexed nonce);
+    /// @notice One authorization of a batch that did not go through (the rest did).
+    event AuthorizationFailed(address indexed authorizer, bytes32 indexed nonce, bytes reason);
+    event WithdrawalInitiated(address indexed account, uint256 value, uint64 withdrawableAt);
+    event Withdrawn(address indexed account, address indexed to, uint256 value);
+
+    error ZeroAddress();
+    error ZeroAmount();
+    error AuthorizationNotYetValid(uint256 validAfter);
+    error AuthorizationExpired(uint256 validBefore);
+    error AuthorizationAlreadyUsed(address authorizer, bytes32 nonce);
+    error InvalidSignature();
+    error BatchOutOfGas();
+    error InsufficientBalance(uint256 balance, uint256 needed);
+    error NotWithdrawable(uint256 withdrawable, uint256 needed);
+    /// @dev The permit reverted and the existing allowance does not cover the amount.
+    error PermitFailed(bytes reason);
+
+    constructor(address usdc_, uint256 withdrawalDelay_) EIP712("GatewayVault", "1") {
+        if (usdc_ == address(0)) revert ZeroAddress();
+        usdc = IERC20(usdc_);
+        withdrawalDelay = withdrawalDelay_;
+    }
+
+    // ---- deposits ---------------------------------------------------------------------------
+
+    /// @notice Deposits from the caller (after `approve`) into `account`'s gateway balance.
+    function depositFor(address account, uint256 value) external {
+        _credit(account, msg.sender, value);
+        usdc.safeTransferFrom(msg.sender, address(this), value);
+    }
+
+    /// @notice Deposits from the caller into its own gateway balance.
+    function deposit(uint256 value) external {
+        _credit(msg.sender, msg.sender, value);
+        usdc.safeTransferFrom(msg.sender, address(this), value);
+    }
+
+    /// @notice Deposits `owner`'s USDC with its EIP-2612 permit (spender = this vault); anyone may submit.
+    function depositWithPermit(address owner, uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s)
+        external
+    {
+        _credit(owner, owner, value);
+        try IERC20Permit(address(usdc)).permit(owner, address(this), value, deadline, v, r, s) {
+            // allowance set
+        } catch (bytes memory reason) {
+            if (usdc.allowance(owner, address(this)) < value) revert PermitFailed(reason);
+        }
+        usdc.safeTransferFrom(owner, address(this), value);
+    }
+
+    /// @notice Deposits with `from`'s EIP-3009 ReceiveWithAuthorization (to = this vault); anyone may submit.
+    function depositWithAuthorization(
+        address from,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external {
+        _credit(from, from, value);
+        IERC3009(address(usdc)).receiveWithAuthorization(
+            from, address(this), value, validAfter, validBefore, nonce, v, r, s
+        );
+    }
+
+    // ---- payments ---------------------------------------------------------------------------
+
+    /// @notice Moves `value` of `from`'s gateway balance to `to`, as `from` signed it, once.
+    function transferWithAuthorization(
+        address from,
+        address to,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes calldata signature
+    ) public {
+        if (to == address(0)) revert ZeroAddress();
+        if (value == 0) revert ZeroAmount();
+        if (block.timestamp < validAfter) revert AuthorizationNotYetValid(validAfter);
+        if (block.timestamp >= validBefore) revert AuthorizationExpired(validBefore);
+        if (_usedNonces[from][nonce]) revert AuthorizationAlreadyUsed(from, nonce);
+        bytes32 digest = _hashTypedDataV4(
+            keccak256(abi.encode(TRANSFER_WITH_AUTHORIZATION_TYPEHASH, from, to, value, validAfter, validBefore, nonce))
+        );
+        if (!SignatureChecker.isValidSignatureNow(from, digest, signature)) revert InvalidSignature();
+        _usedNonces[from][nonce] = true;
+        emit AuthorizationUsed(from, nonce);
+        _debit(from, value);
+        _balances[to].available += value;
+        emit PaymentTransferred(from, to, value, nonce);
+    }
+
+    /// @notice Settles many authorizations in one transaction; each one that fails (used nonce,
+    /// window, signature, balance) is skipped with {AuthorizationFailed} and the others go through.
+    function transferWithAuthorizations(Authorization[] calldata auths) external returns (bool[] memory ok) {
+        ok = new bool[](auths.length);
+        for (uint256 i = 0; i < auths.length; i++) {
+            Authorization calldata a = auths[i];
+            try this.transferWithAuthorization(
+                a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, a.signature
+            ) {
+                ok[i] = true;
+            } catch (bytes memory reason) {
+                // Every refusal of ours carries a custom error; empty data is out of gas, which
+                // must fail the whole batch, so a gas estimate never skips a good authorization.
+                if (reason.length == 0) revert BatchOutOfGas();
+                emit AuthorizationFailed(a.from, a.nonce, reason);
+            }
+        }
+    }
+
+    /// @notice Whether `authorizer` already used `nonce`.
+    function authorizationState(address authorizer, bytes32 nonce) external view returns (bool) {
+        return _usedNonces[authorizer][nonce];
+    }
+
+    // ---- withdrawals ------------------------------------------------------------------------
+
+    /// @notice Starts the withdrawal delay for `value` of the caller's available balance.
+    function initiateWithdrawal(uint256 value) external {
+        if (value == 0) revert ZeroAmount();
+        Balance storage b = _balances[msg.sender];
+        if (b.available < value) revert InsufficientBalance(b.available, value);
+        b.available -= value;
+        b.withdrawing += value;
+        b.withdrawableAt = uint64(block.timestamp + withdrawalDelay);
+        emit WithdrawalInitiated(msg.sender, value, b.withdrawableAt);
+    }
+
+    /// @notice Pays `value` of the caller's withdrawable balance to `to`.
+    function withdraw(uint256 value, address to) external {
+        if (to == address(0)) revert ZeroAddress();
+        if (value == 0) revert ZeroAmount();
+        uint256 can = withdrawable(msg.sender);
+        if (can < value) revert NotWithdrawable(can, value);
+        Balance storage b = _balances[msg.sender];
+        uint256 fromWithdrawing = b.withdrawableAt <= block.timestamp ? _min(b.withdrawing, value) : 0;
+        b.withdrawing -= fromWithdrawing;
+        b.available -= value - fromWithdrawing;
+        usdc.safeTransfer(to, value);
+        emit Withdrawn(msg.sender, to, value);
+    }
+
+    /// @notice What `account` can withdraw now.
+    function withdrawable(address account) public view returns (uint256) {
+        Balance storage b = _balances[account];
+        uint256 matured = b.withdrawableAt <= block.timestamp ? b.withdrawing : 0;
+        return matured + (withdrawalDelay == 0 ? b.available : 0);
+    }
+
+    function balanceOf(address account) external view returns (Balance memory) {
+        return _balances[account];
+    }
+
+    /// @notice available + withdrawing.
+    function totalBalance(address account) external view returns (uint256) {
+        Balance storage b = _balances[account];
+        return b.available + b.withdrawing;
+    }
+
+    function DOMAIN_SEPARATOR() external view returns (bytes32) {
+        return _domainSeparatorV4();
+    }
+
+    // ---- internals ----------------------------------------------------------------------------
+
+    function _credit(address account, address from, uint256 value) private {
+        if (account == address(0)) revert ZeroAddress();
+        if (value == 0) revert ZeroAmount();
+        _balances[account].available += value;
+        emit Deposited(account, from, value);
+    }
+
+    /// @dev Available first, then withdrawing: a pending withdrawal does not escape a signed payment.
+    function _debit(address from, uint256 value) private {
+        Balance storage b = _balances[from];
+        uint256 total = b.available + b.withdrawing;
+        if (total < value) revert InsufficientBalance(total, value);
+        uint256 fromAvailable = _min(b.available, value);
+        b.available -= fromAvailable;
+        b.withdrawing -= value - fromAvailable;
+    }
+
+    function _min(uint256 a, uint256 b) private pure returns (uint256) {
+        return a < b ? a : b;
+    }
+}

@@ -1,0 +1,262 @@
+/**
+ * Bridging USDC (CCTP v2): starting transfers (inbound from a consumer's wallet, cross-chain
+ * checkout, outbound for x402 withdrawals), the chain descriptors, the status view and the
+ * bridge form's data. The steps that move a transfer are in bridge.steps.ts.
+ */
+import type { Deps } from "../../deps.ts";
+import { DomainError } from "../../errors.ts";
+import type { ProfileName } from "../../chain/index.ts";
+import { PROFILE_DEFS, SOURCE_CHAINS, type SourceChainName } from "../../chain/profiles.ts";
+import { checksum, lower } from "../../chain/address.ts";
+import { formatUsdc } from "../../money.ts";
+import { sessionAccount } from "../consumers/consumers.service.ts";
+import { loadPayment } from "../payments/payments.checkout.ts";
+import * as repo from "./bridge.repo.ts";
+import { burnQueue } from "./bridge.queues.ts";
+import { DESTINATION_CHAIN, DESTINATION_PROFILE, newReference } from "./bridge.rules.ts";
+
+type ConsumerRow = Awaited<ReturnType<typeof sessionAccount>>;
+
+/** The consumer behind the cookie; any failure is the spec's "Sign in required" text. */
+export async function signedIn(
+  deps: Deps,
+  token: string | undefined,
+): Promise<ConsumerRow> {
+  try {
+    return await sessionAccount(deps, token);
+  } catch (e) {
+    if (e instanceof DomainError) throw new DomainError("bridge_sign_in_required");
+    throw e;
+  }
+}
+
+/** The API's chain id → the chain profile. */
+export function profileOf(chainId: string): ProfileName {
+  return chainId === DESTINATION_CHAIN ? DESTINATION_PROFILE : chainId as SourceChainName;
+}
+
+export function descriptors() {
+  return {
+    sourceChains: SOURCE_CHAINS.map((id) => ({
+      id,
+      label: PROFILE_DEFS[id].label,
+      testnet: PROFILE_DEFS[id].testnet,
+      circleBlockchain: PROFILE_DEFS[id].circleBlockchain!,
+    })),
+    destinationChains: [{
+      id: DESTINATION_CHAIN,
+      label: PROFILE_DEFS.testnet.label,
+      testnet: true,
+    }],
+  };
+}
+
+/**
+ * Starts an inbound transfer from the consumer's own managed wallet on `fromChain` (started on
+ * first use) to `recipient` on the testnet chain: checks the wallet's balance there, records the
+ * transfer and enqueues its burn in one transaction.
+ */
+export async function startTransfer(
+  deps: Deps,
+  account: ConsumerRow,
+  input: { fromChain: SourceChainName; amount: bigint; recipient: `0x${string}` },
+  opts: { paymentReference?: string } = {},
+): Promise<repo.BridgeRow> {
+  if (account.walletType !== "MANAGED" || !account.managedWalletId) {
+    throw new DomainError("bridge_external_wallet");
+  }
+  if (!deps.chain.has(DESTINATION_PROFILE)) throw new DomainError("chain_not_configured");
+  await deps.chain.ensure(input.fromChain);
+  const source = account.walletAddress as `0x${string}`;
+  const balance = await deps.chain.usdcBalance(input.fromChain, source);
+  if (balance < input.amount) {
+    throw new DomainError("bridge_insufficient_balance", {
+      balance: formatUsdc(balance, { decimals: "fixed" }),
+    });
+  }
+  const now = deps.clock.now();
+  const row = await deps.sql.begin(async (tx) => {
+    const row = await repo.insert(tx, {
+      reference: newReference(),
+      direction: "inbound",
+      consumerId: account.id,
+      walletId: account.managedWalletId,
+      fromChain: input.fromChain,
+      toChain: DESTINATION_CHAIN,
+      sourceDomain: deps.chain.profileConfig(input.fromChain).cctpDomain!,
+      destinationDomain: deps.chain.profileConfig(DESTINATION_PROFILE).cctpDomain!,
+      amount: input.amount,
+      sender: lower(source),
+      recipient: lower(input.recipient),
+      paymentReference: opts.paymentReference ?? null,
+      now,
+    });
+    await deps.queue.send(burnQueue, { reference: row.reference }, { tx });
+    return row;
+  }).catch((e) => {
+    if ((e as { code?: string }).code === "23505" && opts.paymentReference) {
+      throw new DomainError("bridge_payment_not_bridgeable", {
+        hint: "A transfer for this payment is already under way.",
+      });
+    }
+    throw e;
+  });
+  return row;
+}
+
+/**
+ * Cross-chain checkout: pays a PENDING payment on the testnet chain from the consumer's wallet
+ * on `fromChain`. The request must name exactly the payment's amount and payee; the burn
+ * carries the payment reference in its hook data and the mint step settles the payment.
+ */
+export async function payFromChain(
+  deps: Deps,
+  account: ConsumerRow,
+  paymentReference: string,
+  input: { fromChain: SourceChainName; amount: bigint; recipient: `0x${string}` },
+): Promise<repo.BridgeRow> {
+  const p = await loadPayment(deps, paymentReference);
+  if (!p) throw new DomainError("payment_not_found");
+  if (
+    !deps.chain.has(DESTINATION_PROFILE) || p.chainId !== deps.chain.chainId(DESTINATION_PROFILE)
+  ) {
+    throw new DomainError("bridge_payment_not_bridgeable", {
+      hint: "Only payments on Settle_Testnet can be paid from another chain.",
+    });
+  }
+  if (p.status !== "PENDING" || p.expiresAt <= deps.clock.now()) {
+    throw new DomainError("payment_not_payable", { paymentStatus: p.status });
+  }
+  if (p.amount !== input.amount || lower(p.payTo) !== lower(input.recipient)) {
+    throw new DomainError("bridge_payment_not_bridgeable", {
+      hint: `amount must be ${formatUsdc(p.amount, { decimals: "fixed" })} and recipient ${
+        checksum(p.payTo)
+      }: the payment's amount and payee.`,
+    });
+  }
+  return await startTransfer(deps, account, input, { paymentReference: p.reference });
+}
+
+/**
+ * An outbound transfer (settlement chain → a source chain): `walletId`'s USDC on the testnet
+ * chain is burned and minted to `recipient` on `toChain` by the same steps. Used by x402 seller
+ * withdrawals to another destinationChain; the wallet must already hold `amount`. A caller that
+ * may retry (an Idempotency-Key) passes a `reference` derived from its request: the retry finds
+ * the first transfer instead of burning again.
+ */
+export async function startOutbound(
+  deps: Deps,
+  input: {
+    walletId: string;
+    sender: `0x${string}`;
+    amount: bigint;
+    toChain: SourceChainName;
+    recipient: `0x${string}`;
+    reference?: string;
+  },
+): Promise<repo.BridgeRow> {
+  if (!deps.chain.has(DESTINATION_PROFILE)) throw new DomainError("chain_not_configured");
+  await deps.chain.ensure(input.toChain);
+  return await deps.sql.begin(async (tx) => {
+    const row = await repo.insertIfAbsent(tx, {
+      reference: input.reference ?? newReference(),
+      direction: "outbound",
+      consumerId: null,
+      walletId: input.walletId,
+      fromChain: DESTINATION_CHAIN,
+      toChain: input.toChain,
+      sourceDomain: deps.chain.profileConfig(DESTINATION_PROFILE).cctpDomain!,
+      destinationDomain: deps.chain.profileConfig(input.toChain).cctpDomain!,
+      amount: input.amount,
+      sender: lower(input.sender),
+      recipient: lower(input.recipient),
+      paymentReference: null,
+      now: deps.clock.now(),
+    });
+    if (!row) return (await repo.find(tx, input.reference!))!;
+    await deps.queue.send(burnQueue, { reference: row.reference }, { tx });
+    return row;
+  });
+}
+
+/** The status path of a transfer (what responses point callers to). */
+export const statusPath = (reference: string) => `/api/cctp/transfer/status?reference=${reference}`;
+
+export async function findTransfer(deps: Deps, reference: string): Promise<repo.BridgeRow> {
+  const t = await repo.find(deps.sql, reference);
+  if (!t) throw new DomainError("bridge_not_found");
+  return t;
+}
+
+// ---- pages ------------------------------------------------------------------------------------
+
+/** The bridge form's data (consumer page; checkout adds its payment). */
+export function formView(
+  deps: Deps,
+  payment?: { reference: string; amount: string; payTo: string },
+) {
+  return {
+    sources: SOURCE_CHAINS.map((id) => ({ id, label: PROFILE_DEFS[id].label })),
+    devFaucet: deps.config.APP_ENV !== "production",
+    payment,
+  };
+}
+
+/** The consumer wallet's USDC on a source chain (started on first use). */
+export async function sourceBalance(deps: Deps, account: ConsumerRow, chain: SourceChainName) {
+  await deps.chain.ensure(chain);
+  const units = await deps.chain.usdcBalance(chain, account.walletAddress as `0x${string}`);
+  return {
+    walletAddress: checksum(account.walletAddress),
+    balance: formatUsdc(units, { decimals: "fixed" }),
+  };
+}
+
+/** Development: 100 test USDC on a local source chain for the consumer's managed wallet. */
+export async function devFaucet(deps: Deps, account: ConsumerRow, chain: SourceChainName) {
+  if (account.walletType !== "MANAGED") throw new DomainError("bridge_external_wallet");
+  await deps.chain.ensure(chain);
+  if (!deps.chain.isLocal(chain)) throw new DomainError("dev_faucet_unavailable");
+  const amount = 100_000_000n;
+  await deps.chain.mintUsdc({ profile: chain, to: account.walletAddress as `0x${string}`, amount });
+  return { amount: formatUsdc(amount, { decimals: "fixed" }) };
+}
+
+// ---- views ----------------------------------------------------------------------------------
+
+export function transferView(deps: Deps, t: repo.BridgeRow) {
+  const link = (chainId: string, hash: string | null) =>
+    hash ? deps.chain.explorerTxUrl(profileOf(chainId), hash) : null;
+  const iso = (d: Date | null) => d?.toISOString() ?? null;
+  return {
+    reference: t.reference,
+    status: t.status,
+    direction: t.direction,
+    amount: formatUsdc(t.amount, { decimals: "fixed" }),
+    currency: "USDC" as const,
+    fromChain: t.fromChain,
+    toChain: t.toChain,
+    sender: checksum(t.sender),
+    recipient: checksum(t.recipient),
+    paymentReference: t.paymentReference,
+    burnTxHash: t.burnTxHash,
+    burnExplorerUrl: link(t.fromChain, t.burnTxHash),
+    mintTxHash: t.mintTxHash,
+    mintExplorerUrl: link(t.toChain, t.mintTxHash),
+    mintedAmount: t.mintedAmount === null
+      ? null
+      : formatUsdc(t.mintedAmount, { decimals: "fixed" }),
+    attestation: {
+      attempts: t.attestationAttempts,
+      state: t.attestationState,
+      nextPollAt: t.status === "burned" ? iso(t.nextAttestationAt) : null,
+    },
+    error: t.error,
+    createdAt: t.createdAt.toISOString(),
+    burnedAt: iso(t.burnedAt),
+    attestedAt: iso(t.attestedAt),
+    mintedAt: iso(t.mintedAt),
+    failedAt: iso(t.failedAt),
+    updatedAt: t.updatedAt.toISOString(),
+  };
+}

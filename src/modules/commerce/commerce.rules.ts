@@ -1,0 +1,63 @@
+/** Job rules with no I/O: statuses, roles, the record shape, the texts a role's checks use. */
+import type { ErrorCode } from "../../errors.ts";
+
+/** The spec's OPEN, FUNDED, SUBMITTED, COMPLETED, REJECTED, plus ERC-8183's EXPIRED (refund). */
+export const JOB_STATUSES = [
+  "OPEN",
+  "FUNDED",
+  "SUBMITTED",
+  "COMPLETED",
+  "REJECTED",
+  "EXPIRED",
+] as const;
+export type JobStatus = typeof JOB_STATUSES[number];
+
+export type JobRole = "client" | "provider" | "evaluator";
+
+/** Refusals per role, in the order they are checked: the id resolves, then the caller controls. */
+export const ROLE_ERRORS: Record<JobRole, { mismatch: ErrorCode; notControlled: ErrorCode }> = {
+  client: { mismatch: "job_client_mismatch", notControlled: "job_client_not_controlled" },
+  provider: { mismatch: "job_provider_mismatch", notControlled: "job_provider_not_controlled" },
+  evaluator: {
+    mismatch: "job_evaluator_mismatch",
+    notControlled: "job_evaluator_not_controlled",
+  },
+};
+
+export const DEFAULT_COMPLETE_REASON = "deliverable-approved";
+export const DEFAULT_REJECT_REASON = "deliverable-rejected";
+export const MIN_JOB_SECONDS = 60;
+export const MAX_JOB_SECONDS = 365 * 24 * 3600;
+
+/** A job id as the contract numbers them: 1, 2, … (digits, no sign, no leading zero). */
+export const JOB_ID = /^[1-9][0-9]{0,30}$/;
+
+export interface JobRow {
+  id: string;
+  chainId: number;
+  contractAddress: string;
+  jobId: string;
+  merchantId: string;
+  client: string;
+  clientWalletId: string;
+  provider: string;
+  evaluator: string;
+  budget: bigint;
+  description: string;
+  expiresAt: Date;
+  status: JobStatus;
+  deliverableData: string | null;
+  deliverableHash: string | null;
+  reason: string | null;
+  reasonHash: string | null;
+  createTxHash: string;
+  budgetTxHash: string;
+  approveTxHash: string | null;
+  fundTxHash: string | null;
+  submitTxHash: string | null;
+  completeTxHash: string | null;
+  rejectTxHash: string | null;
+  refundTxHash: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}

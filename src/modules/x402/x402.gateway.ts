@@ -1,0 +1,200 @@
+/**
+ * Gateway balances: deposits from the merchant's managed wallets, a seller's balances, and the
+ * seller's withdrawal. Every amount is checked against the chain before anything is signed.
+ */
+import { createHash } from "node:crypto";
+import type { Deps } from "../../deps.ts";
+import { DomainError } from "../../errors.ts";
+import { checksum, lower } from "../../chain/address.ts";
+import type { ProfileName } from "../../chain/profiles.ts";
+import { formatUsdc } from "../../money.ts";
+import type { MerchantRow } from "../merchants/merchants.types.ts";
+import { controlledWallet } from "../wallets/wallets.service.ts";
+import { x402Profile } from "./x402.service.ts";
+import * as bridge from "../bridge/bridge.service.ts";
+import { isSupportedSource } from "../bridge/bridge.rules.ts";
+import { SOURCE_CHAINS, type SourceChainName } from "../../chain/profiles.ts";
+import type { Address } from "./x402.types.ts";
+
+const usdc = (units: bigint) => formatUsdc(units, { decimals: "fixed" });
+
+/** The chain id withdrawals settle on today (the spec's `settleTestnet`). */
+export const SOURCE_CHAIN = "settleTestnet";
+/** How long a deposit's EIP-3009 authorization stays valid. */
+const DEPOSIT_WINDOW_SECONDS = 3600n;
+
+async function gatewayView(deps: Deps, profile: ProfileName, address: Address) {
+  const b = await deps.chain.gateway.balance(profile, address);
+  return {
+    total: usdc(b.available + b.withdrawing),
+    available: usdc(b.available),
+    withdrawing: usdc(b.withdrawing),
+    withdrawable: usdc(b.withdrawable),
+  };
+}
+
+/**
+ * The intent of a money-moving request: derived from its Idempotency-Key and content when it has
+ * one, so a retry after a 408 (which the idempotency layer does not store) finds the first
+ * transaction instead of sending a second.
+ */
+function requestIntent(
+  kind: string,
+  walletId: string,
+  requestKey: string | undefined,
+  parts: unknown[],
+): string {
+  if (requestKey === undefined) return `${kind}:${walletId}:${crypto.randomUUID()}`;
+  const digest = createHash("sha256").update([requestKey, ...parts.map(String)].join("\n"))
+    .digest("hex");
+  return `${kind}:${walletId}:${digest}`;
+}
+
+/** Moves USDC from one of the merchant's managed wallets into its gateway balance. */
+export async function deposit(
+  deps: Deps,
+  m: MerchantRow,
+  input: { walletId?: string; fromSCA?: string; amount: bigint },
+  requestKey?: string,
+) {
+  const profile = x402Profile(deps);
+  const w = await controlledWallet(deps, m.id, {
+    walletId: input.walletId,
+    address: input.fromSCA,
+  });
+  if (!w) throw new DomainError("x402_deposit_not_controlled");
+  const intentKey = requestIntent("x402-deposit", w.walletId, requestKey, [m.id, input.amount]);
+  const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
+  if (!earlier || earlier.status === "failed") {
+    const balance = await deps.chain.usdcBalance(profile, w.address);
+    if (balance < input.amount) {
+      throw new DomainError("x402_deposit_insufficient", { balance: usdc(balance) });
+    }
+  }
+  const now = BigInt(Math.floor(deps.clock.now().getTime() / 1000));
+  const tx = await deps.chain.gateway.depositFromWallet(profile, {
+    walletId: w.walletId,
+    amount: input.amount,
+    validBefore: now + DEPOSIT_WINDOW_SECONDS,
+    intentKey,
+  });
+  return {
+    txHash: tx.txHash,
+    explorerUrl: deps.chain.explorerTxUrl(profile, tx.txHash),
+    amount: usdc(input.amount),
+    walletId: w.walletId,
+    walletAddress: checksum(w.address),
+    gateway: await gatewayView(deps, profile, lower(w.address)),
+  };
+}
+
+/** The seller's on-chain USDC and gateway balances (default: the merchant's payout address). */
+export async function sellerBalance(deps: Deps, m: MerchantRow, sellerAddress?: string) {
+  const profile = x402Profile(deps);
+  const address = sellerAddress ?? m.walletAddress;
+  if (!address) throw new DomainError("payout_wallet_missing");
+  const a = lower(address);
+  const [wallet, gateway] = await Promise.all([
+    deps.chain.usdcBalance(profile, a),
+    gatewayView(deps, profile, a),
+  ]);
+  return { sellerAddress: checksum(a), wallet: { balance: usdc(wallet) }, gateway };
+}
+
+/**
+ * Where a withdrawal goes: the settlement chain itself, or a bridge source chain through the
+ * CCTP messenger (burn on the settlement chain, mint there).
+ */
+export function withdrawalRoute(
+  destinationChain: string,
+): { kind: "same-chain" } | { kind: "bridge"; chain: SourceChainName } {
+  if (destinationChain === SOURCE_CHAIN) return { kind: "same-chain" };
+  if (isSupportedSource(destinationChain)) return { kind: "bridge", chain: destinationChain };
+  throw new DomainError("x402_destination_unsupported", {
+    hint: `Supported: ${SOURCE_CHAIN}, ${SOURCE_CHAINS.join(", ")}.`,
+  });
+}
+
+/** Pays out of the merchant's payout wallet's gateway balance, at most what is withdrawable. */
+export async function withdraw(
+  deps: Deps,
+  m: MerchantRow,
+  input: { amount: bigint; destinationChain: string; destinationAddress?: string },
+  requestKey?: string,
+) {
+  const route = withdrawalRoute(input.destinationChain);
+  const profile = x402Profile(deps);
+  if (m.walletProvider !== "MANAGED" || !m.managedWalletId || !m.walletAddress) {
+    throw new DomainError("withdraw_external_wallet");
+  }
+  const seller = lower(m.walletAddress);
+  const recipient = lower(input.destinationAddress ?? seller);
+  if (route.kind === "bridge") {
+    // Bridged out of the testnet chain only (the messenger's source); start the other end now.
+    if (profile !== "testnet") throw new DomainError("x402_destination_unsupported");
+    await deps.chain.ensure(route.chain);
+  }
+  const intentKey = requestIntent("x402-withdraw", m.managedWalletId, requestKey, [
+    m.id,
+    input.amount,
+    input.destinationChain,
+    recipient,
+  ]);
+  const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
+  if (!earlier || earlier.status === "failed") {
+    const b = await deps.chain.gateway.balance(profile, seller);
+    if (b.withdrawable < input.amount) {
+      throw new DomainError("x402_withdraw_exceeds", { withdrawable: usdc(b.withdrawable) });
+    }
+  }
+  let tx;
+  try {
+    tx = await deps.chain.gateway.withdraw(profile, {
+      from: { walletId: m.managedWalletId },
+      amount: input.amount,
+      // Cross-chain: to the seller's own wallet first, which then burns through the messenger.
+      to: route.kind === "bridge" ? seller : recipient,
+      intentKey,
+    });
+  } catch (e) {
+    // Spent by a concurrent withdrawal between our check and the node's estimate.
+    if (
+      e instanceof DomainError && e.code === "chain_reverted" &&
+      /NotWithdrawable/.test(e.details.hint ?? "")
+    ) {
+      const now = await deps.chain.gateway.balance(profile, seller);
+      throw new DomainError("x402_withdraw_exceeds", { withdrawable: usdc(now.withdrawable) });
+    }
+    throw e;
+  }
+  const bridged = route.kind === "bridge"
+    ? await bridge.startOutbound(deps, {
+      walletId: m.managedWalletId,
+      sender: seller,
+      amount: input.amount,
+      toChain: route.chain,
+      recipient,
+      // One bridge transfer per withdrawal intent: a retried request finds the first one.
+      reference: `bridge_${createHash("sha256").update(intentKey).digest("hex").slice(0, 24)}`,
+    })
+    : null;
+  return {
+    txHash: tx.txHash,
+    amount: usdc(input.amount),
+    sourceChain: SOURCE_CHAIN,
+    destinationChain: input.destinationChain,
+    recipient: checksum(recipient),
+    status: "confirmed" as const,
+    explorerUrl: deps.chain.explorerTxUrl(profile, tx.txHash),
+    // Cross-chain: the gateway withdrawal is confirmed; the burn and mint follow (status path).
+    ...(bridged
+      ? {
+        bridge: {
+          reference: bridged.reference,
+          status: bridged.status,
+          statusUrl: bridge.statusPath(bridged.reference),
+        },
+      }
+      : {}),
+  };
+}

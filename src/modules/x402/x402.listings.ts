@@ -1,0 +1,89 @@
+/** x402 listings: create, the public view, the merchant's with calls and revenue, the 402 terms. */
+import type { Deps } from "../../deps.ts";
+import { DomainError } from "../../errors.ts";
+import { checksum, lower } from "../../chain/address.ts";
+import { formatUsdc } from "../../money.ts";
+import type { MerchantRow } from "../merchants/merchants.types.ts";
+import * as repo from "./x402.repo.ts";
+import type { CreateListingInput } from "./x402.schemas.ts";
+import { x402Profile } from "./x402.context.ts";
+
+const usdc = (units: bigint) => formatUsdc(units, { decimals: "fixed" });
+
+export async function createListing(deps: Deps, m: MerchantRow, input: CreateListingInput) {
+  if (!m.walletAddress) throw new DomainError("payout_wallet_missing");
+  const profile = x402Profile(deps);
+  const row = await repo.insertListing(deps.sql, {
+    merchantId: m.id,
+    slug: input.slug,
+    upstreamUrl: input.upstreamUrl,
+    price: input.price,
+    methods: input.methods,
+    description: input.description,
+    seller: lower(m.walletAddress),
+    chainId: deps.chain.chainId(profile),
+    now: deps.clock.now(),
+  });
+  if (!row) throw new DomainError("x402_slug_taken");
+  return row;
+}
+
+export function listingView(l: repo.ListingRow) {
+  return {
+    slug: l.slug,
+    price: usdc(l.price),
+    methods: l.methods,
+    description: l.description,
+    seller: checksum(l.seller),
+    network: `eip155:${l.chainId}`,
+    createdAt: l.createdAt.toISOString(),
+  };
+}
+
+export async function listListings(deps: Deps, opts: { merchantId?: string; limit?: number }) {
+  return await repo.listListings(deps.sql, {
+    merchantId: opts.merchantId,
+    limit: opts.limit ?? 100,
+  });
+}
+
+/** The merchant's listings with calls (settled), failures and revenue. */
+export async function merchantListings(deps: Deps, merchantId: string) {
+  const rows = await repo.listListings(deps.sql, { merchantId, limit: 100 });
+  const stats = new Map(
+    (await repo.listingStats(deps.sql, rows.map((r) => r.id))).map((s) => [s.listingId, s]),
+  );
+  return rows.map((r) => ({
+    ...listingView(r),
+    upstreamUrl: r.upstreamUrl,
+    calls: stats.get(r.id)?.calls ?? 0,
+    failed: stats.get(r.id)?.failed ?? 0,
+    revenue: usdc(stats.get(r.id)?.revenue ?? 0n),
+  }));
+}
+
+export async function getListing(deps: Deps, slug: string): Promise<repo.ListingRow> {
+  const l = await repo.findListing(deps.sql, slug);
+  if (!l) throw new DomainError("x402_listing_not_found");
+  return l;
+}
+
+/** The 402 answer's `payment`: what to sign for this listing. */
+export function paymentRequirements(deps: Deps, l: repo.ListingRow) {
+  const profile = x402Profile(deps);
+  const domain = deps.chain.gateway.domain(profile, "gateway");
+  return {
+    x402Version: 1 as const,
+    scheme: "gateway" as const,
+    network: `eip155:${domain.chainId}`,
+    payTo: checksum(l.seller),
+    amount: l.price.toString(),
+    listingSlug: l.slug,
+    domain: {
+      name: domain.name,
+      version: domain.version,
+      chainId: domain.chainId,
+      verifyingContract: checksum(domain.verifyingContract),
+    },
+  };
+}

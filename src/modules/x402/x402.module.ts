@@ -1,0 +1,52 @@
+/**
+ * The x402 module's entry. The agent port is a constructor argument so the agents module can
+ * plug its ERC-8004 checks in from the module list without x402 importing it:
+ *
+ *   x402Module({ agentPort: (deps) => agentsX402Port(deps) })
+ */
+import { Hono } from "hono";
+import type { Deps } from "../../deps.ts";
+import type { AppModule } from "../module.ts";
+import { x402Api } from "./x402.api.ts";
+import { x402StandardApi } from "./x402.standard.api.ts";
+import { x402Routes } from "./x402.schemas.ts";
+import { x402Jobs } from "./x402.jobs.ts";
+import { defaultAgentPort, type X402AgentPort } from "./x402.types.ts";
+import { batchingSettler, type Settler } from "./x402.settler.ts";
+
+export interface X402ModuleOptions {
+  /** Default: checks the agentId's format only. */
+  agentPort?: (deps: Deps) => X402AgentPort;
+  /** Settle gateway proofs that arrive while a settlement is in flight together (default true). */
+  batchSettlements?: boolean;
+}
+
+export function x402Module(opts: X402ModuleOptions = {}): AppModule {
+  const make = opts.agentPort ?? (() => defaultAgentPort);
+  // One port per deps: the API and the jobs share it.
+  const ports = new WeakMap<Deps, X402AgentPort>();
+  const port = (deps: Deps) => {
+    let p = ports.get(deps);
+    if (!p) ports.set(deps, p = make(deps));
+    return p;
+  };
+  const settlers = new WeakMap<Deps, Settler>();
+  const settler = (deps: Deps) => {
+    if (opts.batchSettlements === false) return undefined;
+    let s = settlers.get(deps);
+    if (!s) settlers.set(deps, s = batchingSettler(deps));
+    return s;
+  };
+  return {
+    name: "x402",
+    api: (deps) => {
+      const x = { ...deps, agents: port(deps), settler: settler(deps) };
+      const app = new Hono();
+      app.route("/", x402Api(x));
+      app.route("/", x402StandardApi(x));
+      return app;
+    },
+    routes: x402Routes,
+    jobs: x402Jobs(port),
+  };
+}

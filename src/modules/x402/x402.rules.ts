@@ -1,0 +1,151 @@
+/**
+ * x402 rules with no I/O: the gateway proof's wire format (DESIGN §9), the proof window, listing
+ * slugs and methods.
+ *
+ * The proof is base64 of `{ x402Version: 1, scheme: "gateway", network: "eip155:<chainId>",
+ * payload: { signature, authorization: { from, to, value, validAfter, validBefore, nonce } } }`:
+ * the standard x402 EIP-3009 payload, signed over GatewayVault's EIP-712 domain.
+ */
+import { z } from "zod";
+import { isAddress } from "../../chain/address.ts";
+import type { Address } from "./x402.types.ts";
+
+export const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+export type HttpMethod = typeof METHODS[number];
+
+export const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+/** The service refuses a proof whose timestamp (validAfter) is older than this (spec: 5 min). */
+export const PROOF_MAX_AGE_SECONDS = 300;
+/** A proof timestamped this far ahead of our clock is still taken (clock skew). */
+export const PROOF_MAX_SKEW_SECONDS = 60;
+
+export const PROOF_HEADER = "X-402-Payment-Proof";
+
+const uintString = z.union([
+  z.string().regex(/^(0|[1-9][0-9]{0,76})$/),
+  z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+]).transform((v) => BigInt(v));
+const address = z.string().refine(isAddress).transform((a) => a.toLowerCase() as Address);
+
+const authorization = z.object({
+  from: address,
+  to: address,
+  value: uintString,
+  validAfter: uintString,
+  validBefore: uintString,
+  nonce: z.string().regex(/^0x[0-9a-fA-F]{64}$/).transform((n) => n.toLowerCase() as `0x${string}`),
+});
+
+const gatewayProof = z.object({
+  x402Version: z.literal(1),
+  scheme: z.literal("gateway"),
+  network: z.string().regex(/^eip155:[0-9]{1,12}$/),
+  payload: z.object({
+    signature: z.string().regex(/^0x([0-9a-fA-F]{2})+$/).max(2 + 2 * 4096)
+      .transform((s) => s as `0x${string}`),
+    authorization,
+  }),
+});
+
+export type GatewayProof = z.output<typeof gatewayProof>;
+export type ProofAuthorization = GatewayProof["payload"]["authorization"];
+
+export type DecodedProof =
+  | { ok: true; proof: GatewayProof; chainId: number }
+  | { ok: false; reason: string };
+
+/** Decodes a proof string; never throws. */
+export function decodeGatewayProof(text: string): DecodedProof {
+  if (text.length === 0 || text.length > 16_384) return { ok: false, reason: "empty or too long" };
+  let json: unknown;
+  try {
+    const bytes = Uint8Array.from(atob(text.trim()), (c) => c.charCodeAt(0));
+    json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch {
+    return { ok: false, reason: "not base64 of a JSON object" };
+  }
+  const r = gatewayProof.safeParse(json);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    return { ok: false, reason: `${issue.path.join(".") || "proof"}: ${issue.message}` };
+  }
+  return { ok: true, proof: r.data, chainId: Number(r.data.network.slice("eip155:".length)) };
+}
+
+/** The proof string for an authorization and its signature (docs, tests, the bench). */
+export function encodeGatewayProof(input: {
+  chainId: number;
+  signature: `0x${string}`;
+  authorization: {
+    from: string;
+    to: string;
+    value: bigint;
+    validAfter: bigint;
+    validBefore: bigint;
+    nonce: string;
+  };
+}): string {
+  const a = input.authorization;
+  const json = JSON.stringify({
+    x402Version: 1,
+    scheme: "gateway",
+    network: `eip155:${input.chainId}`,
+    payload: {
+      signature: input.signature,
+      authorization: {
+        from: a.from,
+        to: a.to,
+        value: a.value.toString(),
+        validAfter: a.validAfter.toString(),
+        validBefore: a.validBefore.toString(),
+        nonce: a.nonce,
+      },
+    },
+  });
+  return btoa(String.fromCharCode(...new TextEncoder().encode(json)));
+}
+
+export type WindowCheck = "ok" | "expired" | "not_yet_valid" | "window_invalid";
+
+/** The proof window against our clock: timestamp (validAfter) at most 5 minutes old. */
+export function checkWindow(
+  a: { validAfter: bigint; validBefore: bigint },
+  nowSeconds: bigint,
+): WindowCheck {
+  if (a.validBefore <= a.validAfter) return "window_invalid";
+  if (a.validAfter > nowSeconds + BigInt(PROOF_MAX_SKEW_SECONDS)) return "not_yet_valid";
+  if (nowSeconds - a.validAfter > BigInt(PROOF_MAX_AGE_SECONDS)) return "expired";
+  if (a.validBefore <= nowSeconds) return "expired";
+  return "ok";
+}
+
+/** Query string for GET/DELETE, JSON body otherwise (params forwarded verbatim). */
+export function upstreamRequest(
+  base: string,
+  method: HttpMethod,
+  params: Record<string, unknown> | undefined,
+): { url: URL; body?: string } {
+  const url = new URL(base);
+  if (method === "GET" || method === "DELETE") {
+    for (const [k, v] of Object.entries(params ?? {})) {
+      if (v === undefined || v === null) continue;
+      url.searchParams.append(k, typeof v === "string" ? v : JSON.stringify(v));
+    }
+    return { url };
+  }
+  return { url, body: JSON.stringify(params ?? {}) };
+}
+
+export function nowSeconds(d: Date): bigint {
+  return BigInt(Math.floor(d.getTime() / 1000));
+}
+
+/** The sender intent of a proof's settlement: one transaction per (scheme, payer, nonce). */
+export function settlementIntent(
+  scheme: "gateway" | "exact",
+  payer: string,
+  nonce: string,
+): string {
+  return `x402:${scheme}:${payer.toLowerCase()}:${nonce.toLowerCase()}`;
+}

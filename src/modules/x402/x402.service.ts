@@ -1,0 +1,323 @@
+/**
+ * x402 pay-per-call: the gateway proof's verification, and POST /api/x402/pay's
+ * verify → upstream → settle. A proof is claimed in our table (payer, nonce) before the upstream
+ * is called, so a replay or a concurrent duplicate is refused before anything is called or
+ * broadcast; an upstream failure marks the attempt FAILED and releases the nonce (nothing was
+ * charged); the settlement is one intent per (payer, nonce) in the sender.
+ */
+import type { Deps } from "../../deps.ts";
+import { DomainError } from "../../errors.ts";
+import { checksum, lower } from "../../chain/address.ts";
+import { formatUsdc } from "../../money.ts";
+import type { MerchantRow } from "../merchants/merchants.types.ts";
+import * as repo from "./x402.repo.ts";
+import {
+  checkWindow,
+  decodeGatewayProof,
+  type GatewayProof,
+  type HttpMethod,
+  nowSeconds,
+  upstreamRequest,
+} from "./x402.rules.ts";
+import { callUpstream, upstreamData } from "./x402.upstream.ts";
+import type { Address, AgentPayments, X402PaymentRecord } from "./x402.types.ts";
+import { UPSTREAM_TIMEOUT_MS, type X402Deps, x402Profile, ZERO_ADDRESS } from "./x402.context.ts";
+import { getListing, paymentRequirements } from "./x402.listings.ts";
+import { settleOne } from "./x402.settler.ts";
+
+export type { ListingRow } from "./x402.repo.ts";
+
+export {
+  UPSTREAM_TIMEOUT_MS,
+  X402_PROFILE,
+  type X402Deps,
+  x402Profile,
+  ZERO_ADDRESS,
+} from "./x402.context.ts";
+export {
+  createListing,
+  getListing,
+  listingView,
+  listListings,
+  merchantListings,
+  paymentRequirements,
+} from "./x402.listings.ts";
+
+const usdc = (units: bigint) => formatUsdc(units, { decimals: "fixed" });
+
+// ---- proofs ---------------------------------------------------------------------------------
+
+export interface VerifiedProof {
+  proof: GatewayProof;
+  payer: Address;
+  chainId: number;
+}
+
+/** Format, network, window and signature; throws the 403 of what is wrong. */
+export async function checkProof(deps: Deps, text: string): Promise<VerifiedProof> {
+  const decoded = decodeGatewayProof(text);
+  if (!decoded.ok) throw new DomainError("x402_proof_invalid", { hint: decoded.reason });
+  const profile = x402Profile(deps);
+  const chainId = deps.chain.chainId(profile);
+  if (decoded.chainId !== chainId) {
+    throw new DomainError("x402_proof_invalid", { hint: `network must be eip155:${chainId}` });
+  }
+  const a = decoded.proof.payload.authorization;
+  const window = checkWindow(a, nowSeconds(deps.clock.now()));
+  if (window === "expired") throw new DomainError("x402_proof_expired");
+  if (window !== "ok") {
+    throw new DomainError("x402_proof_invalid", {
+      hint: window === "not_yet_valid"
+        ? "validAfter is in the future"
+        : "validBefore must be after validAfter",
+    });
+  }
+  if (a.value <= 0n) throw new DomainError("x402_proof_invalid", { hint: "value must be > 0" });
+  const signed = await deps.chain.gateway.signedBy(
+    profile,
+    "gateway",
+    a,
+    decoded.proof.payload.signature,
+  );
+  if (!signed) {
+    throw new DomainError("x402_proof_invalid", { hint: "signature is not the payer's" });
+  }
+  return { proof: decoded.proof, payer: a.from, chainId };
+}
+
+/** The payer's balances as the 400 answers show them. */
+async function balanceDetails(deps: Deps, payer: Address, gatewayTotal: bigint) {
+  const wallet = await deps.chain.usdcBalance(x402Profile(deps), payer);
+  return { walletBalance: usdc(wallet), gatewayBalance: usdc(gatewayTotal) };
+}
+
+async function gatewayTotal(deps: Deps, payer: Address): Promise<bigint> {
+  return await deps.chain.gateway.total(x402Profile(deps), payer);
+}
+
+/**
+ * POST /api/x402/verify: whether the proof is good money for its payee. `valid` is true when it
+ * is well-formed, on our network, signed by its `from`, and either already settled by us, or
+ * within its window with an unused nonce and a gateway balance that covers it.
+ */
+export async function verifyForMerchant(deps: Deps, m: MerchantRow, text: string) {
+  const invalid = {
+    valid: false,
+    settled: false,
+    amount: "0.000000",
+    payer: ZERO_ADDRESS,
+    timestamp: 0,
+  };
+  const decoded = decodeGatewayProof(text);
+  if (!decoded.ok) return invalid;
+  const profile = x402Profile(deps);
+  const a = decoded.proof.payload.authorization;
+  const settledRow = decoded.chainId === deps.chain.chainId(profile)
+    ? await repo.findSettled(deps.sql, {
+      chainId: decoded.chainId,
+      scheme: "gateway",
+      payer: a.from,
+      nonce: a.nonce,
+    })
+    : null;
+  const ok = {
+    amount: usdc(a.value),
+    payer: checksum(a.from),
+    timestamp: Number(a.validAfter),
+  };
+  const ours = (m.walletAddress && lower(m.walletAddress) === a.to) ||
+    await repo.isSellerOf(deps.sql, m.id, a.to);
+  if (!ours) return invalid;
+  if (settledRow) return { valid: true, settled: true, ...ok };
+  try {
+    await checkProof(deps, text);
+    const [used, total] = await Promise.all([
+      deps.chain.gateway.nonceUsed(profile, "gateway", a.from, a.nonce),
+      gatewayTotal(deps, a.from),
+    ]);
+    if (used || total < a.value) return invalid;
+  } catch (e) {
+    if (e instanceof DomainError && e.code.startsWith("x402_")) return invalid;
+    throw e;
+  }
+  return { valid: true, settled: false, ...ok };
+}
+
+// ---- POST /api/x402/pay ---------------------------------------------------------------------
+
+export interface PayInput {
+  slug: string;
+  method: HttpMethod;
+  proof?: string;
+  params?: Record<string, unknown>;
+  agentId?: string;
+  agentSignature?: string;
+}
+
+export type PayOutcome =
+  | { paid: false; requirements: ReturnType<typeof paymentRequirements> }
+  | {
+    paid: true;
+    data: unknown;
+    settlement: { txHash: string; amount: string; listingSlug: string };
+  };
+
+export async function pay(deps: X402Deps, input: PayInput): Promise<PayOutcome> {
+  const listing = await getListing(deps, input.slug);
+  if (!listing.methods.includes(input.method)) {
+    throw new DomainError("x402_method_not_allowed", {
+      hint: `Allowed: ${listing.methods.join(", ")}`,
+    });
+  }
+  if (!input.proof) return { paid: false, requirements: paymentRequirements(deps, listing) };
+  const v = await checkProof(deps, input.proof);
+  const a = v.proof.payload.authorization;
+  if (a.value !== listing.price) {
+    throw new DomainError("x402_proof_amount", { hint: `The price is ${usdc(listing.price)}` });
+  }
+  if (a.to !== listing.seller) throw new DomainError("x402_proof_payee");
+  if (input.agentId !== undefined) {
+    await deps.agents.verifyAgent({
+      agentId: input.agentId,
+      signature: input.agentSignature,
+      payer: v.payer,
+      proof: input.proof,
+    });
+  }
+  const profile = x402Profile(deps);
+  const [used, total] = await Promise.all([
+    deps.chain.gateway.nonceUsed(profile, "gateway", a.from, a.nonce),
+    gatewayTotal(deps, a.from),
+  ]);
+  if (used) throw new DomainError("x402_proof_used");
+  if (total === 0n) {
+    throw new DomainError("x402_no_gateway_balance", await balanceDetails(deps, a.from, 0n));
+  }
+  const attempt = await claim(deps, v, listing, input.agentId ?? null);
+
+  const req = upstreamRequest(listing.upstreamUrl, input.method, input.params);
+  const up = await callUpstream(req.url, { method: input.method, body: req.body }, {
+    timeoutMs: UPSTREAM_TIMEOUT_MS,
+    policy: deps.config.WEBHOOK_TARGETS,
+  });
+  if (!up.ok) {
+    await finish(deps, attempt.id, {
+      status: "FAILED",
+      error: up.error,
+      upstreamStatus: up.status ?? null,
+    });
+    if (up.status !== undefined) {
+      throw new DomainError("x402_upstream_failed", { upstreamStatus: up.status });
+    }
+    throw new DomainError("x402_upstream_unreachable", { hint: up.error });
+  }
+
+  let txHash: string;
+  try {
+    const item = { attemptId: attempt.id, authorization: a, signature: v.proof.payload.signature };
+    txHash = deps.settler ? await deps.settler.settle(item) : await settleOne(deps, item);
+  } catch (e) {
+    // A timeout leaves the attempt PENDING: the transaction may still be mined, and the nonce
+    // must not be offered again until it is known.
+    if (!(e instanceof DomainError && e.code === "chain_timeout")) {
+      await finish(deps, attempt.id, {
+        status: "FAILED",
+        error: `settlement: ${e instanceof Error ? e.message : String(e)}`.slice(0, 500),
+        upstreamStatus: up.status,
+      });
+    }
+    throw e;
+  }
+  await finish(deps, attempt.id, { status: "SUCCESS", upstreamStatus: up.status, txHash });
+  return {
+    paid: true,
+    data: upstreamData(up),
+    settlement: { txHash, amount: usdc(a.value), listingSlug: listing.slug },
+  };
+}
+
+/**
+ * Claims (payer, nonce) as PENDING, under the payer's lock: the gateway total read there, less
+ * what its other PENDING attempts promised, must cover the value, so concurrent proofs cannot
+ * overspend it.
+ */
+async function claim(
+  deps: Deps,
+  v: VerifiedProof,
+  listing: repo.ListingRow,
+  agentId: string | null,
+): Promise<X402PaymentRecord> {
+  const a = v.proof.payload.authorization;
+  let total = 0n;
+  const result = await deps.sql.begin(async (tx) => {
+    await repo.lockPayer(tx, v.chainId, a.from);
+    // Read under the lock: a settlement mined since our first look is in the chain's total, and
+    // one not yet recorded is still PENDING here, so the check can only err on the safe side.
+    total = await gatewayTotal(deps, a.from);
+    const pending = await repo.pendingAmount(tx, v.chainId, a.from);
+    if (total - pending < a.value) return "insufficient" as const;
+    const row = await repo.claimAttempt(tx, {
+      listingId: listing.id,
+      listingSlug: listing.slug,
+      merchantId: listing.merchantId,
+      scheme: "gateway",
+      chainId: v.chainId,
+      payer: a.from,
+      payee: a.to,
+      amount: a.value,
+      nonce: a.nonce,
+      validAfter: a.validAfter,
+      validBefore: a.validBefore,
+      agentId,
+      now: deps.clock.now(),
+    });
+    return row ?? "used" as const;
+  });
+  if (result === "used") throw new DomainError("x402_proof_used");
+  if (result === "insufficient") {
+    throw new DomainError(
+      "x402_insufficient_gateway_balance",
+      await balanceDetails(deps, a.from, total),
+    );
+  }
+  return result;
+}
+
+/** Ends an attempt (SUCCESS or FAILED) and tells the agent port; the port cannot fail the call. */
+export async function finish(
+  deps: X402Deps,
+  id: string,
+  f: {
+    status: "SUCCESS" | "FAILED";
+    error?: string | null;
+    upstreamStatus?: number | null;
+    txHash?: string | null;
+  },
+): Promise<void> {
+  const row = await repo.finishAttempt(deps.sql, id, { ...f, now: deps.clock.now() });
+  try {
+    await deps.agents.paymentRecorded(row);
+  } catch (e) {
+    deps.log.warn("x402 agent port failed on paymentRecorded", { id, error: e });
+  }
+}
+
+// ---- payments by agent (for the agents module) ----------------------------------------------
+
+/** An agent's paid calls, newest first, with totals over all of them. */
+export async function paymentsByAgent(
+  deps: Pick<Deps, "sql">,
+  agentId: string,
+  opts: { limit?: number } = {},
+): Promise<AgentPayments> {
+  const limit = Math.min(Math.max(opts.limit ?? 20, 1), 500);
+  const [payments, totals] = await Promise.all([
+    repo.paymentsByAgent(deps.sql, agentId, limit),
+    repo.agentTotals(deps.sql, agentId),
+  ]);
+  return { payments, totals };
+}
+
+export async function merchantPayments(deps: Deps, merchantId: string, limit = 20) {
+  return await repo.paymentsForMerchant(deps.sql, merchantId, limit);
+}

@@ -1,0 +1,102 @@
+/**
+ * Gateway settlements, batched by load: a proof is settled at once when nothing is in flight;
+ * while a settlement transaction is being mined, the proofs that arrive meanwhile wait and go
+ * together in the next one (`transferWithAuthorizations`, at most MAX_BATCH). At low load every
+ * call keeps its own transaction and latency; under load one transaction (one sender nonce, one
+ * block) carries many. No timers: the in-flight transaction is the batching window.
+ */
+import type { Deps } from "../../deps.ts";
+import { DomainError } from "../../errors.ts";
+import { settlementIntent } from "./x402.rules.ts";
+import { x402Profile } from "./x402.context.ts";
+import type { ProofAuthorization } from "./x402.rules.ts";
+
+export const MAX_BATCH = 50;
+/** Batch intents: the reconcile sweep finds a proof's batch by its nonce in the signed bytes. */
+export const BATCH_INTENT_PREFIX = "x402:batch:";
+
+export interface SettleItem {
+  attemptId: string;
+  authorization: ProofAuthorization;
+  signature: `0x${string}`;
+}
+
+export interface Settler {
+  /** The settlement's transaction hash; throws the chain's error, or x402_settlement_failed. */
+  settle(item: SettleItem): Promise<string>;
+}
+
+interface Waiting extends SettleItem {
+  resolve: (txHash: string) => void;
+  reject: (e: unknown) => void;
+}
+
+/** One proof, one transaction, its own intent: the path when batching is off. */
+export async function settleOne(deps: Deps, item: SettleItem): Promise<string> {
+  const a = item.authorization;
+  const intentKey = settlementIntent("gateway", a.from, a.nonce);
+  const tx = await deps.chain.gateway.settle(x402Profile(deps), "gateway", {
+    authorization: a,
+    signature: item.signature,
+    intentKey,
+  });
+  return tx.txHash;
+}
+
+export function batchingSettler(deps: Deps): Settler {
+  const queue: Waiting[] = [];
+  let running = false;
+
+  const flush = async (batch: Waiting[]) => {
+    if (batch.length === 1) {
+      const [only] = batch;
+      try {
+        only.resolve(await settleOne(deps, only));
+      } catch (e) {
+        only.reject(e);
+      }
+      return;
+    }
+    try {
+      const intentKey = `${BATCH_INTENT_PREFIX}${crypto.randomUUID()}`;
+      const { tx, settled } = await deps.chain.gateway.settleBatch(x402Profile(deps), {
+        items: batch.map((b) => ({ authorization: b.authorization, signature: b.signature })),
+        intentKey,
+      });
+      batch.forEach((b, i) =>
+        settled[i] ? b.resolve(tx.txHash) : b.reject(
+          new DomainError("x402_settlement_failed", {
+            hint: "the vault refused this authorization in its batch",
+            txHash: tx.txHash,
+          }),
+        )
+      );
+    } catch (e) {
+      // Refused before anything was broadcast (a vault deployed before the batch call existed
+      // and kept because it holds funds, say): each proof goes on its own instead.
+      if (e instanceof DomainError && e.code === "chain_reverted" && !e.details.txHash) {
+        for (const b of batch) await flush([b]);
+        return;
+      }
+      for (const b of batch) b.reject(e);
+    }
+  };
+
+  const drain = async () => {
+    running = true;
+    try {
+      while (queue.length > 0) await flush(queue.splice(0, MAX_BATCH));
+    } finally {
+      running = false;
+    }
+  };
+
+  return {
+    settle(item) {
+      return new Promise<string>((resolve, reject) => {
+        queue.push({ ...item, resolve, reject });
+        if (!running) void drain();
+      });
+    },
+  };
+}

@@ -1,0 +1,145 @@
+/**
+ * The dashboard's x402 section in headless Chromium against the whole service: log in, list an
+ * API (inline errors first), see paid calls and revenue after buyers pay through the API, and
+ * withdraw from the gateway (too much refused inline; a reviewed withdrawal sent and the balance
+ * updated on chain). Screenshots go to test-output/screenshots/dash-x402-*.png.
+ */
+import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { startTestService } from "../helpers/service.ts";
+import { api, createMerchant } from "../helpers/accounts.ts";
+import { waitFor } from "../helpers/poll.ts";
+import { browserTest, launchBrowser, screenshot, watchPage } from "../helpers/browser.ts";
+import { externalBuyer, gatewayProof, registerAgent, X402_PROFILE } from "../helpers/x402.ts";
+import { M } from "../../src/http/messages.ts";
+
+/** Expected in the console: the forms' 400 answers shown inline. */
+const EXPECTED = [/status of 400 \(Bad Request\)/];
+
+async function settled(page: Page) {
+  await waitFor(async () => (await page.locator(".htmx-added").count()) === 0, {
+    what: "htmx to settle",
+  });
+}
+
+Deno.test(browserTest("dashboard x402 in Chromium: list, calls, revenue, withdraw", async (t) => {
+  const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
+  const upstream = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () => Response.json({ answer: 42 }),
+  );
+  const browser = await launchBrowser();
+  try {
+    const m = await createMerchant(svc);
+    const sellerAddr = m.walletAddress!;
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(20_000);
+    const problems = watchPage(page, { ignore: EXPECTED });
+    const base = svc.baseUrl;
+
+    await t.step("log in and open x402: empty listings, zero balances", async () => {
+      await page.goto(`${base}/dashboard/x402`);
+      await page.getByLabel("Email", { exact: true }).fill(m.email);
+      await page.getByLabel("Password", { exact: true }).fill(m.password);
+      await page.getByRole("button", { name: "Log in" }).click();
+      await page.waitForURL(`${base}/dashboard/x402`);
+      await page.getByRole("heading", { name: "x402 pay-per-call" }).waitFor();
+      assert.equal(await page.locator('nav a[aria-current="page"]').innerText(), "x402");
+      await page.getByText("No listings yet.").waitFor();
+      assert.equal(await page.locator("[data-balance=available]").innerText(), "0.000000 USDC");
+      await screenshot(page, "dash-x402-01-empty");
+    });
+
+    await t.step("list an API: inline errors, then the listing", async () => {
+      await settled(page);
+      await page.getByLabel("Slug").fill("Bad Slug");
+      await page.getByLabel("Price per call (USDC)").fill("0.05");
+      await page.getByLabel("Upstream URL").fill(`http://127.0.0.1:${upstream.addr.port}/answer`);
+      await page.getByRole("button", { name: "Create listing" }).click();
+      await page.locator("#f-slug-error").waitFor();
+      assert.equal(await page.locator("#f-slug-error").innerText(), M.x402Slug);
+      await screenshot(page, "dash-x402-02-invalid");
+      await settled(page);
+      await page.getByLabel("Slug").fill("answers");
+      await page.getByLabel("POST").check();
+      await page.getByLabel("Description (optional)").fill("The answer");
+      await page.getByRole("button", { name: "Create listing" }).click();
+      await page.getByText(M.dashListingCreated).waitFor();
+      const row = page.locator("tr[data-listing=answers]");
+      await row.waitFor();
+      assert.equal(await row.locator("[data-cell=price]").innerText(), "0.050000 USDC");
+      assert.match(await row.innerText(), /GET, POST/);
+      assert.equal(await row.locator("[data-cell=calls]").innerText(), "0");
+    });
+
+    await t.step("buyers pay through the API: calls and revenue show", async () => {
+      const call = api(svc);
+      const buyer = await externalBuyer(svc, generatePrivateKey(), 10n * 1_000_000n);
+      await buyer.deposit(1_000_000n);
+      // The buyer is also an ERC-8004 agent (its own wallet), so it may pay as that agent.
+      const agentId = await registerAgent(svc, buyer.account);
+      for (let i = 0; i < 3; i++) {
+        const { proof } = await gatewayProof(svc, buyer.account, {
+          to: sellerAddr,
+          value: 50_000n,
+        });
+        const r = await call("POST", "/api/x402/pay", {
+          body: { slug: "answers", method: "GET", paymentProof: proof },
+          headers: i === 0 ? { "X-Agent-ID": agentId } : {},
+        });
+        assert.equal(r.status, 200, r.text);
+      }
+      await page.goto(`${base}/dashboard/x402`);
+      const row = page.locator("tr[data-listing=answers]");
+      assert.equal(await row.locator("[data-cell=calls]").innerText(), "3");
+      assert.equal(await row.locator("[data-cell=revenue]").innerText(), "0.150000 USDC");
+      assert.equal(await page.locator("[data-balance=available]").innerText(), "0.150000 USDC");
+      assert.equal(await page.locator("[data-balance=withdrawable]").innerText(), "0.150000 USDC");
+      assert.equal(await page.locator("tr[data-call-status=SUCCESS]").count(), 3);
+      await page.getByText(agentId).waitFor();
+      await screenshot(page, "dash-x402-03-revenue");
+    });
+
+    await t.step("withdraw: too much refused inline; reviewed, then sent", async () => {
+      await settled(page);
+      await page.getByLabel("Withdraw amount (USDC)").fill("0.2");
+      await page.getByRole("button", { name: "Review withdrawal" }).click();
+      await page.locator("#f-withdraw-amount-error").waitFor();
+      assert.equal(
+        await page.locator("#f-withdraw-amount-error").innerText(),
+        M.x402WithdrawExceeds,
+      );
+      await settled(page);
+      const dest = privateKeyToAccount(generatePrivateKey()).address;
+      await page.getByLabel("Withdraw amount (USDC)").fill("0.1");
+      await page.getByLabel("Destination address (optional)").fill(dest);
+      await page.getByRole("button", { name: "Review withdrawal" }).click();
+      await page.locator("[data-x402-review=withdraw]").waitFor();
+      assert.match(await page.locator("[data-x402-review=withdraw]").innerText(), /0\.100000 USDC/);
+      assert.equal(
+        await svc.deps.chain.usdcBalance(X402_PROFILE, dest.toLowerCase() as `0x${string}`),
+        0n,
+        "the review sends nothing",
+      );
+      await screenshot(page, "dash-x402-04-review");
+      await settled(page);
+      await page.getByRole("button", { name: "Confirm withdrawal" }).click();
+      await page.getByText("Withdrew 0.100000 USDC from the gateway.").waitFor();
+      assert.equal(
+        await svc.deps.chain.usdcBalance(X402_PROFILE, dest.toLowerCase() as `0x${string}`),
+        100_000n,
+      );
+      assert.equal(await page.locator("[data-balance=available]").innerText(), "0.050000 USDC");
+      await screenshot(page, "dash-x402-05-withdrawn");
+    });
+
+    assert.deepEqual(problems, []);
+    await context.close();
+  } finally {
+    await browser.close();
+    await upstream.shutdown();
+    await svc.close();
+  }
+}));

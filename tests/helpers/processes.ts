@@ -1,0 +1,98 @@
+/**
+ * Service processes for real: `src/main.ts <role>` in child processes against one database and
+ * the chains of an in-process primary (which recorded the contracts), as a deployment runs them.
+ */
+import type { TestService } from "./service.ts";
+import { freePort } from "./service.ts";
+import { ANVIL_KEYS } from "./anvil.ts";
+import { waitFor } from "./poll.ts";
+
+export interface ServiceProcess {
+  role: "all" | "web" | "worker";
+  baseUrl: string;
+  pid: number;
+  /** The last few KB the process wrote to stderr and stdout (for failure messages). */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** The environment a process of `primary`'s deployment needs: same database, chains, secrets. */
+export function deploymentEnv(primary: TestService): Record<string, string> {
+  const env: Record<string, string> = {
+    APP_ENV: "test",
+    DATABASE_URL: primary.databaseUrl,
+    JWT_SECRET: primary.deps.config.JWT_SECRET!,
+    WALLET_MASTER_KEY: primary.deps.config.WALLET_MASTER_KEY!,
+    LOG_LEVEL: "warn",
+    CHAIN_POLL_INTERVAL_MS: "50",
+    CHAINS: primary.deps.chain.profiles().join(","),
+  };
+  for (const p of primary.deps.chain.profiles()) {
+    const rt = primary.deps.chain.runtime(p);
+    env[`${rt.profile.envPrefix}_RPC_URL`] = rt.rpcUrl;
+    env[`${rt.profile.envPrefix}_OPERATOR_KEY`] = ANVIL_KEYS[0];
+    env[`${rt.profile.envPrefix}_CONFIRMATIONS`] = "0";
+  }
+  return env;
+}
+
+export async function startProcess(
+  role: ServiceProcess["role"],
+  env: Record<string, string>,
+): Promise<ServiceProcess> {
+  const port = freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const dataDir = Deno.makeTempDirSync({ prefix: `settlement-${role}-` });
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", new URL("../../src/main.ts", import.meta.url).pathname, role],
+    env: {
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      BASE_URL: baseUrl,
+      DATA_DIR: dataDir,
+      ...env,
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let tail = "";
+  const drain = async (s: ReadableStream<Uint8Array>) => {
+    for await (const chunk of s.pipeThrough(new TextDecoderStream())) {
+      tail = (tail + chunk).slice(-4000);
+    }
+  };
+  const drained = Promise.all([drain(child.stdout), drain(child.stderr)]);
+  const exited = child.status;
+  let exitCode: number | null = null;
+  exited.then((st) => (exitCode = st.code));
+  let stopped = false;
+  const proc: ServiceProcess = {
+    role,
+    baseUrl,
+    pid: child.pid,
+    output: () => tail,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      try {
+        child.kill("SIGTERM");
+      } catch { /* already gone */ }
+      await exited;
+      await drained;
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    },
+  };
+  try {
+    await waitFor(async () => {
+      if (exitCode !== null) return true;
+      const res = await fetch(`${baseUrl}/readyz`).catch(() => null);
+      await res?.body?.cancel();
+      return res?.status === 200;
+    }, { timeoutMs: 60_000, intervalMs: 100, what: `${role} on ${baseUrl} to be ready` });
+    if (exitCode !== null) throw new Error(`${role} exited with ${exitCode}`);
+  } catch (e) {
+    await proc.stop();
+    throw new Error(`${e}\n--- output ---\n${tail}`);
+  }
+  return proc;
+}

@@ -1,0 +1,153 @@
+/** x402 buyers for tests: a key, its gateway deposit on the contract, and signed gateway proofs. */
+import {
+  createPublicClient,
+  createWalletClient,
+  type Hex,
+  http,
+  type LocalAccount,
+  parseEventLogs,
+  toHex,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import {
+  AgentIdentityRegistry,
+  GatewayVault,
+  TestUSDC,
+} from "../../src/chain/contracts/artifacts/index.ts";
+import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/gateway.ts";
+import { encodeGatewayProof } from "../../src/modules/x402/x402.rules.ts";
+import type { TestService } from "./service.ts";
+import { waitFor } from "./poll.ts";
+
+export const X402_PROFILE = "testnet" as const;
+
+export function randomNonce(): Hex {
+  return toHex(crypto.getRandomValues(new Uint8Array(32)));
+}
+
+export interface ProofTerms {
+  /** The payer; default the signer's own address (a smart account's owner signs for it). */
+  from?: string;
+  to: string;
+  value: bigint;
+  validAfter?: bigint;
+  validBefore?: bigint;
+  nonce?: Hex;
+}
+
+/** A gateway proof signed by `account` over the service's GatewayVault domain. */
+export async function gatewayProof(
+  svc: TestService,
+  account: LocalAccount,
+  t: ProofTerms,
+): Promise<{ proof: string; nonce: Hex }> {
+  const now = BigInt(Math.floor(svc.clock.now().getTime() / 1000));
+  const authorization = {
+    from: (t.from ?? account.address) as `0x${string}`,
+    to: t.to as `0x${string}`,
+    value: t.value,
+    validAfter: t.validAfter ?? now - 5n,
+    validBefore: t.validBefore ?? now + 300n,
+    nonce: t.nonce ?? randomNonce(),
+  };
+  const domain = svc.deps.chain.gateway.domain(X402_PROFILE, "gateway");
+  const signature = await account.signTypedData({
+    domain,
+    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+    primaryType: "TransferWithAuthorization",
+    message: authorization,
+  });
+  return {
+    proof: encodeGatewayProof({ chainId: domain.chainId, signature, authorization }),
+    nonce: authorization.nonce,
+  };
+}
+
+/** An external buyer: funded with test USDC and gas, deposits on the contract itself. */
+export async function externalBuyer(svc: TestService, key: Hex, usdc: bigint) {
+  const chain = svc.deps.chain;
+  const rt = chain.runtime(X402_PROFILE);
+  const account = privateKeyToAccount(key);
+  const wallet = createWalletClient({ account, chain: rt.viemChain, transport: http(rt.rpcUrl) });
+  const client = createPublicClient({ chain: rt.viemChain, transport: http(rt.rpcUrl) });
+  const to = account.address.toLowerCase() as `0x${string}`;
+  await chain.mintUsdc({ profile: X402_PROFILE, to, amount: usdc });
+  await chain.grantGas(X402_PROFILE, to);
+  const mined = async (hash: Hex) => {
+    const r = await waitFor(() => client.getTransactionReceipt({ hash }), {
+      what: `receipt of ${hash}`,
+    });
+    if (r.status !== "success") throw new Error(`${hash} reverted`);
+  };
+  const vault = chain.contract(X402_PROFILE, "GatewayVault");
+  return {
+    account,
+    address: account.address,
+    wallet,
+    mined,
+    /** Deposits from this buyer's wallet into `account`'s gateway balance. */
+    async depositFor(forAccount: `0x${string}`, amount: bigint) {
+      await mined(
+        await wallet.writeContract({
+          address: chain.contract(X402_PROFILE, "TestUSDC"),
+          abi: TestUSDC.abi,
+          functionName: "approve",
+          args: [vault, amount],
+        }),
+      );
+      await mined(
+        await wallet.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "depositFor",
+          args: [forAccount, amount],
+        }),
+      );
+    },
+    async deposit(amount: bigint) {
+      await mined(
+        await wallet.writeContract({
+          address: chain.contract(X402_PROFILE, "TestUSDC"),
+          abi: TestUSDC.abi,
+          functionName: "approve",
+          args: [vault, amount],
+        }),
+      );
+      await mined(
+        await wallet.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "deposit",
+          args: [amount],
+        }),
+      );
+    },
+  };
+}
+
+/**
+ * Registers `account` directly on the x402 chain's ERC-8004 identity registry (the registry makes
+ * it the agent wallet) and returns its `8004:{chainId}:{tokenId}`: a buyer that may pay as that
+ * agent. The account needs gas (externalBuyer gives it).
+ */
+export async function registerAgent(svc: TestService, account: LocalAccount): Promise<string> {
+  const chain = svc.deps.chain;
+  const rt = chain.runtime(X402_PROFILE);
+  const wallet = createWalletClient({ account, chain: rt.viemChain, transport: http(rt.rpcUrl) });
+  const client = createPublicClient({ chain: rt.viemChain, transport: http(rt.rpcUrl) });
+  const hash = await wallet.writeContract({
+    address: chain.contract(X402_PROFILE, "AgentIdentityRegistry"),
+    abi: AgentIdentityRegistry.abi,
+    functionName: "register",
+    args: ["ipfs://buyer-agent"],
+  });
+  const receipt = await waitFor(() => client.getTransactionReceipt({ hash }), {
+    what: `receipt of ${hash}`,
+  });
+  const [registered] = parseEventLogs({
+    abi: AgentIdentityRegistry.abi,
+    eventName: "Registered",
+    logs: receipt.logs,
+  });
+  return `8004:${rt.chainId}:${registered.args.agentId}`;
+}

@@ -1,0 +1,114 @@
+/**
+ * `deno task doctor` as an operator runs it (a child process): a deliberately broken production
+ * configuration fails with one clear line and a fix per broken item; a sound one passes.
+ */
+import assert from "node:assert/strict";
+import { freePort, startTestService } from "../helpers/service.ts";
+import { ANVIL_KEYS, startAnvil } from "../helpers/anvil.ts";
+import { startSmtp } from "../helpers/smtp.ts";
+
+async function doctor(env: Record<string, string>) {
+  const dataDir = Deno.makeTempDirSync({ prefix: "doctor-" });
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", new URL("../../src/cli/doctor.ts", import.meta.url).pathname],
+    env: { DATA_DIR: dataDir, ...env },
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  return {
+    code: out.code,
+    text: new TextDecoder().decode(out.stdout),
+    err: new TextDecoder().decode(out.stderr),
+  };
+}
+
+/** The line of a failed check and the fix printed under it. */
+function failed(text: string, name: string): { line: string; fix: string } {
+  const lines = text.split("\n");
+  const i = lines.findIndex((l) => l.startsWith(`FAIL  ${name}:`));
+  assert.ok(i >= 0, `no FAIL line for "${name}" in:\n${text}`);
+  assert.match(lines[i + 1] ?? "", /^ {7}fix: \S/, `no fix under "${name}"`);
+  return { line: lines[i], fix: lines[i + 1] };
+}
+
+Deno.test("doctor: a broken production configuration fails with one line and a fix per item", async () => {
+  const anvil = await startAnvil({ chainId: 5042002 });
+  try {
+    const closed = freePort();
+    const r = await doctor({
+      APP_ENV: "production",
+      BASE_URL: "http://pay.example.com",
+      WALLET_MASTER_KEY: "22".repeat(32),
+      SMTP_URL: `smtp://127.0.0.1:${freePort()}`,
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${closed}/nothing`,
+      CHAINS: "testnet,production",
+      // A node of the right chain without our contracts, and an operator with no gas.
+      TESTNET_RPC_URL: anvil.rpcUrl,
+      TESTNET_OPERATOR_KEY: `0x${"3".repeat(64)}`,
+      // The same node for production: the wrong chain id.
+      PRODUCTION_RPC_URL: anvil.rpcUrl,
+      PRODUCTION_OPERATOR_KEY: ANVIL_KEYS[0],
+    });
+    assert.equal(r.code, 1, r.text + r.err);
+    assert.match(
+      failed(r.text, "configuration: JWT_SECRET").line,
+      /required when APP_ENV=production/,
+    );
+    assert.match(failed(r.text, "BASE_URL is https").line, /http:\/\/pay\.example\.com/);
+    assert.match(failed(r.text, "secret METRICS_TOKEN").fix, /METRICS_TOKEN/);
+    assert.match(failed(r.text, "database reachable").fix, /DATABASE_URL/);
+    assert.match(failed(r.text, "testnet: contract TestUSDC").line, /no address/);
+    assert.match(failed(r.text, "testnet: contract PaymentRouter").fix, /contracts:deploy/);
+    assert.match(failed(r.text, "testnet: operator funded").line, /holds 0 /);
+    assert.match(
+      failed(r.text, "production: chain id").line,
+      /serves chain 5042002, expected 5042/,
+    );
+    assert.match(failed(r.text, "SMTP accepts a connection").fix, /SMTP_URL/);
+    assert.match(r.text, /\n\d+ check\(s\) failed: /);
+    assert.ok(!/^ok {4}testnet: operator/m.test(r.text));
+  } finally {
+    await anvil.stop();
+  }
+});
+
+Deno.test("doctor: a sound production configuration passes every check", async () => {
+  const svc = await startTestService({ workers: false, serve: false });
+  const smtp = await startSmtp();
+  try {
+    const env: Record<string, string> = {
+      APP_ENV: "production",
+      BASE_URL: "https://pay.example.com",
+      JWT_SECRET: "j".repeat(40),
+      WALLET_MASTER_KEY: "22".repeat(32),
+      METRICS_TOKEN: "m".repeat(20),
+      SMTP_URL: smtp.url,
+      DATABASE_URL: svc.databaseUrl,
+    };
+    for (const p of svc.deps.chain.profiles()) {
+      const rt = svc.deps.chain.runtime(p);
+      env[`${rt.profile.envPrefix}_RPC_URL`] = rt.rpcUrl;
+      env[`${rt.profile.envPrefix}_OPERATOR_KEY`] = ANVIL_KEYS[0];
+    }
+    const r = await doctor(env);
+    assert.equal(r.code, 0, r.text + r.err);
+    assert.ok(!/^FAIL/m.test(r.text), r.text);
+    for (const p of ["testnet", "production"]) {
+      assert.match(
+        r.text,
+        new RegExp(
+          `^ok {4}${p}: contract EscrowVault: 0x[0-9a-fA-F]{40}, built from our artifact`,
+          "m",
+        ),
+      );
+      assert.match(r.text, new RegExp(`^ok {4}${p}: operator funded`, "m"));
+    }
+    assert.match(r.text, /^ok {4}database migrated: all applied/m);
+    assert.match(r.text, /^ok {4}SMTP accepts a connection/m);
+  } finally {
+    await smtp.close();
+    await svc.close();
+  }
+});

@@ -1,0 +1,440 @@
+/**
+ * GatewayVault from the committed artifact on a real anvil: the three deposit paths, payment
+ * authorizations from an EOA and from an ERC-1271 contract payer (a tiny wallet compiled here),
+ * every refusal with its custom error (used nonce, window, signature, balance, payee), the
+ * available / withdrawing / withdrawable split with and without a delay, and the gas of each
+ * operation (printed, so docs/decisions.md can quote it).
+ */
+import assert from "node:assert/strict";
+import {
+  type Address,
+  getAddress,
+  type Hash,
+  type Hex,
+  parseEventLogs,
+  parseSignature,
+  toHex,
+  type TransactionReceipt,
+} from "viem";
+import { GatewayVault, TestUSDC } from "../../src/chain/contracts/artifacts/index.ts";
+import { ANVIL_KEYS, startAnvil } from "../helpers/anvil.ts";
+import { compile1271 } from "../helpers/erc1271.ts";
+import { waitFor } from "../helpers/poll.ts";
+import {
+  anvilClients,
+  AUTHORIZATION_FIELDS,
+  PERMIT_TYPES,
+  reverts,
+} from "../helpers/contract-kit.ts";
+
+const USDC = 1_000_000n;
+const nonce = (): Hex => toHex(crypto.getRandomValues(new Uint8Array(32)));
+
+Deno.test("contracts: GatewayVault on anvil", async (t) => {
+  const anvil = await startAnvil({ chainId: 31337 });
+  try {
+    const { chain, pub, testClient, wallet } = anvilClients(anvil);
+    const operator = wallet(ANVIL_KEYS[0]); // deployer, token owner, relayer
+    const buyer = wallet(ANVIL_KEYS[1]);
+    const seller = wallet(ANVIL_KEYS[2]);
+    const owner1271 = wallet(ANVIL_KEYS[3]);
+    const [buyerAddr, sellerAddr] = [buyer, seller].map((w) => w.account.address);
+    const gas: Record<string, bigint> = {};
+
+    const mined = async (hash: Promise<Hash> | Hash): Promise<TransactionReceipt> => {
+      const h = await hash;
+      const receipt = await waitFor(() => pub.getTransactionReceipt({ hash: h }), {
+        timeoutMs: 10_000,
+        what: `receipt of ${h}`,
+      });
+      assert.equal(receipt.status, "success", `transaction ${h} reverted`);
+      return receipt;
+    };
+    const now = async () => (await pub.getBlock()).timestamp;
+
+    const usdc = getAddress(
+      (await mined(operator.deployContract({ abi: TestUSDC.abi, bytecode: TestUSDC.bytecode })))
+        .contractAddress!,
+    );
+    const deployVault = async (delay: bigint) => {
+      const r = await mined(operator.deployContract({
+        abi: GatewayVault.abi,
+        bytecode: GatewayVault.bytecode,
+        args: [usdc, delay],
+      }));
+      gas.deploy ??= r.gasUsed;
+      return getAddress(r.contractAddress!);
+    };
+    const vault = await deployVault(0n);
+    const mint = (to: Address, amount: bigint) =>
+      mined(operator.writeContract({
+        address: usdc,
+        abi: TestUSDC.abi,
+        functionName: "mint",
+        args: [to, amount],
+      }));
+    await mint(buyerAddr, 1_000n * USDC);
+    const usdcOf = (who: Address) =>
+      pub.readContract({
+        address: usdc,
+        abi: TestUSDC.abi,
+        functionName: "balanceOf",
+        args: [who],
+      });
+    const balanceIn = async (v: Address, who: Address) => {
+      const b = await pub.readContract({
+        address: v,
+        abi: GatewayVault.abi,
+        functionName: "balanceOf",
+        args: [who],
+      });
+      const withdrawable = await pub.readContract({
+        address: v,
+        abi: GatewayVault.abi,
+        functionName: "withdrawable",
+        args: [who],
+      });
+      return { available: b.available, withdrawing: b.withdrawing, withdrawable };
+    };
+    const gatewayDomain = (v: Address) => ({
+      name: "GatewayVault",
+      version: "1",
+      chainId: chain.id,
+      verifyingContract: v,
+    });
+
+    interface Auth {
+      from: Address;
+      to: Address;
+      value: bigint;
+      validAfter: bigint;
+      validBefore: bigint;
+      nonce: Hex;
+    }
+    const authorization = async (over: Partial<Auth> = {}): Promise<Auth> => {
+      const t0 = await now();
+      return {
+        from: buyerAddr,
+        to: sellerAddr,
+        value: 1n * USDC,
+        validAfter: t0 - 5n,
+        validBefore: t0 + 300n,
+        nonce: nonce(),
+        ...over,
+      };
+    };
+    const sign = (a: Auth, signer = buyer, v = vault) =>
+      signer.account.signTypedData({
+        domain: gatewayDomain(v),
+        types: { TransferWithAuthorization: AUTHORIZATION_FIELDS },
+        primaryType: "TransferWithAuthorization",
+        message: a,
+      });
+    const pay = (a: Auth, signature: Hex, v = vault) =>
+      operator.writeContract({
+        address: v,
+        abi: GatewayVault.abi,
+        functionName: "transferWithAuthorization",
+        args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, signature],
+      });
+
+    await t.step(
+      "deposits: approve + deposit, EIP-2612 permit, EIP-3009 authorization",
+      async () => {
+        await mined(buyer.writeContract({
+          address: usdc,
+          abi: TestUSDC.abi,
+          functionName: "approve",
+          args: [vault, 10n * USDC],
+        }));
+        const d = await mined(buyer.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "deposit",
+          args: [10n * USDC],
+        }));
+        gas.deposit = d.gasUsed;
+        const ev = parseEventLogs({ abi: GatewayVault.abi, logs: d.logs, eventName: "Deposited" });
+        assert.deepEqual(ev[0].args, { account: buyerAddr, from: buyerAddr, value: 10n * USDC });
+
+        const deadline = (await now()) + 600n;
+        const permitSig = await buyer.account.signTypedData({
+          domain: { name: "USD Coin", version: "2", chainId: chain.id, verifyingContract: usdc },
+          types: PERMIT_TYPES,
+          primaryType: "Permit",
+          message: {
+            owner: buyerAddr,
+            spender: vault,
+            value: 20n * USDC,
+            nonce: await pub.readContract({
+              address: usdc,
+              abi: TestUSDC.abi,
+              functionName: "nonces",
+              args: [buyerAddr],
+            }),
+            deadline,
+          },
+        });
+        const p = parseSignature(permitSig);
+        const permitted = await mined(operator.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "depositWithPermit",
+          args: [buyerAddr, 20n * USDC, deadline, Number(p.v), p.r, p.s],
+        }));
+        gas.depositWithPermit = permitted.gasUsed;
+
+        const n = nonce();
+        const recvSig = await buyer.account.signTypedData({
+          domain: { name: "USD Coin", version: "2", chainId: chain.id, verifyingContract: usdc },
+          types: { ReceiveWithAuthorization: AUTHORIZATION_FIELDS },
+          primaryType: "ReceiveWithAuthorization",
+          message: {
+            from: buyerAddr,
+            to: vault,
+            value: 70n * USDC,
+            validAfter: 0n,
+            validBefore: deadline,
+            nonce: n,
+          },
+        });
+        const r = parseSignature(recvSig);
+        const authorized = await mined(operator.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "depositWithAuthorization",
+          args: [buyerAddr, 70n * USDC, 0n, deadline, n, Number(r.v), r.r, r.s],
+        }));
+        gas.depositWithAuthorization = authorized.gasUsed;
+        assert.deepEqual(await balanceIn(vault, buyerAddr), {
+          available: 100n * USDC,
+          withdrawing: 0n,
+          withdrawable: 100n * USDC,
+        });
+        assert.equal(await usdcOf(vault), 100n * USDC);
+        assert.equal(await usdcOf(buyerAddr), 900n * USDC);
+      },
+    );
+
+    await t.step("an EOA's authorization moves gateway balance once per nonce", async () => {
+      const a = await authorization();
+      const sig = await sign(a);
+      const r = await mined(pay(a, sig));
+      gas.transferWithAuthorization = r.gasUsed;
+      const ev = parseEventLogs({
+        abi: GatewayVault.abi,
+        logs: r.logs,
+        eventName: "PaymentTransferred",
+      });
+      assert.deepEqual(ev[0].args, {
+        from: buyerAddr,
+        to: sellerAddr,
+        value: a.value,
+        nonce: a.nonce,
+      });
+      assert.equal((await balanceIn(vault, buyerAddr)).available, 99n * USDC);
+      assert.equal((await balanceIn(vault, sellerAddr)).available, 1n * USDC);
+      assert.equal(
+        await pub.readContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "authorizationState",
+          args: [buyerAddr, a.nonce],
+        }),
+        true,
+      );
+      await reverts(pay(a, sig), "AuthorizationAlreadyUsed");
+      assert.equal((await balanceIn(vault, buyerAddr)).available, 99n * USDC);
+    });
+
+    await t.step("refusals: window, signature, tampering, balance", async () => {
+      const t0 = await now();
+      const early = await authorization({ validAfter: t0 + 100n, validBefore: t0 + 200n });
+      await reverts(pay(early, await sign(early)), "AuthorizationNotYetValid");
+      const late = await authorization({ validAfter: t0 - 100n, validBefore: t0 - 1n });
+      await reverts(pay(late, await sign(late)), "AuthorizationExpired");
+      const a = await authorization();
+      await reverts(pay(a, await sign(a, seller)), "InvalidSignature");
+      const sig = await sign(a);
+      await reverts(pay({ ...a, value: 2n * USDC }, sig), "InvalidSignature");
+      await reverts(pay({ ...a, to: buyerAddr }, sig), "InvalidSignature");
+      const other = await deployVault(0n);
+      await reverts(pay(a, await sign(a, buyer, other), vault), "InvalidSignature");
+      const big = await authorization({ value: 1_000n * USDC });
+      await reverts(pay(big, await sign(big)), "InsufficientBalance");
+      const zero = await authorization({ value: 0n });
+      await reverts(pay(zero, await sign(zero)), "ZeroAmount");
+      assert.equal((await balanceIn(vault, buyerAddr)).available, 99n * USDC);
+    });
+
+    await t.step("an ERC-1271 contract payer: its owner's signature is accepted", async () => {
+      const w = compile1271();
+      const deployed = await mined(owner1271.deployContract({
+        abi: w.abi,
+        bytecode: w.bytecode,
+        args: [owner1271.account.address],
+      }));
+      const account = getAddress(deployed.contractAddress!);
+      await mined(buyer.writeContract({
+        address: usdc,
+        abi: TestUSDC.abi,
+        functionName: "approve",
+        args: [vault, 5n * USDC],
+      }));
+      await mined(buyer.writeContract({
+        address: vault,
+        abi: GatewayVault.abi,
+        functionName: "depositFor",
+        args: [account, 5n * USDC],
+      }));
+      const a = await authorization({ from: account, value: 2n * USDC });
+      const r = await mined(pay(a, await sign(a, owner1271)));
+      gas.transferWithAuthorization1271 = r.gasUsed;
+      assert.equal((await balanceIn(vault, account)).available, 3n * USDC);
+      assert.equal((await balanceIn(vault, sellerAddr)).available, 3n * USDC);
+      const forged = await authorization({ from: account });
+      await reverts(pay(forged, await sign(forged, buyer)), "InvalidSignature");
+    });
+
+    await t.step(
+      "a batch: good ones settle, a used nonce or a bad signature is skipped",
+      async () => {
+        const good1 = await authorization();
+        const good2 = await authorization({ value: 2n * USDC });
+        const used = await authorization();
+        const usedSig = await sign(used);
+        await mined(pay(used, usedSig));
+        const forged = await authorization();
+        const before = {
+          buyer: (await balanceIn(vault, buyerAddr)).available,
+          seller: (await balanceIn(vault, sellerAddr)).available,
+        };
+        const item = async (a: Auth, signature?: Hex) => ({
+          ...a,
+          signature: signature ?? await sign(a),
+        });
+        const batch = [
+          await item(good1),
+          await item(used, usedSig),
+          await item(forged, await sign(forged, seller)),
+          await item(good2),
+        ];
+        const r = await mined(operator.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "transferWithAuthorizations",
+          args: [batch],
+        }));
+        gas.transferWithAuthorizations4 = r.gasUsed;
+        const paid = parseEventLogs({
+          abi: GatewayVault.abi,
+          logs: r.logs,
+          eventName: "PaymentTransferred",
+        }).map((l) => l.args.nonce);
+        assert.deepEqual(paid, [good1.nonce, good2.nonce]);
+        const failed = parseEventLogs({
+          abi: GatewayVault.abi,
+          logs: r.logs,
+          eventName: "AuthorizationFailed",
+        }).map((l) => l.args.nonce);
+        assert.deepEqual(failed, [used.nonce, forged.nonce]);
+        assert.equal((await balanceIn(vault, buyerAddr)).available, before.buyer - 3n * USDC);
+        assert.equal((await balanceIn(vault, sellerAddr)).available, before.seller + 3n * USDC);
+      },
+    );
+
+    await t.step("withdraw without a delay: available is withdrawable at once", async () => {
+      await reverts(
+        seller.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "withdraw",
+          args: [8n * USDC, sellerAddr],
+        }),
+        "NotWithdrawable",
+      );
+      const r = await mined(seller.writeContract({
+        address: vault,
+        abi: GatewayVault.abi,
+        functionName: "withdraw",
+        args: [2n * USDC, sellerAddr],
+      }));
+      gas.withdraw = r.gasUsed;
+      assert.equal(await usdcOf(sellerAddr), 2n * USDC);
+      assert.deepEqual(await balanceIn(vault, sellerAddr), {
+        available: 5n * USDC,
+        withdrawing: 0n,
+        withdrawable: 5n * USDC,
+      });
+    });
+
+    await t.step(
+      "with a delay: withdrawing matures, and signed payments still reach it",
+      async () => {
+        const delayed = await deployVault(3600n);
+        await mined(buyer.writeContract({
+          address: usdc,
+          abi: TestUSDC.abi,
+          functionName: "approve",
+          args: [delayed, 10n * USDC],
+        }));
+        await mined(buyer.writeContract({
+          address: delayed,
+          abi: GatewayVault.abi,
+          functionName: "deposit",
+          args: [10n * USDC],
+        }));
+        assert.equal((await balanceIn(delayed, buyerAddr)).withdrawable, 0n);
+        const init = await mined(buyer.writeContract({
+          address: delayed,
+          abi: GatewayVault.abi,
+          functionName: "initiateWithdrawal",
+          args: [8n * USDC],
+        }));
+        gas.initiateWithdrawal = init.gasUsed;
+        assert.deepEqual(await balanceIn(delayed, buyerAddr), {
+          available: 2n * USDC,
+          withdrawing: 8n * USDC,
+          withdrawable: 0n,
+        });
+        await reverts(
+          buyer.writeContract({
+            address: delayed,
+            abi: GatewayVault.abi,
+            functionName: "withdraw",
+            args: [1n * USDC, buyerAddr],
+          }),
+          "NotWithdrawable",
+        );
+        // A payment signed before (or during) the delay spends available, then withdrawing.
+        const a = await authorization({ value: 5n * USDC });
+        await mined(pay(a, await sign(a, buyer, delayed), delayed));
+        assert.deepEqual(await balanceIn(delayed, buyerAddr), {
+          available: 0n,
+          withdrawing: 5n * USDC,
+          withdrawable: 0n,
+        });
+        await testClient.increaseTime({ seconds: 3601 });
+        await testClient.mine({ blocks: 1 });
+        assert.equal((await balanceIn(delayed, buyerAddr)).withdrawable, 5n * USDC);
+        const before = await usdcOf(buyerAddr);
+        await mined(buyer.writeContract({
+          address: delayed,
+          abi: GatewayVault.abi,
+          functionName: "withdraw",
+          args: [5n * USDC, buyerAddr],
+        }));
+        assert.equal(await usdcOf(buyerAddr), before + 5n * USDC);
+        assert.deepEqual(await balanceIn(delayed, buyerAddr), {
+          available: 0n,
+          withdrawing: 0n,
+          withdrawable: 0n,
+        });
+      },
+    );
+
+    console.log("GatewayVault gas:", Object.fromEntries(Object.entries(gas)));
+  } finally {
+    await anvil.stop();
+  }
+});
