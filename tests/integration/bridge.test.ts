@@ -621,7 +621,14 @@ Deno.test("bridge: burn on a source chain, attest, mint on Settle_Testnet", asyn
     );
 
     await t.step("the local attester answers in Circle's API shape", async () => {
-      const [row] = await svc.db.sql`select burn_tx_hash from bridge_transfers limit 1`;
+      // An inbound transfer from Base_Sepolia (domain 6) whose burn is attested; the table also
+      // holds outbound withdrawals (burned on the testnet chain) and may hold ones still pending.
+      const [row] = await svc.db.sql`
+        select burn_tx_hash from bridge_transfers
+        where direction = 'inbound' and from_chain = ${SOURCE} and attested_at is not null
+        order by created_at
+        limit 1`;
+      assert.ok(row?.burnTxHash, "an attested inbound transfer from the earlier steps");
       const r = await call(
         "GET",
         `/api/cctp/attestation/v2/messages/6?transactionHash=${row.burnTxHash}`,
