@@ -6,9 +6,11 @@ import { DomainError } from "../errors.ts";
 
 /** No receipt within the bound; the transaction may still confirm. */
 export class ChainTimeoutError extends DomainError {
-  constructor(readonly txHash: string) {
+  /** `observed`: what the node said of the transaction when the bound ran out (for logs). */
+  constructor(readonly txHash: string, readonly observed?: string) {
     super("chain_timeout", { txHash });
     this.name = "ChainTimeoutError";
+    if (observed) this.message = `chain_timeout: ${observed}`;
   }
 }
 

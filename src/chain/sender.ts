@@ -366,9 +366,34 @@ export class TxSender {
           throw new ChainRejectedError(outcome.rejected);
         }
       }
-      if (Date.now() >= deadline) throw new ChainTimeoutError(row.txHash);
+      if (Date.now() >= deadline) {
+        const observed = await this.#observe(rt, row, status);
+        this.opts.log.warn("no receipt within the bound", { txHash: row.txHash, observed });
+        throw new ChainTimeoutError(row.txHash, observed);
+      }
       await new Promise((r) => setTimeout(r, pollMs));
     }
+  }
+
+  /** What the node knows of a transaction that has no receipt yet, for the timeout's log line. */
+  async #observe(rt: ChainRuntime, row: repo.TxRow, status: string): Promise<string> {
+    const from = row.fromAddress as `0x${string}`;
+    const read = <T>(p: Promise<T>) =>
+      Promise.race([
+        p.then(String, (e) => `error ${errorText(e).slice(0, 80)}`),
+        new Promise<string>((r) => setTimeout(() => r("no answer in 2 s"), 2000)),
+      ]);
+    const [tx, latest, pending] = await Promise.all([
+      read(
+        rt.client.getTransaction({ hash: row.txHash as Hex }).then((t) =>
+          t.blockNumber === null ? "in the pool" : `in block ${t.blockNumber}`
+        ),
+      ),
+      read(rt.client.getTransactionCount({ address: from, blockTag: "latest" })),
+      read(rt.client.getTransactionCount({ address: from, blockTag: "pending" })),
+    ]);
+    return `nonce ${row.nonce} (${status}) from ${from}: ${tx}; node nonce latest ${latest}, ` +
+      `pending ${pending}`;
   }
 
   /**
