@@ -1,5 +1,5 @@
 /**
- * A throwaway anvil for tests: a free loopback port, automining, the default mnemonic's ten
+ * A throwaway anvil for tests: a loopback port anvil picks itself, automining, the default mnemonic's ten
  * funded accounts (account 0 is a convenient operator/deployer). `stop()` kills it.
  */
 import { fileURLToPath } from "node:url";
@@ -24,13 +24,6 @@ export interface Anvil {
   stop(): Promise<void>;
 }
 
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
-}
-
 async function rpcChainId(rpcUrl: string): Promise<number | undefined> {
   const res = await fetch(rpcUrl, {
     method: "POST",
@@ -45,39 +38,38 @@ async function rpcChainId(rpcUrl: string): Promise<number | undefined> {
 export async function startAnvil(
   opts: { chainId?: number; timeoutMs?: number } = {},
 ): Promise<Anvil> {
-  // The free port may be taken again between probing and anvil's bind; then try another.
-  for (let attempt = 1;; attempt++) {
-    try {
-      return await spawnAnvil(opts.chainId ?? 31337, opts.timeoutMs ?? 10_000);
-    } catch (e) {
-      if (!(e instanceof EarlyExit) || attempt === 3) throw e;
-    }
-  }
+  return await spawnAnvil(opts.chainId ?? 31337, opts.timeoutMs ?? 10_000);
 }
 
-class EarlyExit extends Error {}
-
+/**
+ * Port 0: anvil binds a free port itself and prints it ("Listening on 127.0.0.1:<port>"). A port
+ * chosen here first could be taken by another test's node in between, and that node (same chain
+ * id) would then answer for this one.
+ */
 async function spawnAnvil(chainId: number, timeoutMs: number): Promise<Anvil> {
-  const port = freePort();
-  const rpcUrl = `http://127.0.0.1:${port}`;
   const child = new Deno.Command(ANVIL_BIN, {
-    args: [
-      "--silent",
-      "--host",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--chain-id",
-      String(chainId),
-    ],
+    args: ["--host", "127.0.0.1", "--port", "0", "--chain-id", String(chainId)],
     stdin: "null",
-    stdout: "null",
+    stdout: "piped",
     stderr: "piped",
   }).spawn();
-  // Keep the tail of stderr so a failed start says why; draining also keeps the pipe from filling.
+  // Keep the tail of stderr so a failed start says why; draining also keeps the pipes from
+  // filling (stdout carries the banner, then a line per request).
   let stderr = "";
-  const drained = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
+  const drainedErr = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
     new WritableStream({ write: (chunk) => void (stderr = (stderr + chunk).slice(-4_000)) }),
+  ).catch(() => {});
+  let port = 0;
+  let banner = "";
+  const drainedOut = child.stdout.pipeThrough(new TextDecoderStream()).pipeTo(
+    new WritableStream({
+      write: (chunk) => {
+        if (port) return;
+        banner = (banner + chunk).slice(-8_000);
+        const m = banner.match(/Listening on 127\.0\.0\.1:(\d+)/);
+        if (m) port = Number(m[1]);
+      },
+    }),
   ).catch(() => {});
   let exited = false;
   const status = child.status.then((s) => {
@@ -94,22 +86,22 @@ async function spawnAnvil(chainId: number, timeoutMs: number): Promise<Anvil> {
         } catch { /* already gone */ }
       }
       await status;
-      await drained;
+      await Promise.all([drainedErr, drainedOut]);
     })();
 
   try {
-    await waitFor(async () => exited || (await rpcChainId(rpcUrl)) === chainId, {
-      timeoutMs,
-      intervalMs: 50,
-      what: `anvil to answer eth_chainId on ${rpcUrl}`,
-    });
+    await waitFor(
+      async () =>
+        exited || (port > 0 && (await rpcChainId(`http://127.0.0.1:${port}`)) === chainId),
+      { timeoutMs, intervalMs: 50, what: "anvil to print its port and answer eth_chainId" },
+    );
   } catch (e) {
     await stop();
     throw new Error(`${e instanceof Error ? e.message : e}\n${stderr}`.trimEnd());
   }
   if (exited) {
     await stop();
-    throw new EarlyExit(`anvil exited at start: ${stderr.trim() || "(no output)"}`);
+    throw new Error(`anvil exited at start: ${stderr.trim() || "(no output)"}`);
   }
-  return { rpcUrl, port, chainId, stop };
+  return { rpcUrl: `http://127.0.0.1:${port}`, port, chainId, stop };
 }

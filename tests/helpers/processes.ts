@@ -40,6 +40,22 @@ export async function startProcess(
   role: ServiceProcess["role"],
   env: Record<string, string>,
 ): Promise<ServiceProcess> {
+  // The port is drawn before the process binds it; another test may take it in between.
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await spawnProcess(role, env);
+    } catch (e) {
+      if (!(e instanceof PortTaken) || attempt >= 5) throw e;
+    }
+  }
+}
+
+class PortTaken extends Error {}
+
+async function spawnProcess(
+  role: ServiceProcess["role"],
+  env: Record<string, string>,
+): Promise<ServiceProcess> {
   const port = freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const dataDir = Deno.makeTempDirSync({ prefix: `settlement-${role}-` });
@@ -92,6 +108,7 @@ export async function startProcess(
     if (exitCode !== null) throw new Error(`${role} exited with ${exitCode}`);
   } catch (e) {
     await proc.stop();
+    if (/AddrInUse|address already in use/i.test(tail)) throw new PortTaken(`port ${port} taken`);
     throw new Error(`${e}\n--- output ---\n${tail}`);
   }
   return proc;

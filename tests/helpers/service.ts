@@ -23,11 +23,23 @@ export interface TestService extends Service {
   close(): Promise<void>;
 }
 
+/**
+ * A port for a server a test is about to start. Drawn at random below Linux's ephemeral range
+ * (32768–60999): a port the kernel hands out for `port: 0` is also where it puts the client end
+ * of outgoing connections, so one probed there and closed could be taken by any fetch before the
+ * server binds it. Here only another test's draw can collide, and callers retry on AddrInUse.
+ */
 export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
+  for (let i = 0; i < 100; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+      return port;
+    } catch (e) {
+      if (!(e instanceof Deno.errors.AddrInUse)) throw e;
+    }
+  }
+  throw new Error("no free port between 20000 and 32000");
 }
 
 export function testConfig(overrides: Record<string, string> = {}): Config {
