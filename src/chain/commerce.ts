@@ -14,6 +14,8 @@ export interface JobChain {
   runtime(profile: ProfileName): ChainRuntime;
   contract(profile: ProfileName, name: "AgenticCommerce" | "TestUSDC"): `0x${string}`;
   send(req: TxRequest, wait?: { timeoutMs?: number }): Promise<TxRow>;
+  /** The live transaction an intent already has, if any. */
+  transaction(profile: ProfileName, intentKey: string): Promise<TxRow | null>;
 }
 
 export const JOB_CHAIN_STATUSES = [
@@ -66,7 +68,7 @@ export function jobOps(chain: JobChain) {
       description: string;
       budget: bigint;
       intentKey: string;
-    }): Promise<{ jobId: bigint; createTx: TxRow; budgetTx: TxRow }> {
+    }): Promise<{ jobId: bigint; expiredAt: bigint; createTx: TxRow; budgetTx: TxRow }> {
       const createTx = await send(
         p,
         req.walletId,
@@ -87,7 +89,8 @@ export function jobOps(chain: JobChain) {
         logs: receipt.logs,
       });
       if (!created) throw new Error(`no JobCreated event in ${createTx.txHash}`);
-      const jobId = created.args.jobId;
+      // From the event, not the request: a retried intent returns the first transaction.
+      const { jobId, expiredAt } = created.args;
       const budgetTx = await send(
         p,
         req.walletId,
@@ -99,7 +102,7 @@ export function jobOps(chain: JobChain) {
         }),
         `${req.intentKey}:budget`,
       );
-      return { jobId, createTx, budgetTx };
+      return { jobId, expiredAt, createTx, budgetTx };
     },
 
     /**
@@ -115,6 +118,17 @@ export function jobOps(chain: JobChain) {
       intentKey: string;
     }): Promise<{ approveTx: TxRow | null; fundTx: TxRow }> {
       const c = chain.runtime(p).client;
+      // A retried intent answers with its first transactions, the approval included.
+      const fundData = encodeFunctionData({
+        abi: AgenticCommerce.abi,
+        functionName: "fund",
+        args: [req.jobId, req.budget],
+      });
+      if (await chain.transaction(p, `${req.intentKey}:fund`)) {
+        const approveTx = await chain.transaction(p, `${req.intentKey}:approve`);
+        const fundTx = await send(p, req.walletId, escrow(p), fundData, `${req.intentKey}:fund`);
+        return { approveTx, fundTx };
+      }
       const [allowance, job] = await Promise.all([
         c.readContract({
           address: usdc(p),
@@ -138,17 +152,7 @@ export function jobOps(chain: JobChain) {
           `${req.intentKey}:approve`,
         );
       }
-      const fundTx = await send(
-        p,
-        req.walletId,
-        escrow(p),
-        encodeFunctionData({
-          abi: AgenticCommerce.abi,
-          functionName: "fund",
-          args: [req.jobId, req.budget],
-        }),
-        `${req.intentKey}:fund`,
-      );
+      const fundTx = await send(p, req.walletId, escrow(p), fundData, `${req.intentKey}:fund`);
       return { approveTx, fundTx };
     },
 

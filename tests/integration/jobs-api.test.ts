@@ -342,6 +342,69 @@ Deno.test("jobs API: lifecycle, reject, refund, refusals, database = contract", 
         await agrees(id, "EXPIRED");
       },
     );
+
+    await t.step(
+      "a retry with its Idempotency-Key released (after a 408) answers with the first transactions",
+      async () => {
+        const keyed = (path: string, key: string, idem: string, body: unknown) =>
+          call("POST", path, { headers: { "x-api-key": key, "idempotency-key": idem }, body });
+        const body = {
+          clientWalletId: client.id,
+          provider: provider.address,
+          evaluator: evaluator.address,
+          budget: "2",
+          expiresInSeconds: 3600,
+          description: "Retried job",
+        };
+        const first = await keyed("/api/jobs/create", a.apiKey, "job-retry-create", body);
+        assert.equal(first.status, 201, first.text);
+        const sent = await txCount();
+        // As after a 408: the stored answer is gone and the same request comes again.
+        await svc.db.sql`delete from idempotency_keys`;
+        const again = await keyed("/api/jobs/create", a.apiKey, "job-retry-create", body);
+        assert.equal(again.status, 201, again.text);
+        assert.equal(again.json.jobId, first.json.jobId, "the same job");
+        assert.equal(again.json.txHash, first.json.txHash);
+        assert.equal(await txCount(), sent, "nothing sent again");
+        const id = first.json.jobId as string;
+
+        const before = await balance(client);
+        const fundBody = { jobId: id, clientWalletId: client.id };
+        const funded = await keyed("/api/jobs/fund", a.apiKey, "job-retry-fund", fundBody);
+        assert.equal(funded.status, 200, funded.text);
+        await svc.db.sql`delete from idempotency_keys`;
+        const refunded = await keyed("/api/jobs/fund", a.apiKey, "job-retry-fund", fundBody);
+        assert.equal(refunded.status, 200, refunded.text);
+        assert.deepEqual(
+          [refunded.json.approveTx, refunded.json.fundTx],
+          [funded.json.approveTx, funded.json.fundTx],
+        );
+        assert.equal(await balance(client), before - 2n * USDC, "funded once");
+        await agrees(id, "FUNDED");
+
+        const submitBody = {
+          jobId: id,
+          providerWalletId: provider.id,
+          deliverableData: "https://results.example/retried",
+        };
+        const submitted = await keyed("/api/jobs/submit", b.apiKey, "job-retry-submit", submitBody);
+        assert.equal(submitted.status, 200, submitted.text);
+        await svc.db.sql`delete from idempotency_keys`;
+        const resubmitted = await keyed(
+          "/api/jobs/submit",
+          b.apiKey,
+          "job-retry-submit",
+          submitBody,
+        );
+        assert.equal(resubmitted.status, 200, resubmitted.text);
+        assert.equal(resubmitted.json.txHash, submitted.json.txHash);
+        // Without a key a repeat is a new request: the contract refuses it in the new status.
+        const repeat = await post("/api/jobs/submit", b.apiKey, submitBody);
+        assert.equal(repeat.status, 502, repeat.text);
+        assert.match(repeat.json.hint as string, /SUBMITTED/);
+        await agrees(id, "SUBMITTED");
+      },
+    );
   } finally {
     await svc.close();
   }

@@ -35,12 +35,19 @@ export function jobsApi(deps: Deps) {
   const write = auth(true);
   const read = auth(false);
   const once = idempotent(deps);
+  const requestKey = (c: Context<AuthEnv>) => c.req.header("idempotency-key");
   const profileOf = (c: Context<AuthEnv>) =>
     c.get("auth").key?.profile ?? deps.chain.payoutProfile();
 
   app.post("/api/jobs/create", write, once, async (c) => {
     const input = parseOrThrow(createJobBody, await readJsonObject(c));
-    const row = await service.createJob(deps, merchantOf(c), profileOf(c), input);
+    const row = await service.createJob(
+      deps,
+      merchantOf(c),
+      profileOf(c),
+      input,
+      requestKey(c),
+    );
     const job = service.jobView(deps, row);
     return c.json({
       success: true,
@@ -70,7 +77,7 @@ export function jobsApi(deps: Deps) {
     const input = parseOrThrow(fundBody, await readJsonObject(c));
     return c.json({
       success: true,
-      ...await service.fund(deps, merchantOf(c), profileOf(c), input),
+      ...await service.fund(deps, merchantOf(c), profileOf(c), input, requestKey(c)),
     });
   });
 
@@ -78,7 +85,7 @@ export function jobsApi(deps: Deps) {
     const input = parseOrThrow(submitBody, await readJsonObject(c));
     return c.json({
       success: true,
-      ...await service.submit(deps, merchantOf(c), profileOf(c), input),
+      ...await service.submit(deps, merchantOf(c), profileOf(c), input, requestKey(c)),
     });
   });
 
@@ -87,7 +94,14 @@ export function jobsApi(deps: Deps) {
       const input = parseOrThrow(evaluateBody, await readJsonObject(c));
       return c.json({
         success: true,
-        ...await service.evaluate(deps, merchantOf(c), profileOf(c), action, input),
+        ...await service.evaluate(
+          deps,
+          merchantOf(c),
+          profileOf(c),
+          action,
+          input,
+          requestKey(c),
+        ),
       });
     });
   }
@@ -96,7 +110,7 @@ export function jobsApi(deps: Deps) {
     const input = parseOrThrow(refundBody, await readJsonObject(c));
     return c.json({
       success: true,
-      ...await service.refund(deps, merchantOf(c), profileOf(c), input),
+      ...await service.refund(deps, merchantOf(c), profileOf(c), input, requestKey(c)),
     });
   });
 

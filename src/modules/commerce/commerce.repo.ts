@@ -27,8 +27,10 @@ export async function insert(sql: Db, j: NewJob): Promise<JobRow> {
     values (${j.chainId}, ${j.contractAddress}, ${j.jobId}, ${j.merchantId}, ${j.client},
       ${j.clientWalletId}, ${j.provider}, ${j.evaluator}, ${j.budget}, ${j.description},
       ${j.expiresAt}, 'OPEN', ${j.createTxHash}, ${j.budgetTxHash}, ${j.now}, ${j.now})
+    on conflict (chain_id, contract_address, job_id) do nothing
     returning *`;
-  return row;
+  // A retried create whose first attempt already recorded the job finds that row.
+  return row ?? (await find(sql, j))!;
 }
 
 export async function find(

@@ -8,6 +8,7 @@
  * The job's row is locked while its transaction is sent, so two actions on one job are
  * serialised; the row changes once the transaction is mined.
  */
+import { createHash } from "node:crypto";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { checksum, lower } from "../../chain/address.ts";
@@ -76,6 +77,7 @@ export async function createJob(
   m: MerchantRow,
   profile: ProfileName,
   input: CreateJobInput,
+  requestKey?: string,
 ): Promise<JobRow> {
   const wallet = await controlledWallet(deps, m.id, { walletId: input.clientWalletId });
   if (!wallet) throw new DomainError("job_client_not_controlled");
@@ -89,7 +91,14 @@ export async function createJob(
     expiredAt: BigInt(expiresAt.getTime() / 1000),
     description: input.description,
     budget: input.budget,
-    intentKey: `job:create:${crypto.randomUUID()}`,
+    // With an Idempotency-Key the intent comes from the key and the request, so a retry the
+    // idempotency layer did not store (released after a 408 or a 5xx) finds the first
+    // transactions instead of creating a second job.
+    intentKey: `job:create:${
+      requestKey === undefined
+        ? crypto.randomUUID()
+        : digest(["job-create", m.id, profile, requestKey, canonical(input)])
+    }`,
   });
   return await repo.insert(deps.sql, {
     chainId: deps.chain.chainId(profile),
@@ -102,7 +111,7 @@ export async function createJob(
     evaluator: input.evaluator,
     budget: input.budget,
     description: input.description,
-    expiresAt,
+    expiresAt: new Date(Number(made.expiredAt) * 1000),
     createTxHash: made.createTx.txHash,
     budgetTxHash: made.budgetTx.txHash,
     now: deps.clock.now(),
@@ -190,15 +199,40 @@ async function act<T>(
   }) as { job: JobRow; result: T };
 }
 
-const intent = (job: JobRow, action: string) =>
-  `job:${job.chainId}:${job.contractAddress}:${job.jobId}:${action}:${crypto.randomUUID()}`;
+/**
+ * An action's intent. With an Idempotency-Key it comes from the key and the request, so a retry
+ * the idempotency layer did not store (released after a 408 or a 5xx) finds the first
+ * transaction and answers with it. Without one, a repeat is a new request, which the contract
+ * refuses in the job's new status.
+ */
+function intent(job: JobRow, action: string, req: Keyed) {
+  const tail = req.requestKey === undefined
+    ? crypto.randomUUID()
+    : digest([`job-${action}`, req.merchantId, req.requestKey, canonical(req.input)]);
+  return `job:${job.chainId}:${job.contractAddress}:${job.jobId}:${action}:${tail}`;
+}
+
+/** Who asked, with which Idempotency-Key (if any) and body: what a keyed intent is made of. */
+interface Keyed {
+  merchantId: string;
+  requestKey?: string;
+  input: unknown;
+}
+
+/** A request body as text for a digest (amounts are bigint). */
+const canonical = (input: unknown) =>
+  JSON.stringify(input, (_, v) => typeof v === "bigint" ? v.toString() : v);
+
+const digest = (parts: string[]) => createHash("sha256").update(parts.join("\n")).digest("hex");
 
 export async function fund(
   deps: Deps,
   m: MerchantRow,
   profile: ProfileName,
   input: { jobId: string; clientWalletId: string },
+  requestKey?: string,
 ) {
+  const keyed = { merchantId: m.id, requestKey, input };
   const { result } = await act(
     deps,
     m,
@@ -210,7 +244,7 @@ export async function fund(
         client: job.client as `0x${string}`,
         jobId: BigInt(job.jobId),
         budget: job.budget,
-        intentKey: intent(job, "fund"),
+        intentKey: intent(job, "fund", keyed),
       }),
     (r) => ({
       status: "FUNDED",
@@ -232,7 +266,9 @@ export async function submit(
   m: MerchantRow,
   profile: ProfileName,
   input: { jobId: string; providerWalletId: string; deliverableData: string },
+  requestKey?: string,
 ) {
+  const keyed = { merchantId: m.id, requestKey, input };
   const deliverableHash = textHash(input.deliverableData);
   const { result } = await act(
     deps,
@@ -245,7 +281,7 @@ export async function submit(
         action: "submit",
         jobId: BigInt(job.jobId),
         hash: deliverableHash,
-        intentKey: intent(job, "submit"),
+        intentKey: intent(job, "submit", keyed),
       }),
     (tx) => ({
       status: "SUBMITTED",
@@ -270,7 +306,9 @@ export async function evaluate(
   profile: ProfileName,
   action: "complete" | "reject",
   input: { jobId: string; evaluatorWalletId: string; reason?: string },
+  requestKey?: string,
 ) {
+  const keyed = { merchantId: m.id, requestKey, input };
   const reason = input.reason ??
     (action === "complete" ? DEFAULT_COMPLETE_REASON : DEFAULT_REJECT_REASON);
   const reasonHash = textHash(reason);
@@ -286,7 +324,7 @@ export async function evaluate(
         action,
         jobId: BigInt(job.jobId),
         hash: reasonHash,
-        intentKey: intent(job, action),
+        intentKey: intent(job, action, keyed),
       }),
     (tx) => ({
       status,
@@ -310,7 +348,9 @@ export async function refund(
   m: MerchantRow,
   profile: ProfileName,
   input: { jobId: string; clientWalletId: string },
+  requestKey?: string,
 ) {
+  const keyed = { merchantId: m.id, requestKey, input };
   const { result } = await act(
     deps,
     m,
@@ -321,7 +361,7 @@ export async function refund(
         walletId: input.clientWalletId,
         action: "claimRefund",
         jobId: BigInt(job.jobId),
-        intentKey: intent(job, "refund"),
+        intentKey: intent(job, "refund", keyed),
       }),
     (tx) => ({ status: "EXPIRED", refundTxHash: tx.txHash }),
   );
