@@ -575,6 +575,15 @@ export class Chain {
     return await txRepo.findCarrying(this.opts.sql, this.chainId(profile), prefix, needle);
   }
 
+  /** The newest confirmed transaction of an intent family (`prefix` … `suffix`), if any. */
+  async confirmedIntent(
+    profile: ProfileName,
+    prefix: string,
+    suffix = "",
+  ): Promise<TxRow | null> {
+    return await txRepo.findConfirmedLike(this.opts.sql, this.chainId(profile), prefix, suffix);
+  }
+
   /** The live transaction recorded for an intent (not a failed one), if any. */
   async transaction(profile: ProfileName, intentKey: string): Promise<TxRow | null> {
     const row = await txRepo.findByIntent(this.opts.sql, this.chainId(profile), intentKey);

@@ -71,6 +71,22 @@ export async function findCarrying(
   return row ?? null;
 }
 
+/** The newest confirmed transaction whose intent starts with `prefix` and ends with `suffix`. */
+export async function findConfirmedLike(
+  sql: Db,
+  chainId: number,
+  prefix: string,
+  suffix: string,
+): Promise<TxRow | null> {
+  const esc = (x: string) => x.replace(/[\\%_]/g, "\\$&");
+  const [row] = await sql<TxRow[]>`
+    select * from chain_transactions
+    where chain_id = ${chainId} and status = 'confirmed'
+      and intent_key like ${esc(prefix) + "%" + esc(suffix)}
+    order by created_at desc limit 1`;
+  return row ?? null;
+}
+
 export async function findById(sql: Db, id: string): Promise<TxRow | null> {
   const [row] = await sql<TxRow[]>`select * from chain_transactions where id = ${id}`;
   return row ?? null;

@@ -405,6 +405,53 @@ Deno.test("jobs API: lifecycle, reject, refund, refusals, database = contract", 
         await agrees(id, "SUBMITTED");
       },
     );
+
+    await t.step(
+      "the chain wins: a transaction mined without its row changing is caught up on read",
+      async () => {
+        const { jobId: id } = await create({ budget: "1" });
+        const r0 = await post("/api/jobs/fund", a.apiKey, { jobId: id, clientWalletId: client.id });
+        assert.equal(r0.status, 200, r0.text);
+        const row = await getJob(svc.deps, profile, id);
+        // As if the process stopped after the submit was mined, before its row was changed.
+        const data = "https://results.example/crashed";
+        const tx = await chain.jobs.act(profile, {
+          walletId: provider.id,
+          action: "submit",
+          jobId: BigInt(id),
+          hash: keccak256(stringToHex(data)),
+          intentKey: `job:${row.chainId}:${row.contractAddress}:${id}:submit:crash`,
+        });
+        assert.equal((await getJob(svc.deps, profile, id)).status, "FUNDED", "the row is behind");
+        const got = await call("GET", `/api/jobs/${id}`, { headers: { "x-api-key": b.apiKey } });
+        assert.equal(got.status, 200, got.text);
+        const job = got.json.job as Record<string, unknown>;
+        assert.equal(job.status, "SUBMITTED");
+        assert.equal(job.submitTx, tx.txHash);
+        assert.equal(job.deliverableHash, keccak256(stringToHex(data)));
+        assert.equal((got.json.database as { status: string }).status, "SUBMITTED");
+        await agrees(id, "SUBMITTED");
+
+        // An evaluator acting on the contract directly (no transaction of ours): the status and
+        // the reason's hash still arrive, through a refused action this time.
+        await chain.jobs.act(profile, {
+          walletId: evaluator.id,
+          action: "complete",
+          jobId: BigInt(id),
+          hash: keccak256(stringToHex("direct")),
+          intentKey: `direct-complete:${id}`,
+        });
+        const refused = await post("/api/jobs/submit", b.apiKey, {
+          jobId: id,
+          providerWalletId: provider.id,
+          deliverableData: data,
+        });
+        assert.equal(refused.status, 502, refused.text);
+        const done = await agrees(id, "COMPLETED");
+        assert.equal(done.reasonHash, keccak256(stringToHex("direct")));
+        assert.equal(done.completeTxHash, null, "not one of our job intents");
+      },
+    );
   } finally {
     await svc.close();
   }

@@ -60,7 +60,10 @@ export function jobsApi(deps: Deps) {
   });
 
   app.get("/api/jobs/:jobId", read, async (c) => {
-    const row = await service.getJob(deps, profileOf(c), c.req.param("jobId"));
+    const row = await service.reconcile(
+      deps,
+      await service.getJob(deps, profileOf(c), c.req.param("jobId")),
+    );
     return c.json({
       success: true,
       job: service.jobView(deps, row),

@@ -2,7 +2,7 @@
 import type { Deps } from "../../deps.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
 import * as repo from "./commerce.repo.ts";
-import { jobView } from "./commerce.service.ts";
+import { jobView, reconcile } from "./commerce.service.ts";
 
 /**
  * The dashboard's list: jobs the merchant created or where one of its wallets is a party, with
@@ -20,7 +20,10 @@ export async function dashboardJobs(
     addresses: [...byAddress.keys()],
     limit: 50,
   });
-  return rows.map((j) => ({
+  // Open jobs are read from the chain too (a party may act on the contract directly); a read
+  // that fails shows the row as it is.
+  const current = await Promise.all(rows.map((j) => reconcile(deps, j).catch(() => j)));
+  return current.map((j) => ({
     view: jobView(deps, j),
     walletOf: {
       client: byAddress.get(j.client) ?? null,

@@ -61,3 +61,51 @@ export interface JobRow {
   createdAt: Date;
   updatedAt: Date;
 }
+
+/** Statuses in the order a job moves through them; the last three are ends. */
+const RANK: Record<JobStatus, number> = {
+  OPEN: 0,
+  FUNDED: 1,
+  SUBMITTED: 2,
+  COMPLETED: 3,
+  REJECTED: 3,
+  EXPIRED: 3,
+};
+
+/** Whether the chain's status is ahead of the row's (a row never moves back or sideways). */
+export const chainIsAhead = (row: JobStatus, chain: JobStatus) => RANK[chain] > RANK[row];
+
+/**
+ * The actions that took a job from `from` to `to`, with the transaction column each fills: what
+ * to look up among our own recorded intents when the chain moved without the row.
+ * (EXPIRED: a refund of a FUNDED job; REJECTED: the evaluator's, from FUNDED or SUBMITTED.)
+ */
+export function actionsBetween(
+  from: JobStatus,
+  to: JobStatus,
+): { action: string; suffix: string; column: TxColumn }[] {
+  const steps: { action: string; suffix: string; column: TxColumn; at: number }[] = [
+    { action: "fund", suffix: ":approve", column: "approveTxHash", at: 1 },
+    { action: "fund", suffix: ":fund", column: "fundTxHash", at: 1 },
+    { action: "submit", suffix: "", column: "submitTxHash", at: 2 },
+  ];
+  const end: Partial<Record<JobStatus, { action: string; column: TxColumn }>> = {
+    COMPLETED: { action: "complete", column: "completeTxHash" },
+    REJECTED: { action: "reject", column: "rejectTxHash" },
+    EXPIRED: { action: "refund", column: "refundTxHash" },
+  };
+  const out = steps.filter((s) => s.at > RANK[from] && s.at <= RANK[to]).map(
+    ({ action, suffix, column }) => ({ action, suffix, column }),
+  );
+  const last = end[to];
+  if (last) out.push({ ...last, suffix: "" });
+  return out;
+}
+
+export type TxColumn =
+  | "approveTxHash"
+  | "fundTxHash"
+  | "submitTxHash"
+  | "completeTxHash"
+  | "rejectTxHash"
+  | "refundTxHash";

@@ -20,6 +20,8 @@ import { controlledWallet } from "../wallets/wallets.service.ts";
 import * as repo from "./commerce.repo.ts";
 import type { CreateJobInput } from "./commerce.schemas.ts";
 import {
+  actionsBetween,
+  chainIsAhead,
   DEFAULT_COMPLETE_REASON,
   DEFAULT_REJECT_REASON,
   JOB_ID,
@@ -126,6 +128,38 @@ function keyOf(deps: Deps, profile: ProfileName, jobId: string) {
   };
 }
 
+/**
+ * The chain's state wins over the row's: a job that moved on chain without its row changing (a
+ * party acting on the contract directly, or a process stopped between a mined transaction and
+ * its commit) is brought up to date, with the hashes the contract holds and the transactions we
+ * recorded for it, if we sent them. A row never moves back.
+ */
+export async function reconcile(deps: Deps, row: JobRow): Promise<JobRow> {
+  if (!chainIsAhead(row.status, "COMPLETED")) return row; // an end: nothing moves it
+  const profile = profileOf(deps, row);
+  const chain = await deps.chain.jobs.read(profile, BigInt(row.jobId));
+  if (!chainIsAhead(row.status, chain.status)) return row;
+  const change: repo.JobChange = { status: chain.status };
+  const ZERO = `0x${"0".repeat(64)}`;
+  if (chain.deliverable !== ZERO && row.deliverableHash === null) {
+    change.deliverableHash = chain.deliverable;
+  }
+  if (chain.reason !== ZERO && row.reasonHash === null) change.reasonHash = chain.reason;
+  const family = `job:${row.chainId}:${row.contractAddress}:${row.jobId}:`;
+  for (const step of actionsBetween(row.status, chain.status)) {
+    if (row[step.column] !== null) continue;
+    const tx = await deps.chain.confirmedIntent(profile, `${family}${step.action}:`, step.suffix);
+    if (tx) change[step.column] = tx.txHash;
+  }
+  await repo.update(deps.sql, row.id, change, deps.clock.now());
+  deps.log.warn("job row caught up with the chain", {
+    jobId: row.jobId,
+    from: row.status,
+    to: chain.status,
+  });
+  return (await repo.find(deps.sql, row))!;
+}
+
 /** Any caller's read: the job on the credential's chain, or job_not_found. */
 export async function getJob(deps: Deps, profile: ProfileName, jobId: string): Promise<JobRow> {
   if (!JOB_ID.test(jobId) || !deps.chain.has(profile)) throw new DomainError("job_not_found");
@@ -186,17 +220,28 @@ async function act<T>(
 ): Promise<{ job: JobRow; result: T }> {
   const found = await getJob(deps, profile, input.jobId);
   await authorise(deps, m, found, input.role, input.walletId);
-  return await deps.sql.begin(async (db) => {
-    const job = (await repo.find(db, keyOf(deps, profile, input.jobId), { lock: true }))!;
-    let result: T;
-    try {
-      result = await send(job);
-    } catch (e) {
-      throw refusal(e, input.action);
+  try {
+    return await inTransaction();
+  } catch (e) {
+    // Refused for the job's status: the chain may have moved without the row; catch up.
+    if (e instanceof DomainError && e.code === "job_wrong_status") {
+      await reconcile(deps, found).catch(() => {});
     }
-    await repo.update(db, job.id, change(result), deps.clock.now());
-    return { job, result };
-  }) as { job: JobRow; result: T };
+    throw e;
+  }
+  async function inTransaction() {
+    return await deps.sql.begin(async (db) => {
+      const job = (await repo.find(db, keyOf(deps, profile, input.jobId), { lock: true }))!;
+      let result: T;
+      try {
+        result = await send(job);
+      } catch (e) {
+        throw refusal(e, input.action);
+      }
+      await repo.update(db, job.id, change(result), deps.clock.now());
+      return { job, result };
+    }) as { job: JobRow; result: T };
+  }
 }
 
 /**
