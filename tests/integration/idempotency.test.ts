@@ -122,6 +122,30 @@ Deno.test("idempotency keys", async (t) => {
       assert.equal(probe.effects.length, 3, "without a key every request runs");
     });
 
+    await t.step("a 400 answer is not stored: the corrected request may take the key", async () => {
+      const h = { "idempotency-key": "probe-400" };
+      probe.setAnswer(400);
+      const bad = await call("POST", "/api/probe", { body: { x: "bad" }, headers: h });
+      assert.equal(bad.status, 400);
+      probe.setAnswer(201);
+      const fixed = await call("POST", "/api/probe", { body: { x: 2 }, headers: h });
+      assert.equal(fixed.status, 201, fixed.text);
+      assert.equal(fixed.headers.get("idempotent-replayed"), null);
+      const again = await call("POST", "/api/probe", { body: { x: 2 }, headers: h });
+      assert.equal(again.headers.get("idempotent-replayed"), "true");
+      // A real route: malformed JSON, then the good body with the same key.
+      const key = { "idempotency-key": "keys-after-400", cookie: m.cookie };
+      const malformed = await fetch(`${svc.baseUrl}/api/keys`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: svc.baseUrl, ...key },
+        body: "{not json",
+      });
+      assert.equal(malformed.status, 400);
+      await malformed.body?.cancel();
+      const good = await call("POST", "/api/keys", { cookie: m.cookie, body, headers: key });
+      assert.equal(good.status, 201, good.text);
+    });
+
     await t.step("a malformed key → 400; records expire after 24 hours", async () => {
       const bad = await call("POST", "/api/probe", {
         body: {},
