@@ -65,7 +65,10 @@ export function parseQuery<S extends z.ZodType>(
   schema: S,
   opts: ParseOptions = {},
 ): z.infer<S> {
-  return parseWith(schema, c.req.query(), opts);
+  // `?status=&limit=20` means no status: an empty parameter is an absent one (as in a form
+  // left blank or a template filled in part).
+  const query = Object.fromEntries(Object.entries(c.req.query()).filter(([, v]) => v !== ""));
+  return parseWith(schema, query, opts);
 }
 
 export function describeIssue(issue: z.core.$ZodIssue | undefined): string {

@@ -239,6 +239,17 @@ Deno.test("payments API", async (t) => {
         7.25,
       ]);
       assert.equal(second.json.nextCursor, null);
+      // The README's template with blanks left in: an empty parameter is an absent one.
+      const blanks = await call("GET", "/api/payments?status=&limit=4&cursor=", {
+        headers: { "x-api-key": testKey },
+      });
+      assert.equal(blanks.status, 200, blanks.text);
+      assert.deepEqual((blanks.json.data as Array<{ amount: number }>).map((p) => p.amount), [
+        5,
+        4,
+        3,
+        2,
+      ]);
       const none = await call("GET", "/api/payments?status=SUCCESS", {
         headers: { "x-api-key": testKey },
       });
