@@ -154,11 +154,19 @@ export function formatCheck(c: DoctorCheck): string {
 if (import.meta.main) {
   const checks = await runDoctor(Deno.env.toObject());
   for (const c of checks) console.log(formatCheck(c));
+  console.log(`\n${summary(checks)}`);
+  Deno.exit(checks.some((c) => !c.ok) ? 1 : 0);
+}
+
+/** The last line: what failed, or what passed and what was left to development defaults. */
+export function summary(checks: DoctorCheck[]): string {
   const failed = checks.filter((c) => !c.ok);
-  console.log(
-    failed.length
-      ? `\n${failed.length} check(s) failed: ${failed.map((c) => c.name).join("; ")}`
-      : `\nall ${checks.length} checks passed`,
-  );
-  Deno.exit(failed.length ? 1 : 0);
+  if (failed.length) {
+    return `${failed.length} check(s) failed: ${failed.map((c) => c.name).join("; ")}`;
+  }
+  const warned = checks.filter((c) => c.warn);
+  if (!warned.length) return `all ${checks.length} checks passed`;
+  return `nothing failed, but only ${checks.length - warned.length} of ${checks.length} checks ` +
+    `ran against a real setting; ${warned.length} use development defaults (warn) and were not ` +
+    `checked: ${warned.map((c) => c.name).join("; ")}`;
 }

@@ -112,3 +112,12 @@ Deno.test("doctor: a sound production configuration passes every check", async (
     await svc.close();
   }
 });
+
+Deno.test("doctor: development defaults are reported as not checked, not as passed", async () => {
+  const r = await doctor({ APP_ENV: "development" });
+  assert.equal(r.code, 0, r.text + r.err);
+  assert.match(r.text, /^warn {2}database: DATABASE_URL not set/m);
+  assert.doesNotMatch(r.text, /checks passed/);
+  assert.match(r.text, /\nnothing failed, but only \d+ of \d+ checks ran against a real setting; /);
+  assert.match(r.text, /use development defaults \(warn\) and were not checked: .*database/);
+});
