@@ -12,6 +12,7 @@ import { ApiError } from "../../http/errors.ts";
 import { M } from "../../http/messages.ts";
 import { usdcToNumber } from "../../money.ts";
 import * as service from "./streams.service.ts";
+import { stopMessage } from "./streams.rules.ts";
 import {
   createStreamBody,
   listStreamsQuery,
@@ -107,8 +108,7 @@ export function streamsApi(deps: Deps) {
       explorerUrl: r.explorerUrl,
       totalStreamed,
       refundedToSender: refunded,
-      message:
-        `Stream stopped. ${totalStreamed} USDC went to the receiver and ${refunded} USDC was refunded to the sender.`,
+      message: stopMessage(r),
     });
   });
 

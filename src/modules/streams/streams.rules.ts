@@ -3,7 +3,7 @@
  * deposit) in base units, elapsed in whole seconds from the start block's timestamp to `now`
  * (or to stoppedAt once stopped or completed). Pure bigint arithmetic, no floats.
  */
-import { roundUsdcTo } from "../../money.ts";
+import { roundUsdcTo, usdcToNumber } from "../../money.ts";
 
 export interface StreamTerms {
   rate: bigint;
@@ -63,4 +63,15 @@ export function newReference(now: Date): string {
   const random = Array.from(crypto.getRandomValues(new Uint8Array(8)))
     .map((b) => (b % 36).toString(36)).join("");
   return `stream_${now.getTime().toString(36)}_${random}`;
+}
+
+/** The stop's message: what streamed in all, what this stop paid, what went back to the sender. */
+export function stopMessage(
+  r: { totalStreamed: bigint; paidAtStop: bigint; refundedToSender: bigint },
+): string {
+  const earlier = r.totalStreamed > r.paidAtStop
+    ? ` (${usdcToNumber(r.paidAtStop)} USDC sent now; the rest was withdrawn before)`
+    : "";
+  return `Stream stopped. ${usdcToNumber(r.totalStreamed)} USDC went to the receiver${earlier} ` +
+    `and ${usdcToNumber(r.refundedToSender)} USDC was refunded to the sender.`;
 }

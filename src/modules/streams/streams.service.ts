@@ -268,6 +268,8 @@ export async function stopStream(
     explorerUrl: deps.chain.explorerTxUrl(p, mined.tx.txHash),
     totalStreamed: after.withdrawn,
     refundedToSender: refunded,
+    // What the stop itself sent the receiver (earlier withdrawals already paid the rest).
+    paidAtStop: after.withdrawn > s.withdrawn ? after.withdrawn - s.withdrawn : 0n,
   };
 }
 
