@@ -82,3 +82,28 @@ Deno.test("payroll CSV: not CSV, empty, too long", () => {
   const many = Array.from({ length: 5001 }, () => `${A},1`).join("\n");
   assert.match(parsePayrollCsv(many).fileError ?? "", /5001 lines; at most 5,000/);
 });
+
+Deno.test("payroll: the run's message counts in words that fit one recipient or many", async () => {
+  const { runMessage } = await import("../../src/modules/payroll/payroll.service.ts");
+  type B = Parameters<typeof runMessage>[0];
+  const batch = (over: Partial<B>) =>
+    ({
+      batchRef: "payroll_x_y",
+      status: "COMPLETED",
+      recipientCount: 1,
+      successCount: 1,
+      failedCount: 0,
+      pendingSignatureCount: 0,
+      ...over,
+    }) as B;
+  assert.equal(runMessage(batch({})), "Paid the recipient.");
+  assert.equal(runMessage(batch({ recipientCount: 2, successCount: 2 })), "Paid all 2 recipients.");
+  assert.equal(
+    runMessage(batch({ status: "FAILED", successCount: 0, failedCount: 1 })),
+    "The recipient was not paid.",
+  );
+  assert.match(
+    runMessage(batch({ status: "AWAITING_SIGNATURES", successCount: 0, pendingSignatureCount: 1 })),
+    /^1 payment awaits your wallet's signature/,
+  );
+});

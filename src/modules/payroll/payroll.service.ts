@@ -337,17 +337,23 @@ export function batchView(deps: Deps, b: BatchRow, rows: RecipientRow[]) {
 /** What the run answers: the batch now, and a sentence saying where it stands. */
 export function runMessage(b: BatchRow): string {
   const done = b.successCount + b.failedCount + b.pendingSignatureCount;
+  const n = b.recipientCount;
+  const recipients = (k: number) => (k === 1 ? "recipient" : "recipients");
   switch (b.status) {
     case "COMPLETED":
-      return `Paid all ${b.recipientCount} recipients.`;
+      return n === 1 ? "Paid the recipient." : `Paid all ${n} recipients.`;
     case "PARTIAL_FAILURE":
-      return `Paid ${b.successCount} of ${b.recipientCount} recipients; ${b.failedCount} failed.`;
+      return `Paid ${b.successCount} of ${n} recipients; ${b.failedCount} failed.`;
     case "FAILED":
-      return `No recipient was paid; all ${b.recipientCount} failed.`;
+      return n === 1 ? "The recipient was not paid." : `No recipient was paid; all ${n} failed.`;
     case "AWAITING_SIGNATURES":
-      return `${b.pendingSignatureCount} payments await your wallet's signature: see GET /api/merchant/wallet/sign-requests.`;
+      return `${b.pendingSignatureCount} ${
+        b.pendingSignatureCount === 1 ? "payment awaits" : "payments await"
+      } your wallet's signature: see GET /api/merchant/wallet/sign-requests.`;
     default:
-      return `Processing: ${done} of ${b.recipientCount} recipients done. Poll GET /api/payroll/run?batchRef=${b.batchRef}.`;
+      return `Processing: ${done} of ${n} ${
+        recipients(n)
+      } done. Poll GET /api/payroll/run?batchRef=${b.batchRef}.`;
   }
 }
 
