@@ -625,9 +625,17 @@ export class Chain {
     return await operatorGas(this.runtime(profile));
   }
 
-  /** Heads, watcher cursors, operator balances and transactions in flight (/metrics). */
+  /**
+   * Heads, watcher cursors, operator balances and transactions in flight (/metrics): the
+   * settlement chains and the bridge source chains running in this process.
+   */
   observe(): Promise<ChainObservation[]> {
-    return observeChains(this.opts.sql, [...this.runtimes.values()]);
+    return observeChains(this.opts.sql, [...this.runtimes.values(), ...this.#sources.values()]);
+  }
+
+  /** A bridge source chain this service is configured for (started on first use). */
+  isConfiguredSource(profile: string): profile is ProfileName {
+    return this.opts.config.sources.some((p) => p.name === profile);
   }
 
   /** A readiness check for /readyz. */

@@ -30,7 +30,12 @@ export function rpcProxy(deps: Deps): Hono {
   const app = new Hono();
   app.post("/rpc/:profile", async (c) => {
     const profile = c.req.param("profile") as ProfileName;
-    if (!deps.chain.has(profile)) return c.json({ error: "unknown chain" }, 404);
+    if (!deps.chain.has(profile)) {
+      // A bridge source chain starts on first use; a wallet adding it is a use (after a restart
+      // nothing has started it yet).
+      if (!deps.chain.isConfiguredSource(profile)) return c.json({ error: "unknown chain" }, 404);
+      await deps.chain.ensure(profile);
+    }
     let body: unknown;
     try {
       body = await c.req.json();

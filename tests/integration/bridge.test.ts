@@ -15,6 +15,7 @@ import { waitFor } from "../helpers/poll.ts";
 import { rpc } from "../helpers/chain.ts";
 import { MessageTransmitterV2, TestUSDC } from "../../src/chain/contracts/artifacts/index.ts";
 import { ANVIL_KEYS } from "../helpers/anvil.ts";
+import { parsePrometheus, sample } from "../helpers/prometheus.ts";
 import { createTestDatabase } from "../helpers/db.ts";
 import { mintStep } from "../../src/modules/bridge/bridge.steps.ts";
 import { modules } from "../../src/modules/index.ts";
@@ -681,6 +682,35 @@ Deno.test("bridge: burn on a source chain, attest, mint on Settle_Testnet", asyn
         await db.drop();
       }
     });
+
+    await t.step(
+      "a wallet adding a source chain through /rpc starts it; /metrics shows it",
+      async () => {
+        assert.ok(!chain.startedSources().includes("Optimism_Sepolia"));
+        const res = await fetch(`${svc.baseUrl}/rpc/Optimism_Sepolia`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+        });
+        assert.equal(res.status, 200);
+        assert.equal(Number((await res.json()).result), 11155420);
+        assert.ok(chain.startedSources().includes("Optimism_Sepolia"));
+        const unknown = await fetch(`${svc.baseUrl}/rpc/Nowhere`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+        });
+        assert.equal(unknown.status, 404);
+        await unknown.body?.cancel();
+        const metrics = parsePrometheus(await (await fetch(`${svc.baseUrl}/metrics`)).text());
+        for (const name of [SOURCE, "Optimism_Sepolia"]) {
+          assert.ok(
+            (sample(metrics, "settlement_chain_head_block", { chain: name }) ?? -1) >= 0,
+            `${name} head in /metrics`,
+          );
+        }
+      },
+    );
   } finally {
     await svc.close();
   }
