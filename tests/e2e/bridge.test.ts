@@ -8,6 +8,8 @@ import type { Browser } from "playwright-core";
 import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { browserTest, launchBrowser, screenshot, watchPage } from "../helpers/browser.ts";
+import { payer } from "../helpers/payer.ts";
+import { ANVIL_KEYS } from "../helpers/anvil.ts";
 
 Deno.test(
   browserTest(
@@ -89,6 +91,38 @@ Deno.test(
           select status, payer from payments where reference = ${init.json.reference as string}`;
           assert.deepEqual([p.status, p.payer], ["SUCCESS", wallet.toLowerCase()]);
         });
+        await t.step(
+          "checkout paid from the payment's own chain: the cross-chain offer goes away",
+          async () => {
+            const m = await createMerchant(svc, { businessName: "Same Chain Shop" });
+            const testKey = ((await api(svc)("POST", "/api/keys", {
+              cookie: m.cookie,
+              body: { type: "secret", environment: "test" },
+            })).json.key as { key: string }).key;
+            const init = await api(svc)("POST", "/api/payments/initialize", {
+              headers: { "x-api-key": testKey },
+              body: { amount: "1.50" },
+            });
+            assert.equal(init.status, 201, init.text);
+            const fresh = await browser!.newPage();
+            const sessionAsks: string[] = [];
+            fresh.on("request", (r) => {
+              if (r.url().includes("/api/consumer/session")) sessionAsks.push(r.url());
+            });
+            try {
+              await fresh.goto(init.json.checkoutUrl as string);
+              await fresh.getByText("Pay from another chain").waitFor();
+              const alice = payer(svc, ANVIL_KEYS[2], "testnet");
+              await alice.fund(10_000_000n);
+              await alice.pay(init.json.reference as string);
+              await fresh.locator("#status[data-status=SUCCESS]").waitFor({ timeout: 30_000 });
+              await fresh.locator("#cross-chain").waitFor({ state: "hidden" });
+              assert.deepEqual(sessionAsks, [], "no session asked for while the offer stayed shut");
+            } finally {
+              await fresh.close();
+            }
+          },
+        );
         assert.deepEqual(problems, []);
       } finally {
         await browser?.close();

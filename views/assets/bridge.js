@@ -178,5 +178,14 @@
     await refreshBalance();
   }
 
-  void loadSession();
+  // On the checkout page the form sits in a closed <details>: ask for the session when it is
+  // opened (a visitor who never opens it makes no session request, and sees no 401 logged).
+  const fold = root.closest("details");
+  if (fold && !fold.open) {
+    fold.addEventListener("toggle", function first() {
+      if (!fold.open) return;
+      fold.removeEventListener("toggle", first);
+      void loadSession();
+    });
+  } else void loadSession();
 })();

@@ -256,7 +256,14 @@
   // The status block is replaced by htmx while polling; hide the pay panel once it is final.
   document.body.addEventListener("htmx:afterSwap", () => {
     const status = document.getElementById("status");
-    if (status && status.dataset.payable !== "true") panel.hidden = true;
+    if (status && status.dataset.payable !== "true") {
+      panel.hidden = true;
+      // Nothing is left to pay from another chain either, unless a transfer from there is the
+      // one that paid (its progress stays in view).
+      const crossChain = document.getElementById("cross-chain");
+      const bridged = document.getElementById("bridge-state")?.dataset.status;
+      if (crossChain && !bridged) crossChain.hidden = true;
+    }
     tick();
   });
 
