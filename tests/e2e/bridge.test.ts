@@ -23,6 +23,20 @@ Deno.test(
         // Before a session exists the page asks for it and gets the expected 401.
         const problems = watchPage(page, { ignore: [/status of 401/] });
         let wallet = "";
+        /** A new merchant's checkout on Settle_Testnet (a test secret key's chain). */
+        const testnetCheckout = async (businessName: string, amount: string) => {
+          const m = await createMerchant(svc, { businessName });
+          const testKey = ((await api(svc)("POST", "/api/keys", {
+            cookie: m.cookie,
+            body: { type: "secret", environment: "test" },
+          })).json.key as { key: string }).key;
+          const init = await api(svc)("POST", "/api/payments/initialize", {
+            headers: { "x-api-key": testKey },
+            body: { amount },
+          });
+          assert.equal(init.status, 201, init.text);
+          return init;
+        };
 
         await t.step(
           "consumer page: session, test USDC, bridge, live progress to minted",
@@ -63,16 +77,7 @@ Deno.test(
         );
 
         await t.step("checkout: pay a Settle_Testnet payment from Base_Sepolia", async () => {
-          const m = await createMerchant(svc, { businessName: "Cross Chain Café" });
-          const testKey = ((await api(svc)("POST", "/api/keys", {
-            cookie: m.cookie,
-            body: { type: "secret", environment: "test" },
-          })).json.key as { key: string }).key;
-          const init = await api(svc)("POST", "/api/payments/initialize", {
-            headers: { "x-api-key": testKey },
-            body: { amount: "4.25" },
-          });
-          assert.equal(init.status, 201, init.text);
+          const init = await testnetCheckout("Cross Chain Café", "4.25");
           await page.goto(init.json.checkoutUrl as string);
           await page.getByText("Pay from another chain").click();
           await page.locator("#bridge-wallet").filter({ hasText: wallet }).waitFor();
@@ -94,16 +99,7 @@ Deno.test(
         await t.step(
           "checkout paid from the payment's own chain: the cross-chain offer goes away",
           async () => {
-            const m = await createMerchant(svc, { businessName: "Same Chain Shop" });
-            const testKey = ((await api(svc)("POST", "/api/keys", {
-              cookie: m.cookie,
-              body: { type: "secret", environment: "test" },
-            })).json.key as { key: string }).key;
-            const init = await api(svc)("POST", "/api/payments/initialize", {
-              headers: { "x-api-key": testKey },
-              body: { amount: "1.50" },
-            });
-            assert.equal(init.status, 201, init.text);
+            const init = await testnetCheckout("Same Chain Shop", "1.50");
             const fresh = await browser!.newPage();
             const sessionAsks: string[] = [];
             fresh.on("request", (r) => {
