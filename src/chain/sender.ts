@@ -228,13 +228,14 @@ export class TxSender {
         await this.opts.hooks?.afterRecord?.(inserted.get(e.item.req.intentKey)!);
       }
 
-      // Every nonce of the batch goes out at once (a node queues a nonce that arrives before
-      // its predecessor). A refused one is taken at once by a zero-value self-transfer when a
-      // later nonce of the batch may be mined, so no refusal leaves a gap behind it.
+      // The batch goes out in nonce order, each after the node answered for the one before. Sent
+      // all at once, a nonce could arrive before its predecessor; anvil (1.7) then sometimes left
+      // it in its pool unmined for good once the gap closed (seen under load: "in the pool",
+      // node nonce = its nonce, no receipt). A refused one is taken at once by a zero-value
+      // self-transfer when a later nonce of the batch may be mined, so no refusal leaves a gap.
       const rows = todo.slice(0, cut).map((e) => inserted.get(e.item.req.intentKey)!);
-      const outcomes = await Promise.all(
-        rows.map((row) => this.broadcast(rt, row, { attempts: 3 })),
-      );
+      const outcomes: BroadcastOutcome[] = [];
+      for (const row of rows) outcomes.push(await this.broadcast(rt, row, { attempts: 3 }));
       const accepted: string[] = [];
       const answers: Array<[LaneEntry, repo.TxRow]> = [];
       try {
