@@ -65,10 +65,16 @@ export function parseQuery<S extends z.ZodType>(
   schema: S,
   opts: ParseOptions = {},
 ): z.infer<S> {
-  // `?status=&limit=20` means no status: an empty parameter is an absent one (as in a form
-  // left blank or a template filled in part).
-  const query = Object.fromEntries(Object.entries(c.req.query()).filter(([, v]) => v !== ""));
-  return parseWith(schema, query, opts);
+  return parseWith(schema, presentQuery(c), opts);
+}
+
+/**
+ * The query's parameters that carry a value: `?status=&limit=20` means no status (a form left
+ * blank, a template filled in part). What a route decides from its query (which guard, which
+ * filters) reads this, so the decision and the parse agree.
+ */
+export function presentQuery(c: Context): Record<string, string> {
+  return Object.fromEntries(Object.entries(c.req.query()).filter(([, v]) => v !== ""));
 }
 
 export function describeIssue(issue: z.core.$ZodIssue | undefined): string {

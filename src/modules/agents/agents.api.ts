@@ -5,7 +5,7 @@
  */
 import { Hono } from "hono";
 import type { Deps } from "../../deps.ts";
-import { parseQuery, readJsonObject } from "../../http/body.ts";
+import { parseQuery, presentQuery, readJsonObject } from "../../http/body.ts";
 import { parseOrThrow } from "../../http/contract.ts";
 import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
 import { idempotent } from "../../http/idempotency.ts";
@@ -40,7 +40,7 @@ export function agentsApi(deps: Deps) {
   app.get(
     "/api/agent/status",
     (c, next) => {
-      const keys = Object.keys(c.req.queries());
+      const keys = Object.keys(presentQuery(c));
       return keys.length === 1 && keys[0] === "scaAddress" ? anyone(c, next) : searchKey(c, next);
     },
     async (c) => {

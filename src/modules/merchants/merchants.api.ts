@@ -2,7 +2,7 @@
 import { Hono } from "hono";
 import { getCookie } from "hono/cookie";
 import type { Deps } from "../../deps.ts";
-import { readJsonObject } from "../../http/body.ts";
+import { presentQuery, readJsonObject } from "../../http/body.ts";
 import { parseOrThrow } from "../../http/contract.ts";
 import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
 import { idempotent } from "../../http/idempotency.ts";
@@ -102,7 +102,7 @@ export function merchantsApi(deps: Deps) {
   });
 
   app.get(CONNECT_PATH, connect, async (c) => {
-    const q = parseOrThrow(connectQuery, c.req.query());
+    const q = parseOrThrow(connectQuery, presentQuery(c));
     const r = await wallet.linkChallenge(deps, merchantOf(c), q.address);
     setSessionCookie(
       c,

@@ -5,7 +5,7 @@
  */
 import { Hono } from "hono";
 import type { Deps } from "../../deps.ts";
-import { readJsonObject } from "../../http/body.ts";
+import { presentQuery, readJsonObject } from "../../http/body.ts";
 import { parseOrThrow } from "../../http/contract.ts";
 import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
 import { idempotent } from "../../http/idempotency.ts";
@@ -72,7 +72,7 @@ export function payrollApi(deps: Deps) {
   });
 
   app.get("/api/payroll/run", payroll(false), async (c) => {
-    const { batchRef } = parseOrThrow(batchQuery, c.req.query());
+    const { batchRef } = parseOrThrow(batchQuery, presentQuery(c));
     const r = await service.getBatch(deps, merchantOf(c).id, batchRef);
     return c.json({ success: true, batch: service.batchView(deps, r.batch, r.recipients) });
   });

@@ -4,7 +4,7 @@
  */
 import { Hono } from "hono";
 import type { Deps } from "../../deps.ts";
-import { readJsonObject } from "../../http/body.ts";
+import { presentQuery, readJsonObject } from "../../http/body.ts";
 import { parseOrThrow } from "../../http/contract.ts";
 import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
 import { idempotent } from "../../http/idempotency.ts";
@@ -86,7 +86,7 @@ export function streamsApi(deps: Deps) {
   });
 
   app.get("/api/payments/stream", read, async (c) => {
-    const q = parseOrThrow(listStreamsQuery, c.req.query());
+    const q = parseOrThrow(listStreamsQuery, presentQuery(c));
     const r = await service.listStreams(deps, merchantOf(c).id, q);
     return c.json({ success: true, ...r });
   });
