@@ -84,3 +84,27 @@ export function countdown(at: Date, now: Date): string {
   if (m > 0) return `in ${m} min ${s % 60} s`;
   return `in ${s} s`;
 }
+
+/** The escrow actions that send a transaction after creation. */
+export const ESCROW_ACTIONS = ["confirm", "dispute", "release", "refund", "resolve"] as const;
+export type EscrowActionName = typeof ESCROW_ACTIONS[number];
+
+/** The deterministic intent of an action's transaction: one per action and escrow, ever. */
+export function actionIntent(action: EscrowActionName, reference: string): string {
+  return `escrow:${action}:${reference}`;
+}
+
+/**
+ * The actions whose mined transaction would move this row from where it stands, in the order to
+ * apply them (a confirmation before anything that ends the escrow): what to look for among our
+ * recorded transactions when the chain may have moved without the row. Ended escrows: none.
+ */
+export function pendingActions(
+  e: Pick<EscrowRow, "status" | "confirmedAt">,
+): EscrowActionName[] {
+  if (e.status === "ACTIVE") {
+    return [...(e.confirmedAt ? [] : ["confirm" as const]), "dispute", "release", "refund"];
+  }
+  if (e.status === "DISPUTED") return ["resolve"];
+  return [];
+}
