@@ -7,7 +7,9 @@
  * A refused action catches its escrow up too.
  */
 import assert from "node:assert/strict";
-import { startTestService } from "../helpers/service.ts";
+import { freePort, startTestService } from "../helpers/service.ts";
+import { ANVIL_KEYS } from "../helpers/anvil.ts";
+import { waitFor } from "../helpers/poll.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 import { dispute, getEscrow, onChain, resolve } from "../../src/modules/escrow/escrow.service.ts";
@@ -256,6 +258,122 @@ Deno.test("escrow catch-up: actions mined without their commit are applied once"
       },
     );
   } finally {
+    await receiver.close();
+    await svc.close();
+  }
+});
+
+Deno.test("escrow catch-up: a process SIGKILLed after its release was mined", async () => {
+  const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
+  const receiver = startReceiver();
+  const call = api(svc);
+  const chain = svc.deps.chain;
+  const profile = "production" as const;
+  let worker: Deno.ChildProcess | undefined;
+  try {
+    const a = await createMerchant(svc);
+    const wallet = async () => {
+      const r = await call("POST", "/api/wallets", {
+        headers: { "x-api-key": a.apiKey },
+        body: {},
+      });
+      return r.json.wallet as { id: string; address: string };
+    };
+    const depositor = await wallet();
+    const beneficiary = await wallet();
+    await chain.mintUsdc({ profile, to: depositor.address as `0x${string}`, amount: 10n * USDC });
+    const c = await call("POST", "/api/escrow/create", {
+      headers: { authorization: `Bearer ${a.apiKey}`, "idempotency-key": "k1" },
+      body: {
+        depositorWalletId: depositor.id,
+        beneficiarySCA: beneficiary.address,
+        amount: "4",
+        expiresInSeconds: 3600,
+        webhookUrl: `${receiver.url}/h`,
+      },
+    });
+    assert.equal(c.status, 201, c.text);
+    const reference = c.json.reference as string;
+
+    const env: Record<string, string> = {
+      DATABASE_URL: svc.db.url,
+      PORT: String(freePort()),
+      KILL_AFTER_INTENT: `escrow:release:${reference}`,
+    };
+    for (const p of chain.profiles()) {
+      const rt = chain.runtime(p);
+      env[`${rt.profile.envPrefix}_RPC_URL`] = rt.rpcUrl;
+      env[`${rt.profile.envPrefix}_OPERATOR_KEY`] = ANVIL_KEYS[0];
+      env[`${rt.profile.envPrefix}_CONFIRMATIONS`] = "0";
+    }
+    worker = new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-all", "tests/fixtures/escrow-worker.ts"],
+      env,
+      stdout: "piped",
+      stderr: "inherit",
+    }).spawn();
+    const reader = worker.stdout.getReader();
+    let out = "";
+    while (!out.includes("ready")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the worker exited before it was ready: ${out}`);
+      out += new TextDecoder().decode(value);
+    }
+    reader.releaseLock();
+
+    // The release through the second process, which dies once its transaction is out.
+    const answer = await fetch(`http://127.0.0.1:${env.PORT}/api/escrow/release`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": a.apiKey },
+      body: JSON.stringify({ reference, callerSCA: depositor.address }),
+    }).then((r) => r.status, () => null);
+    const status = await worker.status;
+    worker.stdout.cancel().catch(() => {});
+    worker = undefined;
+    assert.equal(status.signal, "SIGKILL", "the worker died by its own SIGKILL");
+    assert.equal(answer, null, "no answer got out");
+
+    const stale = await getEscrow(svc.deps, { id: a.id } as never, reference);
+    assert.equal(stale.status, "ACTIVE", "the row was never committed");
+    assert.equal((await onChain(svc.deps, stale)).status, "RELEASED");
+    const count = async () =>
+      (await svc.db.sql`
+        select 1 from webhook_deliveries where reference = ${reference} and event = 'escrow.released'`)
+        .length;
+    assert.equal(await count(), 0);
+
+    // The surviving process: its transaction recovery records the receipt, the catch-up applies.
+    await chain.recover(profile, { minAgeMs: 0 });
+    assert.equal(await catchUpOpen(svc.deps), 1);
+    const e = await getEscrow(svc.deps, { id: a.id } as never, reference);
+    const tx = (await chain.intent(profile, `escrow:release:${reference}`))!;
+    assert.equal(e.status, "RELEASED");
+    assert.equal(e.releaseTxHash, tx.txHash);
+    const got = await waitFor(
+      () =>
+        receiver.received.map((r) => JSON.parse(r.body)).find((b) =>
+          b.event === "escrow.released" && b.reference === reference
+        ),
+      { what: "escrow.released" },
+    );
+    assert.deepEqual(got, {
+      event: "escrow.released",
+      reference,
+      amount: 4,
+      currency: "USDC",
+      releaseTxHash: tx.txHash,
+    });
+    assert.equal(await catchUpOpen(svc.deps), 0);
+    assert.equal(await count(), 1);
+    // Nothing paid twice: the beneficiary holds the amount once.
+    assert.equal(await chain.usdcBalance(profile, beneficiary.address as `0x${string}`), 4n * USDC);
+  } finally {
+    if (worker) {
+      try {
+        worker.kill("SIGKILL");
+      } catch { /* already gone */ }
+      await worker.status;
+    }
     await receiver.close();
     await svc.close();
   }
