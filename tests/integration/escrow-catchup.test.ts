@@ -224,6 +224,30 @@ Deno.test("escrow catch-up: actions mined without their commit are applied once"
       assert.equal((await events(reference, "dispute.resolved")).length, 1);
     });
 
+    await t.step("confirmation mined, then a dispute: the confirmation recorded too", async () => {
+      const reference = await create();
+      const confirmed = await chain.escrow.act(profile, {
+        action: "confirm",
+        reference,
+        walletId: beneficiary.id,
+        intentKey: `escrow:confirm:${reference}`,
+      });
+      const d = await post("/api/escrow/dispute", {
+        reference,
+        callerSCA: depositor.address,
+        reason: "",
+      });
+      assert.equal(d.status, 200, d.text);
+      assert.equal((await row(reference)).confirmedAt, null);
+      assert.equal(await catchUpOpen(svc.deps), 1);
+      const e = await row(reference);
+      assert.equal(e.status, "DISPUTED");
+      assert.equal(e.confirmTxHash, confirmed.txHash);
+      assert.ok(e.confirmedAt);
+      assert.equal((await events(reference, "escrow.disputed")).length, 1);
+      assert.equal(await catchUpOpen(svc.deps), 0);
+    });
+
     await t.step("the other party's action refused for the state: the row caught up", async () => {
       const reference = await create();
       const disputeTx = await crashAct("dispute", reference, beneficiary.id, "No reason provided");

@@ -26,7 +26,11 @@ Deno.test("escrow catch-up rules: the actions that could move a row, in order", 
     "release",
     "refund",
   ]);
-  assert.deepEqual(pendingActions({ status: "DISPUTED", confirmedAt: null }), ["resolve"]);
+  assert.deepEqual(pendingActions({ status: "DISPUTED", confirmedAt: null }), [
+    "confirm",
+    "resolve",
+  ]);
+  assert.deepEqual(pendingActions({ status: "DISPUTED", confirmedAt: at }), ["resolve"]);
   assert.deepEqual(pendingActions({ status: "RELEASED", confirmedAt: null }), []);
   assert.deepEqual(pendingActions({ status: "REFUNDED", confirmedAt: at }), []);
   assert.equal(actionIntent("dispute", REF), `escrow:dispute:${REF}`);

@@ -96,15 +96,15 @@ export function actionIntent(action: EscrowActionName, reference: string): strin
 
 /**
  * The actions whose mined transaction would move this row from where it stands, in the order to
- * apply them (a confirmation before anything that ends the escrow): what to look for among our
- * recorded transactions when the chain may have moved without the row. Ended escrows: none.
+ * apply them (a confirmation not yet recorded first: it can only have been mined while ACTIVE):
+ * what to look for among our recorded transactions when the chain may have moved without the
+ * row. Ended escrows: none (the catch-up reads open escrows only).
  */
 export function pendingActions(
   e: Pick<EscrowRow, "status" | "confirmedAt">,
 ): EscrowActionName[] {
-  if (e.status === "ACTIVE") {
-    return [...(e.confirmedAt ? [] : ["confirm" as const]), "dispute", "release", "refund"];
-  }
-  if (e.status === "DISPUTED") return ["resolve"];
+  const confirm = e.confirmedAt ? [] : ["confirm" as const];
+  if (e.status === "ACTIVE") return [...confirm, "dispute", "release", "refund"];
+  if (e.status === "DISPUTED") return [...confirm, "resolve"];
   return [];
 }
