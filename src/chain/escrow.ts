@@ -5,6 +5,7 @@
  */
 import { RECEIVE_WITH_AUTHORIZATION_TYPES, usdcDomain } from "./eip3009.ts";
 import {
+  decodeFunctionData,
   encodeFunctionData,
   type Hex,
   keccak256,
@@ -13,7 +14,7 @@ import {
   stringToHex,
 } from "viem";
 import { EscrowVault } from "./contracts/artifacts/index.ts";
-import { referenceToBytes32 } from "./checkout.ts";
+import { bytes32ToReference, referenceToBytes32 } from "./checkout.ts";
 import type { ChainRuntime } from "./runtime.ts";
 
 export const ESCROW_CHAIN_STATUSES = [
@@ -146,6 +147,35 @@ export function resolveData(reference: string, released: boolean): Hex {
     functionName: "resolve",
     args: [referenceToBytes32(reference), released],
   });
+}
+
+/** An EscrowVault action call, decoded: which escrow, and what the call data fixed. */
+export type EscrowCall =
+  | { fn: "release" | "confirm" | "refund"; reference: string }
+  | { fn: "dispute"; reference: string; reasonHash: Hex }
+  | { fn: "resolve"; reference: string; released: boolean };
+
+/** Decodes the call data of an action sent to the vault (null for any other call). */
+export function decodeEscrowCall(data: Hex): EscrowCall | null {
+  let call;
+  try {
+    call = decodeFunctionData({ abi: EscrowVault.abi, data });
+  } catch {
+    return null;
+  }
+  const reference = bytes32ToReference(call.args![0] as Hex);
+  switch (call.functionName) {
+    case "release":
+    case "confirm":
+    case "refund":
+      return { fn: call.functionName, reference };
+    case "dispute":
+      return { fn: "dispute", reference, reasonHash: call.args[1] as Hex };
+    case "resolve":
+      return { fn: "resolve", reference, released: call.args[1] as boolean };
+    default:
+      return null;
+  }
 }
 
 export function escrowVaultAddress(rt: ChainRuntime): `0x${string}` {

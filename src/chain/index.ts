@@ -58,10 +58,12 @@ import { type UsdcTransfer, usdcTransfers } from "./activity.ts";
 import {
   chainTime,
   createEscrowData,
+  decodeEscrowCall,
   type EscrowAction,
   escrowActionData,
   type EscrowTerms,
   readEscrow,
+  reasonHash,
   resolveData,
 } from "./escrow.ts";
 import { chainReadiness, type OperatorGas, operatorGas } from "./health.ts";
@@ -81,7 +83,13 @@ export { decodeMessage, fromBytes32, hookText } from "./cctp.ts";
 export type { ChunkResult } from "./payroll.ts";
 export { CHUNK_SIZE } from "./payroll.ts";
 export type { AuthorizationWindow, OrderInput, SignedOrder } from "./checkout.ts";
-export type { EscrowAction, EscrowChainStatus, EscrowOnChain, EscrowTerms } from "./escrow.ts";
+export type {
+  EscrowAction,
+  EscrowCall,
+  EscrowChainStatus,
+  EscrowOnChain,
+  EscrowTerms,
+} from "./escrow.ts";
 export type { AuthorizationTarget, GatewayBalance, TransferAuthorization } from "./gateway.ts";
 
 export interface ChainOptions {
@@ -561,6 +569,11 @@ export class Chain {
         data: resolveData(req.reference, req.released),
         intentKey: req.intentKey,
       }),
+    /** What a recorded EscrowVault call did: its function, and a dispute's reason hash or a
+     * resolution's outcome (recovering an action from its transaction). */
+    decode: (data: Hex) => decodeEscrowCall(data),
+    /** keccak256 of a dispute's reason text: what the vault keeps of it. */
+    reasonHash: (reason: string) => reasonHash(reason),
     read: (profile: ProfileName, reference: string) => readEscrow(this.runtime(profile), reference),
     /** The latest block's timestamp: the vault's clock for expiry. */
     time: (profile: ProfileName) => chainTime(this.runtime(profile)),
@@ -582,6 +595,14 @@ export class Chain {
     suffix = "",
   ): Promise<TxRow | null> {
     return await txRepo.findConfirmedLike(this.opts.sql, this.chainId(profile), prefix, suffix);
+  }
+
+  /**
+   * The confirmed transactions of a list of intents on the profile's chain, by intent key, in
+   * one query: which of a batch of operations were mined (catch-ups after a stopped process).
+   */
+  async confirmedIntents(profile: ProfileName, intentKeys: string[]): Promise<Map<string, TxRow>> {
+    return await txRepo.findConfirmedByIntents(this.opts.sql, this.chainId(profile), intentKeys);
   }
 
   /** The live transaction recorded for an intent (not a failed one), if any. */

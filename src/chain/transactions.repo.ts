@@ -285,6 +285,19 @@ export async function findLiveByIntents(
   return new Map(rows.map((r) => [r.intentKey, r]));
 }
 
+/** The confirmed transactions of these intents, by intent key: one statement for many. */
+export async function findConfirmedByIntents(
+  sql: Db,
+  chainId: number,
+  intentKeys: string[],
+): Promise<Map<string, TxRow>> {
+  if (!intentKeys.length) return new Map();
+  const rows = await sql<TxRow[]>`
+    select * from chain_transactions
+    where chain_id = ${chainId} and intent_key = any(${intentKeys}) and status = 'confirmed'`;
+  return new Map(rows.map((r) => [r.intentKey, r]));
+}
+
 /**
  * Inserts signed transactions in one statement (re-signing failed intents in place, as
  * upsertSigned). An intent that got a live transaction meanwhile is left out of the result.

@@ -36,7 +36,7 @@ import { streamsRoutes } from "./streams/streams.schemas.ts";
 import { streamJobs } from "./streams/streams.jobs.ts";
 import { escrowApi } from "./escrow/escrow.api.ts";
 import { escrowRoutes } from "./escrow/escrow.schemas.ts";
-import { escrowJobs } from "./escrow/escrow.jobs.ts";
+import { escrowJobs, escrowOnStart } from "./escrow/escrow.jobs.ts";
 import { bridgeModule } from "./bridge/bridge.module.ts";
 import { x402Module } from "./x402/x402.module.ts";
 import { payrollApi } from "./payroll/payroll.api.ts";
@@ -75,7 +75,14 @@ export const modules: AppModule[] = [
     logHandlers: settlementHandlers,
   },
   { name: "streams", api: streamsApi, routes: streamsRoutes, jobs: streamJobs },
-  { name: "escrow", api: escrowApi, routes: escrowRoutes, jobs: escrowJobs },
+  {
+    name: "escrow",
+    api: escrowApi,
+    routes: escrowRoutes,
+    jobs: escrowJobs,
+    // Escrows whose action was mined while the process stopped are caught up (escrow.catchup.ts).
+    onStart: escrowOnStart,
+  },
   bridgeModule,
   x402Module({ agentPort: agentsX402Port }),
   {

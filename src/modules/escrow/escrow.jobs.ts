@@ -1,12 +1,15 @@
 /**
- * Escrow jobs: the refund of each escrow at its expiry, and a per-minute sweep that refunds any
- * ACTIVE escrow past expiry the first missed (a job lost with a restored database, a clock
- * skew). Both are idempotent: an escrow that is no longer ACTIVE (released, disputed: the
- * arbiter decides, refunded already) is left alone, and the refund's intent is sent once.
+ * Escrow jobs: the refund of each escrow at its expiry, and a per-minute sweep that first catches
+ * up open escrows whose action transaction was mined without its commit (escrow.catchup.ts),
+ * then refunds any ACTIVE escrow past expiry the first missed (a job lost with a restored
+ * database, a clock skew). All are idempotent: an escrow that is no longer ACTIVE (released,
+ * disputed: the arbiter decides, refunded already) is left alone, the refund's intent is sent
+ * once, and a caught-up action is applied with the row locked, once.
  */
 import { defineCron, defineJob } from "../../queue/registry.ts";
 import type { Deps } from "../../deps.ts";
 import { refundExpired, sweepExpired } from "./escrow.expiry.ts";
+import { catchUpOpen } from "./escrow.catchup.ts";
 import { refundExpiredQueue } from "./escrow.queues.ts";
 
 export const refundExpiredJob = defineJob<{ reference: string }, Deps>({
@@ -22,8 +25,15 @@ export const refundSweepJob = defineCron<Deps>({
   name: "escrow.refund-sweep",
   cron: "* * * * *",
   handler: async ({ deps }) => {
+    await catchUpOpen(deps);
     await sweepExpired(deps);
   },
 });
+
+/** A worker's start: catch up at once rather than at the sweep's next minute. */
+export async function escrowOnStart(deps: Deps): Promise<void> {
+  const caught = await catchUpOpen(deps);
+  if (caught) deps.log.info("escrows caught up at start", { caught });
+}
 
 export const escrowJobs = [refundExpiredJob, refundSweepJob];

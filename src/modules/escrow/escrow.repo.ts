@@ -75,7 +75,7 @@ export async function markConfirmed(sql: Db, id: string, txHash: string, now: Da
 export async function markDisputed(
   sql: Db,
   id: string,
-  d: { reason: string; by: string; txHash: string; now: Date },
+  d: { reason: string | null; by: string; txHash: string; now: Date },
 ) {
   await sql`update escrows set status = 'DISPUTED', dispute_reason = ${d.reason},
     disputed_by = ${d.by}, dispute_tx_hash = ${d.txHash}, disputed_at = ${d.now},
@@ -104,4 +104,44 @@ export async function dueForRefund(sql: Db, now: Date, limit: number): Promise<s
     select reference from escrows where status = 'ACTIVE' and expires_at <= ${now}
     order by expires_at limit ${limit}`;
   return rows.map((r) => r.reference);
+}
+
+/** A page of open escrows (ACTIVE or DISPUTED) after `afterSeq`, in creation order (catch-up). */
+export async function openPage(
+  sql: Db,
+  afterSeq: bigint,
+  limit: number,
+): Promise<
+  Array<
+    Pick<EscrowRow, "reference" | "chainId" | "status" | "confirmedAt"> & {
+      seq: bigint;
+    }
+  >
+> {
+  return await sql`
+    select reference, chain_id, status, confirmed_at, seq from escrows
+    where status in ('ACTIVE', 'DISPUTED') and seq > ${afterSeq}
+    order by seq limit ${limit}`;
+}
+
+/** Records a dispute's reason before its transaction is sent (kept once per reason hash). */
+export async function recordDisputeReason(
+  sql: Db,
+  r: { reference: string; reasonHash: string; reason: string; now: Date },
+) {
+  await sql`insert into escrow_dispute_reasons (reference, reason_hash, reason, created_at)
+    values (${r.reference}, ${r.reasonHash.toLowerCase()}, ${r.reason}, ${r.now})
+    on conflict do nothing`;
+}
+
+/** The reason recorded for a dispute of this escrow whose hash is `reasonHash`, if any. */
+export async function disputeReason(
+  sql: Db,
+  reference: string,
+  reasonHash: string,
+): Promise<string | null> {
+  const [row] = await sql<{ reason: string }[]>`
+    select reason from escrow_dispute_reasons
+    where reference = ${reference} and reason_hash = ${reasonHash.toLowerCase()}`;
+  return row?.reason ?? null;
 }

@@ -84,3 +84,27 @@ export function countdown(at: Date, now: Date): string {
   if (m > 0) return `in ${m} min ${s % 60} s`;
   return `in ${s} s`;
 }
+
+/** The escrow actions that send a transaction after creation. */
+export const ESCROW_ACTIONS = ["confirm", "dispute", "release", "refund", "resolve"] as const;
+export type EscrowActionName = typeof ESCROW_ACTIONS[number];
+
+/** The deterministic intent of an action's transaction: one per action and escrow, ever. */
+export function actionIntent(action: EscrowActionName, reference: string): string {
+  return `escrow:${action}:${reference}`;
+}
+
+/**
+ * The actions whose mined transaction would move this row from where it stands, in the order to
+ * apply them (a confirmation not yet recorded first: it can only have been mined while ACTIVE):
+ * what to look for among our recorded transactions when the chain may have moved without the
+ * row. Ended escrows: none (the catch-up reads open escrows only).
+ */
+export function pendingActions(
+  e: Pick<EscrowRow, "status" | "confirmedAt">,
+): EscrowActionName[] {
+  const confirm = e.confirmedAt ? [] : ["confirm" as const];
+  if (e.status === "ACTIVE") return [...confirm, "dispute", "release", "refund"];
+  if (e.status === "DISPUTED") return [...confirm, "resolve"];
+  return [];
+}

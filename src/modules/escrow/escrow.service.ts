@@ -4,22 +4,26 @@
  * the merchant does not control, wrong state, too early: refused, nothing broadcast), then sent
  * while the escrow's row is locked, so two concurrent actions on one escrow are serialised: the
  * second sees the first's result. The state change and its webhook event are written in one
- * transaction once the transaction is mined.
+ * transaction once the transaction is mined, by the action's apply function (escrow.apply.ts),
+ * which the catch-up shares for an action mined without its commit (escrow.catchup.ts).
  */
 import type { Deps } from "../../deps.ts";
-import type { Db } from "../../db/client.ts";
 import { DomainError } from "../../errors.ts";
 import { checksum } from "../../chain/address.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
+import type { TxRow } from "../../chain/index.ts";
 import { formatUsdc, usdcToNumber } from "../../money.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
-import { emit } from "../webhooks/webhooks.service.ts";
 import { controlledWallet } from "../wallets/wallets.service.ts";
 import * as repo from "./escrow.repo.ts";
 import { refundExpiredQueue } from "./escrow.queues.ts";
+import { APPLY, event, profileOf } from "./escrow.apply.ts";
+import { catchUpEscrow } from "./escrow.catchup.ts";
 import type { CreateEscrowInput } from "./escrow.schemas.ts";
 import {
+  actionIntent,
   amountString,
+  type EscrowActionName,
   type EscrowOutcome,
   type EscrowRow,
   type EscrowStatus,
@@ -30,12 +34,7 @@ import {
 } from "./escrow.rules.ts";
 
 export type { EscrowRow, EscrowStatus } from "./escrow.rules.ts";
-
-export function profileOf(deps: Deps, e: Pick<EscrowRow, "chainId">): ProfileName {
-  const found = deps.chain.profiles().find((n) => deps.chain.chainId(n) === e.chainId);
-  if (!found) throw new DomainError("chain_not_configured");
-  return found;
-}
+export { profileOf };
 
 /** The escrow record every response shows. */
 export function escrowView(deps: Deps, e: EscrowRow) {
@@ -161,52 +160,70 @@ export async function listEscrows(
   });
 }
 
-function wrongState(e: EscrowRow, action: string): DomainError {
+function wrongState(e: Pick<EscrowRow, "status">, action: string): DomainError {
   return new DomainError("escrow_wrong_state", { escrowState: { status: e.status, action } });
 }
 
 /**
  * Runs one action on an escrow with its row locked: `check` refuses before anything is sent,
- * `send` broadcasts and waits, `apply` writes the change and its event in the same transaction.
+ * `send` broadcasts (with the action's intent, `escrow:<action>:<reference>`) and waits, then
+ * the action's apply function writes the change and its event in the same transaction.
  * A revert that the checks could not foresee (the chain's clock, a state changed outside this
- * service) is mapped to the same refusal the checks give.
+ * service) is mapped to the same refusal the checks give. A refusal for the escrow's state may
+ * mean the row fell behind the chain (an action mined without its commit): the escrow is caught
+ * up, and when that moved the row the action is tried once more on the row as it now is (a
+ * resolution of an escrow whose dispute was caught up goes through; a release of one caught up
+ * as disputed is refused with DISPUTED), so the answer and the row agree.
  */
-async function act<T>(
+async function act(
   deps: Deps,
   reference: string,
   merchantId: string | null,
   steps: {
+    action: EscrowActionName;
     check: (e: EscrowRow) => Promise<void> | void;
-    send: (e: EscrowRow, profile: ProfileName) => Promise<{ txHash: string }>;
-    apply: (db: Db, e: EscrowRow, txHash: string) => Promise<T>;
-    action: string;
+    send: (e: EscrowRow, profile: ProfileName, intentKey: string) => Promise<TxRow>;
   },
-): Promise<T> {
-  return (await deps.sql.begin(async (db) => {
-    const e = await repo.lockByReference(db, reference);
-    if (!e || (merchantId !== null && e.merchantId !== merchantId)) {
-      throw new DomainError("escrow_not_found");
-    }
-    await steps.check(e);
-    const profile = profileOf(deps, e);
-    let tx;
-    try {
-      tx = await steps.send(e, profile);
-    } catch (err) {
-      const hint = err instanceof DomainError && err.code === "chain_reverted"
-        ? err.details.hint ?? ""
-        : "";
-      if (/NotExpired/.test(hint)) throw new DomainError("escrow_not_expired");
-      if (/NotActive|NotDisputed/.test(hint)) {
-        const onChain = await deps.chain.escrow.read(profile, reference);
-        throw new DomainError("escrow_wrong_state", {
-          escrowState: { status: onChain.status, action: steps.action },
-        });
+  caughtUp = false,
+): Promise<TxRow> {
+  try {
+    return (await deps.sql.begin(async (db) => {
+      const e = await repo.lockByReference(db, reference);
+      if (!e || (merchantId !== null && e.merchantId !== merchantId)) {
+        throw new DomainError("escrow_not_found");
       }
-      throw err;
+      await steps.check(e);
+      const profile = profileOf(deps, e);
+      let tx;
+      try {
+        tx = await steps.send(e, profile, actionIntent(steps.action, reference));
+      } catch (err) {
+        const hint = err instanceof DomainError && err.code === "chain_reverted"
+          ? err.details.hint ?? ""
+          : "";
+        if (/NotExpired/.test(hint)) throw new DomainError("escrow_not_expired");
+        if (/NotActive|NotDisputed/.test(hint)) {
+          const onChain = await deps.chain.escrow.read(profile, reference);
+          throw new DomainError("escrow_wrong_state", {
+            escrowState: { status: onChain.status, action: steps.action },
+          });
+        }
+        throw err;
+      }
+      await APPLY[steps.action](deps, db, e, tx, deps.clock.now());
+      return tx;
+    })) as TxRow;
+  } catch (err) {
+    if (caughtUp || !(err instanceof DomainError) || err.code !== "escrow_wrong_state") throw err;
+    let caught: EscrowActionName[] = [];
+    try {
+      caught = await catchUpEscrow(deps, reference);
+    } catch (e) {
+      deps.log.warn("escrow catch-up failed", { reference, error: e });
     }
-    return await steps.apply(db, e, tx.txHash);
-  })) as T;
+    if (!caught.length) throw err;
+    return await act(deps, reference, merchantId, steps, true);
+  }
 }
 
 async function partyWallet(deps: Deps, merchantId: string, address: string) {
@@ -224,23 +241,13 @@ export async function release(deps: Deps, m: MerchantRow, reference: string, cal
       walletId = (await partyWallet(deps, m.id, caller)).walletId;
       if (e.status !== "ACTIVE") throw wrongState(e, "release");
     },
-    send: (e, profile) =>
+    send: (e, profile, intentKey) =>
       deps.chain.escrow.act(profile, {
         action: "release",
         reference: e.reference,
         walletId,
-        intentKey: `escrow:release:${e.reference}`,
+        intentKey,
       }),
-    apply: async (db, e, txHash) => {
-      const now = deps.clock.now();
-      await repo.markReleased(db, e.id, txHash, now);
-      await event(deps, db, e, "escrow.released", {
-        reference: e.reference,
-        amount: usdcToNumber(e.amount),
-        currency: e.currency,
-        releaseTxHash: txHash,
-      });
-    },
   });
   return await answer(deps, reference, "release");
 }
@@ -255,18 +262,23 @@ export async function confirm(deps: Deps, m: MerchantRow, reference: string, cal
       if (e.status !== "ACTIVE") throw wrongState(e, "confirm");
       if (e.confirmedAt) throw new DomainError("escrow_already_confirmed");
     },
-    send: (e, profile) =>
+    send: (e, profile, intentKey) =>
       deps.chain.escrow.act(profile, {
         action: "confirm",
         reference: e.reference,
         walletId,
-        intentKey: `escrow:confirm:${e.reference}`,
+        intentKey,
       }),
-    apply: async (db, e, txHash) => await repo.markConfirmed(db, e.id, txHash, deps.clock.now()),
   });
   return await answer(deps, reference, "confirm");
 }
 
+/**
+ * The reason is recorded (committed on its own) before the transaction is sent: the vault keeps
+ * only its hash, and a dispute mined without its row's commit is caught up with this text.
+ * One dispute per escrow can ever succeed on chain, so its intent is the escrow's: a dispute
+ * sent again after a stop answers with the first one (its party and reason).
+ */
 export async function dispute(
   deps: Deps,
   m: MerchantRow,
@@ -274,7 +286,7 @@ export async function dispute(
 ) {
   const reason = input.reason.trim() === "" ? NO_REASON : input.reason;
   let walletId = "";
-  const txHash = await act(deps, input.reference, m.id, {
+  const tx = await act(deps, input.reference, m.id, {
     action: "dispute",
     check: async (e) => {
       if (input.callerSCA !== e.depositor && input.callerSCA !== e.beneficiary) {
@@ -283,32 +295,23 @@ export async function dispute(
       walletId = (await partyWallet(deps, m.id, input.callerSCA)).walletId;
       if (e.status !== "ACTIVE") throw wrongState(e, "dispute");
     },
-    send: (e, profile) =>
-      deps.chain.escrow.act(profile, {
+    send: async (e, profile, intentKey) => {
+      await repo.recordDisputeReason(deps.sql, {
+        reference: e.reference,
+        reasonHash: deps.chain.escrow.reasonHash(reason),
+        reason,
+        now: deps.clock.now(),
+      });
+      return await deps.chain.escrow.act(profile, {
         action: "dispute",
         reference: e.reference,
         walletId,
         reason,
-        // One dispute per escrow can ever succeed on chain.
-        intentKey: `escrow:dispute:${e.reference}`,
-      }),
-    apply: async (db, e, txHash) => {
-      const now = deps.clock.now();
-      await repo.markDisputed(db, e.id, { reason, by: input.callerSCA, txHash, now });
-      const profile = profileOf(deps, e);
-      await event(deps, db, e, "escrow.disputed", {
-        reference: e.reference,
-        amount: usdcToNumber(e.amount),
-        currency: e.currency,
-        disputedBy: checksum(input.callerSCA),
-        reason,
-        txHash,
-        disputedAt: now.toISOString(),
-        explorerUrl: deps.chain.explorerTxUrl(profile, txHash),
+        intentKey,
       });
-      return txHash;
     },
   });
+  const txHash = tx.txHash;
   const e = (await repo.findByReference(deps.sql, input.reference))!;
   return {
     escrow: {
@@ -338,50 +341,35 @@ export async function refund(deps: Deps, merchantId: string | null, reference: s
         });
       }
     },
-    send: (e, profile) =>
-      deps.chain.escrow.act(profile, {
-        action: "refund",
-        reference: e.reference,
-        intentKey: `escrow:refund:${e.reference}`,
-      }),
-    apply: async (db, e, txHash) => {
-      await repo.markRefunded(db, e.id, txHash, deps.clock.now());
-      await event(deps, db, e, "refund.completed", {
-        reference: e.reference,
-        amount: usdcToNumber(e.amount),
-        txHash,
-      });
-    },
+    send: (e, profile, intentKey) =>
+      deps.chain.escrow.act(profile, { action: "refund", reference: e.reference, intentKey }),
   });
   return await answer(deps, reference, "refund");
 }
 
-/** The arbiter's decision on a DISPUTED escrow (operator credential; any merchant's escrow). */
+/**
+ * The arbiter's decision on a DISPUTED escrow (operator credential; any merchant's escrow). The
+ * outcome recorded is the one the transaction carries: a resolution sent again after a stop with
+ * the other outcome answers with the first.
+ */
 export async function resolve(deps: Deps, reference: string, outcome: EscrowOutcome) {
   await act(deps, reference, null, {
     action: "resolve",
     check: (e) => {
       if (e.status !== "DISPUTED") throw wrongState(e, "resolve");
     },
-    send: (e, profile) =>
+    send: (e, profile, intentKey) =>
       deps.chain.escrow.resolve(profile, {
         reference: e.reference,
         released: outcome === "released",
-        intentKey: `escrow:resolve:${e.reference}`,
+        intentKey,
       }),
-    apply: async (db, e, txHash) => {
-      await repo.markResolved(db, e.id, { outcome, txHash, now: deps.clock.now() });
-      await event(deps, db, e, "dispute.resolved", {
-        reference: e.reference,
-        outcome,
-        resolveTxHash: txHash,
-      });
-    },
   });
+  const e = (await repo.findByReference(deps.sql, reference))!;
   return await answer(
     deps,
     reference,
-    outcome === "released" ? "resolveReleased" : "resolveRefunded",
+    e.resolution === "released" ? "resolveReleased" : "resolveRefunded",
   );
 }
 
@@ -407,15 +395,4 @@ async function answer(deps: Deps, reference: string, done: Done) {
 /** The contract's view, for operators and tests comparing it with ours. */
 export async function onChain(deps: Deps, e: EscrowRow) {
   return await deps.chain.escrow.read(profileOf(deps, e), e.reference);
-}
-
-async function event(
-  deps: Deps,
-  db: Db,
-  e: Pick<EscrowRow, "merchantId" | "webhookUrl">,
-  name: string,
-  payload: Record<string, unknown>,
-) {
-  if (!e.webhookUrl) return;
-  await emit(deps, db, { merchantId: e.merchantId, url: e.webhookUrl, event: name, payload });
 }
