@@ -256,11 +256,19 @@ Deno.test("x402 payers: a managed wallet and an agent pay through the API alone"
       assert.equal(out.json.recipient, dest);
       assert.equal(out.json.payer, sca);
       assert.equal(await usdcOf(dest), 500_000n);
-      const rest = await post("/api/x402/gateway/withdraw", buyer.apiKey, {
-        agentId: agent.tokenId,
-        amount: "0.75",
-      });
-      assert.equal(rest.status, 200, rest.text);
+      // Two withdrawals of the whole balance at once: one is paid, the other is the 400.
+      const [w1, w2] = await Promise.all(
+        ["a", "b"].map((k) =>
+          post("/api/x402/gateway/withdraw", buyer.apiKey, {
+            agentId: agent.tokenId,
+            amount: "0.75",
+          }, { "idempotency-key": `race-${k}` })
+        ),
+      );
+      assert.deepEqual([w1.status, w2.status].sort(), [200, 400], `${w1.text} ${w2.text}`);
+      const [rest, refused] = w1.status === 200 ? [w1, w2] : [w2, w1];
+      assert.equal(refused.json.error, M.x402WithdrawExceeds, refused.text);
+      assert.equal(refused.json.withdrawable, "0.000000");
       assert.equal(rest.json.recipient, sca);
       assert.equal(await usdcOf(sca), 2_250_000n);
       const b = await call("GET", `/api/x402/gateway/balance?agentId=${agentId}`, {

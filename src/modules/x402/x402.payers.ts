@@ -5,7 +5,7 @@
  * a buyer holding its own key does on the contract itself. Only the merchant's own wallets and
  * agents; another merchant's answer 404 as if they did not exist.
  */
-import { toHex } from "viem";
+import { toFunctionSelector, toHex } from "viem";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { checksum, lower } from "../../chain/address.ts";
@@ -16,9 +16,19 @@ import { getListing } from "./x402.listings.ts";
 import { encodeGatewayProof, nowSeconds } from "./x402.rules.ts";
 import { type X402Deps, x402Profile } from "./x402.context.ts";
 import { gatewayView, requestIntent, SOURCE_CHAIN } from "./x402.gateway.ts";
+import * as repo from "./x402.repo.ts";
 import type { Address, MerchantAgent, X402AgentPort } from "./x402.types.ts";
 
 const usdc = (units: bigint) => formatUsdc(units, { decimals: "fixed" });
+
+/**
+ * The vault's refusal of a withdrawal above what is withdrawable: by name from a wallet, or as
+ * the inner revert data of an agent account's `CallFailed(vault, reason)`.
+ */
+const NOT_WITHDRAWABLE = new RegExp(
+  `NotWithdrawable|${toFunctionSelector("NotWithdrawable(uint256,uint256)")}`,
+  "i",
+);
 
 /** Deps with the agent port when the app has one (the agents module plugs it in). */
 export type PayerDeps = Deps & { agents?: X402AgentPort };
@@ -157,39 +167,48 @@ export async function withdrawPayer(
     recipient,
   ]);
   const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
-  if (!earlier || earlier.status === "failed") {
-    const b = await deps.chain.gateway.balance(profile, payer.address);
-    if (b.withdrawable < input.amount) {
-      throw new DomainError("x402_withdraw_exceeds", { withdrawable: usdc(b.withdrawable) });
+  const chainId = deps.chain.chainId(profile);
+  const exceeds = (can: bigint) =>
+    new DomainError("x402_withdraw_exceeds", { withdrawable: usdc(can > 0n ? can : 0n) });
+  // Under the payer's lock, the one paid calls are claimed under, until the withdrawal is mined:
+  // two withdrawals, or a withdrawal and a paid call in flight (PENDING, its upstream already
+  // called), never count on the same balance.
+  const tx = await deps.sql.begin(async (db) => {
+    await repo.lockPayer(db, chainId, payer.address);
+    if (!earlier || earlier.status === "failed") {
+      const [b, pending] = await Promise.all([
+        deps.chain.gateway.balance(profile, payer.address),
+        repo.pendingAmount(db, chainId, payer.address),
+      ]);
+      if (b.withdrawable - pending < input.amount) throw exceeds(b.withdrawable - pending);
     }
-  }
-  let tx;
-  try {
-    tx = payer.kind === "wallet"
-      ? await deps.chain.gateway.withdraw(profile, {
-        from: { walletId: payer.walletId },
-        amount: input.amount,
-        to: recipient,
-        intentKey,
-      })
-      : await deps.chain.gateway.withdrawFromAccount(profile, {
-        ownerWalletId: payer.agent.ownerWalletId,
-        account: payer.address,
-        amount: input.amount,
-        to: recipient,
-        intentKey,
-      });
-  } catch (e) {
-    // Spent by a concurrent withdrawal or payment between our check and the node's estimate.
-    if (
-      e instanceof DomainError && e.code === "chain_reverted" &&
-      /NotWithdrawable/.test(e.details.hint ?? "")
-    ) {
-      const now = await deps.chain.gateway.balance(profile, payer.address);
-      throw new DomainError("x402_withdraw_exceeds", { withdrawable: usdc(now.withdrawable) });
+    try {
+      return payer.kind === "wallet"
+        ? await deps.chain.gateway.withdraw(profile, {
+          from: { walletId: payer.walletId },
+          amount: input.amount,
+          to: recipient,
+          intentKey,
+        })
+        : await deps.chain.gateway.withdrawFromAccount(profile, {
+          ownerWalletId: payer.agent.ownerWalletId,
+          account: payer.address,
+          amount: input.amount,
+          to: recipient,
+          intentKey,
+        });
+    } catch (e) {
+      // Spent on the contract directly (the key's holder is the service, but the chain is open)
+      // between our check and the node's estimate.
+      if (
+        e instanceof DomainError && e.code === "chain_reverted" &&
+        NOT_WITHDRAWABLE.test(e.details.hint ?? "")
+      ) {
+        throw exceeds((await deps.chain.gateway.balance(profile, payer.address)).withdrawable);
+      }
+      throw e;
     }
-    throw e;
-  }
+  });
   return {
     txHash: tx.txHash,
     amount: usdc(input.amount),
