@@ -368,6 +368,28 @@ Deno.test("x402 payers: a managed wallet and an agent pay through the API alone"
         body: { slug: "quote", walletId: wallet.id },
       });
       assert.equal(noKey.status, 401);
+      // Keys: a secret key without the x402 scope, and a publishable key, sign nothing.
+      const keyOf = async (body: Record<string, unknown>) => {
+        const r = await call("POST", "/api/keys", { cookie: buyer.cookie, body });
+        assert.equal(r.status, 201, r.text);
+        return (r.json.key as { key: string }).key;
+      };
+      const paymentsOnly = await keyOf({
+        type: "secret",
+        environment: "test",
+        scopes: ["payments"],
+      });
+      const publishable = await keyOf({ type: "publishable", environment: "test" });
+      for (const k of [paymentsOnly, publishable]) {
+        await expect(
+          proofs({ slug: "quote", walletId: wallet.id }, k),
+          403,
+          M.insufficientPermissions,
+        );
+      }
+      const scoped = await keyOf({ type: "secret", environment: "test", scopes: ["x402"] });
+      const ok = await proofs({ slug: "quote", walletId: wallet.id }, scoped);
+      assert.equal(ok.status, 201, ok.text);
 
       // An external payout wallet: the service holds no key for it.
       const ext = await createMerchant(svc, { walletProvider: "LINK_WALLET" });
