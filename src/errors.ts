@@ -117,6 +117,9 @@ export const ERROR_CODES = [
   "x402_destination_unsupported",
   "x402_deposit_not_controlled",
   "x402_deposit_insufficient",
+  "x402_payer_wallet_not_found",
+  "x402_payer_agent_not_found",
+  "x402_payer_external",
   // Agentic commerce jobs (ERC-8183)
   "job_not_found",
   "job_client_mismatch",

@@ -129,6 +129,25 @@ export function agentOps(chain: AgentChain) {
     },
     reputationAddress: reputation,
 
+    /**
+     * The agent wallet's `X-Agent-Signature` of a payment, made by the owner of an agent's smart
+     * account (which answers ERC-1271 for it). Signs only; nothing is sent.
+     */
+    async signPayment(p: ProfileName, req: {
+      ownerWalletId: string;
+      tokenId: bigint;
+      timestamp: bigint;
+      nonce: Hex;
+    }): Promise<Hex> {
+      const owner = await chain.walletAccount(req.ownerWalletId);
+      return await owner.signTypedData({
+        domain: domain(p),
+        types: AGENT_PAYMENT_TYPES,
+        primaryType: "AgentPayment",
+        message: { agentId: req.tokenId, timestamp: req.timestamp, nonce: req.nonce },
+      });
+    },
+
     /** The account's address before (and after) deployment. */
     async accountAddress(p: ProfileName, owner: `0x${string}`, salt: Hex) {
       return await client(p).readContract({

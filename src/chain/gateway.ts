@@ -16,7 +16,7 @@ import {
   recoverTypedDataAddress,
   stringToHex,
 } from "viem";
-import { GatewayVault, TestUSDC } from "./contracts/artifacts/index.ts";
+import { AgentAccount, GatewayVault, TestUSDC } from "./contracts/artifacts/index.ts";
 import {
   RECEIVE_WITH_AUTHORIZATION_TYPES,
   TRANSFER_WITH_AUTHORIZATION_TYPES,
@@ -294,6 +294,100 @@ export function gatewayOps(chain: GatewayChain) {
             Number(v ?? BigInt(yParity + 27)),
             r,
             s,
+          ],
+        }),
+        intentKey: req.intentKey,
+      });
+    },
+
+    /**
+     * A managed wallet's signature of a gateway payment authorization: its own (`a.from` is the
+     * wallet), or, for an agent's smart account, its owner's (the account answers ERC-1271 for
+     * what its owner signs). Signs only; nothing is sent.
+     */
+    async signAuthorization(
+      p: ProfileName,
+      req: { signerWalletId: string; authorization: TransferAuthorization },
+    ): Promise<Hex> {
+      const account = await chain.walletAccount(req.signerWalletId);
+      return await account.signTypedData({
+        domain: domain(p, "gateway"),
+        types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+        primaryType: "TransferWithAuthorization",
+        message: req.authorization,
+      });
+    },
+
+    /**
+     * Deposits from an agent's smart account into its own gateway balance: the owner wallet has
+     * the account approve the vault and deposit, in one `executeBatch` transaction (both or
+     * neither; no allowance is left behind). Waits for the receipt; once per `intentKey`.
+     */
+    async depositFromAccount(
+      p: ProfileName,
+      req: { ownerWalletId: string; account: `0x${string}`; amount: bigint; intentKey: string },
+    ): Promise<TxRow> {
+      return await chain.send({
+        profile: p,
+        from: { walletId: req.ownerWalletId },
+        to: req.account,
+        data: encodeFunctionData({
+          abi: AgentAccount.abi,
+          functionName: "executeBatch",
+          args: [[
+            {
+              target: chain.contract(p, "TestUSDC"),
+              value: 0n,
+              data: encodeFunctionData({
+                abi: TestUSDC.abi,
+                functionName: "approve",
+                args: [vault(p), req.amount],
+              }),
+            },
+            {
+              target: vault(p),
+              value: 0n,
+              data: encodeFunctionData({
+                abi: GatewayVault.abi,
+                functionName: "deposit",
+                args: [req.amount],
+              }),
+            },
+          ]],
+        }),
+        intentKey: req.intentKey,
+      });
+    },
+
+    /**
+     * An agent's smart account withdraws from its gateway balance (the vault pays `msg.sender`'s
+     * balance, so the account itself calls it, through `execute` sent by its owner wallet).
+     */
+    async withdrawFromAccount(
+      p: ProfileName,
+      req: {
+        ownerWalletId: string;
+        account: `0x${string}`;
+        amount: bigint;
+        to: `0x${string}`;
+        intentKey: string;
+      },
+    ): Promise<TxRow> {
+      return await chain.send({
+        profile: p,
+        from: { walletId: req.ownerWalletId },
+        to: req.account,
+        data: encodeFunctionData({
+          abi: AgentAccount.abi,
+          functionName: "execute",
+          args: [
+            vault(p),
+            0n,
+            encodeFunctionData({
+              abi: GatewayVault.abi,
+              functionName: "withdraw",
+              args: [req.amount, req.to],
+            }),
           ],
         }),
         intentKey: req.intentKey,

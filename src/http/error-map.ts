@@ -140,6 +140,9 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   x402_destination_unsupported: { status: 400, text: M.x402DestinationChain },
   x402_deposit_not_controlled: { status: 403, text: M.x402DepositNotControlled },
   x402_deposit_insufficient: { status: 400, text: M.x402DepositInsufficient },
+  x402_payer_wallet_not_found: { status: 404, text: M.x402PayerWalletNotFound },
+  x402_payer_agent_not_found: { status: 404, text: M.x402PayerAgentNotFound },
+  x402_payer_external: { status: 400, text: M.x402PayerExternal },
   // Jobs: the spec's 403 and 404 bodies are `{ error }` only; a contract refusal is 502.
   job_not_found: { status: 404, text: M.jobNotFound, bare: true },
   job_client_mismatch: { status: 403, text: M.jobClientMismatch, bare: true },

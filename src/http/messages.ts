@@ -172,8 +172,19 @@ export const M = {
   x402DestinationChain: "destinationChain is not a supported chain for withdrawals.",
   x402DestinationAddress: "destinationAddress must be a valid EVM address.",
   x402SellerAddress: "sellerAddress must be a valid EVM address.",
-  x402DepositSource: "Exactly one of walletId and fromSCA is required: a wallet you control.",
-  x402DepositNotControlled: "The deposit source must be a wallet you control.",
+  x402DepositSource:
+    "Exactly one of walletId, fromSCA and agentId is required: a wallet or agent you control.",
+  x402DepositNotControlled: "The deposit source must be a wallet or agent you control.",
+  x402PayerSource:
+    "Exactly one of walletId and agentId is required: one of your managed wallets or agents.",
+  x402PayerWalletId: "walletId must be the id of one of your managed wallets.",
+  x402PayerAgentId: "agentId must be 8004:{chainId}:{tokenId} or a token id of one of your agents.",
+  x402ProofSlug: "slug is required: the listing to pay.",
+  x402ValidFor: "validForSeconds must be a whole number of seconds from 1 to 300.",
+  x402PayerWalletNotFound: "Wallet not found: walletId must be one of your managed wallets.",
+  x402PayerAgentNotFound: "Agent not found: agentId must be one of your agents.",
+  x402PayerExternal:
+    "This is your external payout wallet: the service holds no key for it, so sign proofs and withdraw with that wallet yourself.",
   x402DepositInsufficient: "Insufficient USDC in the wallet for this deposit.",
   dashListingCreated: "Listing created.",
   x402FacilitatorBody: "paymentPayload and paymentRequirements objects are required.",

@@ -656,6 +656,39 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
       },
       {
         method: "POST",
+        path: () => "/api/x402/gateway/deposit",
+        headers: key,
+        extra: ["balance"],
+        sample: { agentId: "8004:5042002:1", amount: "1" },
+        runs: Math.ceil(RUNS / 3),
+      },
+      // The merchant's own payers: unknown listings, wallets and agents it does not have.
+      {
+        method: "POST",
+        path: () => "/api/x402/proofs",
+        headers: bearer,
+        sample: {
+          slug: "no-such-listing",
+          walletId: "00000000-0000-0000-0000-000000000000",
+          validForSeconds: 60,
+        },
+      },
+      {
+        method: "POST",
+        path: () => "/api/x402/proofs",
+        headers: key,
+        sample: { slug: "no-such-listing", agentId: "8004:5042002:1" },
+        runs: Math.ceil(RUNS / 3),
+      },
+      {
+        method: "POST",
+        path: () => "/api/x402/gateway/withdraw",
+        headers: key,
+        extra: ["withdrawable"],
+        sample: { agentId: "1", amount: "1", destinationAddress: DEAD },
+      },
+      {
+        method: "POST",
         path: () => "/api/x402/seller/balance/withdraw",
         headers: bearer,
         extra: ["withdrawable"],
@@ -758,6 +791,16 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
       {
         method: "GET",
         path: (p) => `/api/x402/seller/balance?sellerAddress=${p}`,
+        headers: bearer,
+      },
+      {
+        method: "GET",
+        path: (p) => `/api/x402/gateway/balance?walletId=${p}`,
+        headers: key,
+      },
+      {
+        method: "GET",
+        path: (p) => `/api/x402/gateway/balance?agentId=${p}&walletId=${p}`,
         headers: bearer,
       },
       { method: "GET", path: (p) => `/x402/s${p}`, headers: {}, extra: ["x402Version", "accepts"] },

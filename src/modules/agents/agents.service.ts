@@ -214,6 +214,32 @@ export async function merchantAgent(
   return row;
 }
 
+/**
+ * One of the merchant's provisioned agents by identifier (full or bare token id on the agents'
+ * chain) or by smart account; null for anything else (another merchant's, another chain's, a
+ * malformed value, one still provisioning).
+ */
+export async function ownAgent(
+  deps: Deps,
+  merchantId: string,
+  by: { agentId: string } | { account: string },
+): Promise<AgentRow | null> {
+  let row: AgentRow | null = null;
+  if ("account" in by) {
+    if (!/^0x[0-9a-fA-F]{40}$/.test(by.account)) return null;
+    [row] = await repo.search(deps.sql, merchantId, { scaAddress: by.account, limit: 1 });
+  } else {
+    const m = /^(?:8004:(\d{1,19}):)?([1-9][0-9]{0,77})$/.exec(by.agentId);
+    const chainId = deps.chain.chainId(agentProfile(deps));
+    if (!m || (m[1] !== undefined && Number(m[1]) !== chainId)) return null;
+    row = await repo.findByToken(deps.sql, chainId, m[2]);
+  }
+  if (!row || row.merchantId !== merchantId || row.status !== "ACTIVE_AGENT_PROVISIONED") {
+    return null;
+  }
+  return row;
+}
+
 /** GET /api/agent/reputation: the estimate from stored payments, beside the registry's view. */
 export async function reputation(deps: Deps, m: MerchantRow, agentId: string) {
   const a = await merchantAgent(deps, m, agentId);

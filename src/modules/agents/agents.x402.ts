@@ -6,7 +6,8 @@
  * `X-Agent-Signature`, when sent, must be the agent wallet's EIP-712 AgentPayment signature of
  * the proof's timestamp and nonce (ERC-1271 for an account). Each settled or failed paid call of
  * an agent becomes the operator's feedback in the reputation registry, through a job so the paid
- * call never waits for it.
+ * call never waits for it. `merchantAgent` lets the x402 payer endpoints (proofs, deposit,
+ * withdraw, balance) act for the merchant's own agents.
  */
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
@@ -14,7 +15,8 @@ import { lower } from "../../chain/address.ts";
 import type { X402AgentPort, X402PaymentRecord } from "../x402/x402.types.ts";
 import { AGENT_ID } from "../x402/x402.types.ts";
 import { decodeGatewayProof } from "../x402/x402.rules.ts";
-import { agentWallet } from "./agents.service.ts";
+import { agentWallet, ownAgent } from "./agents.service.ts";
+import { agentIdentifier } from "./agents.rules.ts";
 import { paymentFeedbackQueue } from "./agents.queues.ts";
 
 const refused = (hint: string) => new DomainError("x402_agent_refused", { hint });
@@ -42,6 +44,17 @@ export function agentsX402Port(deps: Deps): X402AgentPort {
         signature: signature as `0x${string}`,
       });
       if (!ok) throw refused("X-Agent-Signature is not the agent wallet's signature.");
+    },
+
+    async merchantAgent(merchantId, by) {
+      const row = await ownAgent(deps, merchantId, by);
+      if (!row || row.tokenId === null) return null;
+      return {
+        agentId: agentIdentifier(row.chainId, row.tokenId),
+        tokenId: BigInt(row.tokenId),
+        account: lower(row.scaAddress),
+        ownerWalletId: row.ownerWalletId,
+      };
     },
 
     async paymentRecorded(p: X402PaymentRecord) {

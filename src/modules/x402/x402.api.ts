@@ -1,6 +1,7 @@
 /**
  * /api/x402/*: listings (merchant key to create, public to browse), pay (the proof is the only
- * credential), verify, gateway deposit, seller balance and withdraw (bearer merchant key).
+ * credential), verify, gateway deposit, seller balance and withdraw (bearer merchant key), and
+ * the merchant's own payers (managed wallets and agents): proofs, balance, withdraw.
  */
 import { Hono } from "hono";
 import type { Deps } from "../../deps.ts";
@@ -11,12 +12,16 @@ import { idempotent } from "../../http/idempotency.ts";
 import { M } from "../../http/messages.ts";
 import * as service from "./x402.service.ts";
 import * as gateway from "./x402.gateway.ts";
+import * as payers from "./x402.payers.ts";
 import type { X402Deps } from "./x402.context.ts";
 import {
   createListingBody,
   depositBody,
   listingsQuery,
   payBody,
+  payerBalanceQuery,
+  payerWithdrawBody,
+  proofBody,
   sellerBalanceQuery,
   verifyBody,
   withdrawBody,
@@ -69,7 +74,34 @@ export function x402Api(x: X402Deps) {
 
   app.post("/api/x402/gateway/deposit", merchant(["bearer", "apiKey"], true), once, async (c) => {
     const input = parseOrThrow(depositBody, await readJsonObject(c));
-    const r = await gateway.deposit(deps, merchantOf(c), input, c.req.header("idempotency-key"));
+    const r = await gateway.deposit(x, merchantOf(c), input, c.req.header("idempotency-key"));
+    return c.json({ success: true, ...r });
+  });
+
+  // Signs only (nothing is sent), so no Idempotency-Key: a retry gets a fresh proof, and no
+  // proof (a bearer credential) is kept in the idempotency table.
+  app.post("/api/x402/proofs", merchant(["bearer", "apiKey"], true), async (c) => {
+    const input = parseOrThrow(proofBody, await readJsonObject(c));
+    const r = await payers.signProof(x, merchantOf(c), input);
+    return c.json({ success: true, ...r }, 201);
+  });
+
+  app.get("/api/x402/gateway/balance", merchant(["bearer", "apiKey"], false), async (c) => {
+    const q = parseQuery(c, payerBalanceQuery, {
+      message: (issues) => issues[0]?.message ?? M.x402PayerSource,
+    });
+    const r = await payers.payerBalance(x, merchantOf(c), q);
+    return c.json({ success: true, ...r });
+  });
+
+  app.post("/api/x402/gateway/withdraw", merchant(["bearer", "apiKey"], true), once, async (c) => {
+    const input = parseOrThrow(payerWithdrawBody, await readJsonObject(c));
+    const r = await payers.withdrawPayer(
+      x,
+      merchantOf(c),
+      input,
+      c.req.header("idempotency-key"),
+    );
     return c.json({ success: true, ...r });
   });
 

@@ -1,6 +1,7 @@
 /**
- * Gateway balances: deposits from the merchant's managed wallets, a seller's balances, and the
- * seller's withdrawal. Every amount is checked against the chain before anything is signed.
+ * Gateway balances: deposits from the merchant's managed wallets and agents' smart accounts, a
+ * seller's balances, and the seller's withdrawal (the other payers' withdrawal is in
+ * x402.payers.ts). Every amount is checked against the chain before anything is signed.
  */
 import { createHash } from "node:crypto";
 import type { Deps } from "../../deps.ts";
@@ -14,7 +15,7 @@ import { x402Profile } from "./x402.service.ts";
 import * as bridge from "../bridge/bridge.service.ts";
 import { isSupportedSource } from "../bridge/bridge.rules.ts";
 import { SOURCE_CHAINS, type SourceChainName } from "../../chain/profiles.ts";
-import type { Address } from "./x402.types.ts";
+import type { Address, MerchantAgent, X402AgentPort } from "./x402.types.ts";
 
 const usdc = (units: bigint) => formatUsdc(units, { decimals: "fixed" });
 
@@ -23,7 +24,7 @@ export const SOURCE_CHAIN = "settleTestnet";
 /** How long a deposit's EIP-3009 authorization stays valid. */
 const DEPOSIT_WINDOW_SECONDS = 3600n;
 
-async function gatewayView(deps: Deps, profile: ProfileName, address: Address) {
+export async function gatewayView(deps: Deps, profile: ProfileName, address: Address) {
   const b = await deps.chain.gateway.balance(profile, address);
   return {
     total: usdc(b.available + b.withdrawing),
@@ -38,7 +39,7 @@ async function gatewayView(deps: Deps, profile: ProfileName, address: Address) {
  * one, so a retry after a 408 (which the idempotency layer does not store) finds the first
  * transaction instead of sending a second.
  */
-function requestIntent(
+export function requestIntent(
   kind: string,
   walletId: string,
   requestKey: string | undefined,
@@ -50,42 +51,71 @@ function requestIntent(
   return `${kind}:${walletId}:${digest}`;
 }
 
-/** Moves USDC from one of the merchant's managed wallets into its gateway balance. */
+/**
+ * Moves USDC from one of the merchant's managed wallets into its gateway balance, or from one of
+ * its agents' smart accounts into the account's (`agentId`, or `fromSCA` = the account).
+ */
 export async function deposit(
-  deps: Deps,
+  deps: Deps & { agents?: X402AgentPort },
   m: MerchantRow,
-  input: { walletId?: string; fromSCA?: string; amount: bigint },
+  input: { walletId?: string; fromSCA?: string; agentId?: string; amount: bigint },
   requestKey?: string,
 ) {
   const profile = x402Profile(deps);
-  const w = await controlledWallet(deps, m.id, {
-    walletId: input.walletId,
-    address: input.fromSCA,
-  });
-  if (!w) throw new DomainError("x402_deposit_not_controlled");
-  const intentKey = requestIntent("x402-deposit", w.walletId, requestKey, [m.id, input.amount]);
+  const w = input.agentId === undefined
+    ? await controlledWallet(deps, m.id, { walletId: input.walletId, address: input.fromSCA })
+    : null;
+  const agent = w ? null : await depositAgent(deps, m, input);
+  if (!w && !agent) throw new DomainError("x402_deposit_not_controlled");
+  const source = w ? lower(w.address) : agent!.account;
+  // An agent's deposit is sent by its owner wallet: the intent is that wallet's.
+  const sender = w ? w.walletId : agent!.ownerWalletId;
+  const intentKey = w
+    ? requestIntent("x402-deposit", sender, requestKey, [m.id, input.amount])
+    : requestIntent("x402-deposit-agent", sender, requestKey, [m.id, source, input.amount]);
   const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
   if (!earlier || earlier.status === "failed") {
-    const balance = await deps.chain.usdcBalance(profile, w.address);
+    const balance = await deps.chain.usdcBalance(profile, source);
     if (balance < input.amount) {
       throw new DomainError("x402_deposit_insufficient", { balance: usdc(balance) });
     }
   }
   const now = BigInt(Math.floor(deps.clock.now().getTime() / 1000));
-  const tx = await deps.chain.gateway.depositFromWallet(profile, {
-    walletId: w.walletId,
-    amount: input.amount,
-    validBefore: now + DEPOSIT_WINDOW_SECONDS,
-    intentKey,
-  });
+  const tx = w
+    ? await deps.chain.gateway.depositFromWallet(profile, {
+      walletId: w.walletId,
+      amount: input.amount,
+      validBefore: now + DEPOSIT_WINDOW_SECONDS,
+      intentKey,
+    })
+    : await deps.chain.gateway.depositFromAccount(profile, {
+      ownerWalletId: sender,
+      account: source,
+      amount: input.amount,
+      intentKey,
+    });
   return {
     txHash: tx.txHash,
     explorerUrl: deps.chain.explorerTxUrl(profile, tx.txHash),
     amount: usdc(input.amount),
-    walletId: w.walletId,
-    walletAddress: checksum(w.address),
-    gateway: await gatewayView(deps, profile, lower(w.address)),
+    walletId: sender,
+    walletAddress: checksum(source),
+    ...(agent ? { agentId: agent.agentId } : {}),
+    gateway: await gatewayView(deps, profile, source),
   };
+}
+
+/** The merchant's agent a deposit names: `agentId`, or `fromSCA` equal to its smart account. */
+async function depositAgent(
+  deps: { agents?: X402AgentPort },
+  m: MerchantRow,
+  input: { fromSCA?: string; agentId?: string },
+): Promise<MerchantAgent | null> {
+  const port = deps.agents?.merchantAgent?.bind(deps.agents);
+  if (!port) return null;
+  if (input.agentId !== undefined) return await port(m.id, { agentId: input.agentId });
+  if (input.fromSCA !== undefined) return await port(m.id, { account: lower(input.fromSCA) });
+  return null;
 }
 
 /** The seller's on-chain USDC and gateway balances (default: the merchant's payout address). */

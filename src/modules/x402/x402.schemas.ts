@@ -69,14 +69,56 @@ export const verifyBody = z.object({
     .max(16_384, M.x402ProofRequired),
 });
 
+/** An agent of the merchant's: `8004:{chainId}:{tokenId}` or the bare token id. */
+export const PAYER_AGENT_ID = /^(?:8004:(?:0|[1-9][0-9]{0,18}):)?[1-9][0-9]{0,77}$/;
+
+const payerAgentId = (text: string) =>
+  z.string({ error: text }).regex(PAYER_AGENT_ID, text)
+    .describe("One of your agents: 8004:{chainId}:{tokenId} or its token id");
+
 export const depositBody = z.object({
-  walletId: z.string({ error: M.x402DepositSource }).max(64, M.x402DepositSource).optional(),
-  fromSCA: address(M.x402DepositSource).optional(),
+  walletId: z.string({ error: M.x402DepositSource }).max(64, M.x402DepositSource).optional()
+    .describe("One of your managed wallets"),
+  fromSCA: address(M.x402DepositSource).optional()
+    .describe("A managed wallet's address, or one of your agents' smart accounts"),
+  agentId: payerAgentId(M.x402DepositSource).optional()
+    .describe("One of your agents: its smart account deposits (8004:{chainId}:{tokenId} or id)"),
   amount: usdcAmount(M.x402WithdrawAmount),
-}).refine((b) => (b.walletId === undefined) !== (b.fromSCA === undefined), {
-  message: M.x402DepositSource,
-  path: ["walletId"],
-});
+}).refine(
+  (b) => [b.walletId, b.fromSCA, b.agentId].filter((x) => x !== undefined).length === 1,
+  { message: M.x402DepositSource, path: ["walletId"] },
+);
+
+/** Who pays or withdraws: exactly one of the merchant's managed wallets or agents. */
+const payerFields = {
+  walletId: z.string({ error: M.x402PayerWalletId }).min(1, M.x402PayerWalletId)
+    .max(64, M.x402PayerWalletId).optional().describe("One of your managed wallets"),
+  agentId: payerAgentId(M.x402PayerAgentId).optional(),
+};
+const onePayer = (b: { walletId?: string; agentId?: string }) =>
+  (b.walletId === undefined) !== (b.agentId === undefined);
+const onePayerIssue = { message: M.x402PayerSource, path: ["walletId"] };
+
+/** Longest validity of a proof the service signs (the pay check accepts 300 s old proofs). */
+export const MAX_PROOF_SECONDS = 300;
+
+export const proofBody = z.object({
+  slug: z.string({ error: M.x402ProofSlug }).min(1, M.x402ProofSlug).max(63, M.x402ProofSlug)
+    .describe("The listing to pay: the proof is for exactly its price, to its seller"),
+  ...payerFields,
+  validForSeconds: z.number({ error: M.x402ValidFor }).int(M.x402ValidFor)
+    .min(1, M.x402ValidFor).max(MAX_PROOF_SECONDS, M.x402ValidFor).default(MAX_PROOF_SECONDS)
+    .describe("validBefore - validAfter, 1..300 (default 300)"),
+}).refine(onePayer, onePayerIssue);
+
+export const payerWithdrawBody = z.object({
+  ...payerFields,
+  amount: usdcAmount(M.x402WithdrawAmount),
+  destinationAddress: address(M.x402DestinationAddress).optional()
+    .describe("Default: the wallet itself, or the agent's smart account"),
+}).refine(onePayer, onePayerIssue);
+
+export const payerBalanceQuery = z.object(payerFields).refine(onePayer, onePayerIssue);
 
 export const sellerBalanceQuery = z.object({
   sellerAddress: address(M.x402SellerAddress).optional(),
@@ -336,7 +378,8 @@ export const x402Routes: RouteDoc[] = [
   {
     method: "post",
     path: "/api/x402/gateway/deposit",
-    summary: "Deposit USDC from one of your managed wallets into its gateway balance",
+    summary: "Deposit USDC from one of your managed wallets, or an agent's smart account, into " +
+      "its gateway balance",
     tag,
     auth: [...merchantKey],
     idempotent: true,
@@ -350,14 +393,115 @@ export const x402Routes: RouteDoc[] = [
           txHash: z.string(),
           explorerUrl: z.string(),
           amount: decimal,
-          walletId: z.string(),
-          walletAddress: z.string(),
+          walletId: z.string().describe("The wallet (for an agent: its owner wallet)"),
+          walletAddress: z.string().describe("Who deposited: the wallet or the smart account"),
+          agentId: z.string().optional(),
           gateway: gatewayBalances,
         }),
       },
       400: { description: "Malformed input or wallet balance too low", schema: balanceError },
-      403: { description: "Not a wallet you control", schema: balanceError },
+      403: { description: "Not a wallet or agent you control", schema: balanceError },
       ...errors([401, 408, 409, 429, 500, 502], balanceError),
+    },
+  },
+  {
+    method: "post",
+    path: "/api/x402/proofs",
+    summary: "Sign a payment proof for a listing from one of your managed wallets or agents " +
+      "(nothing is sent on chain)",
+    tag,
+    auth: [...merchantKey],
+    body: proofBody,
+    bodyExample: { slug: "weather", agentId: "8004:5042002:7", validForSeconds: 120 },
+    responses: {
+      201: {
+        description: "A fresh proof for exactly the listing's price to its seller; send " +
+          "`headers` with POST /api/x402/pay",
+        schema: z.object({
+          success: ok,
+          proof: z.string().describe("The X-402-Payment-Proof value"),
+          headers: z.object({
+            "X-402-Payment-Proof": z.string(),
+            "X-Agent-ID": z.string().optional(),
+            "X-Agent-Signature": z.string().optional(),
+          }),
+          payer: z.string().describe("The wallet, or the agent's smart account"),
+          payTo: z.string(),
+          amount: decimal,
+          amountUnits: z.string().describe("Base units (USDC has 6 decimals)"),
+          nonce: z.string(),
+          validAfter: z.number().describe("Unix seconds: the proof's timestamp"),
+          validBefore: z.number(),
+          gatewayBalance: decimal.describe("The payer's available gateway balance"),
+          agentId: z.string().optional(),
+        }),
+      },
+      400: {
+        description: "Malformed input, or your external payout wallet",
+        schema: balanceError,
+      },
+      404: { description: "Unknown listing, or not your wallet or agent", schema: balanceError },
+      ...errors([401, 403, 429, 500], balanceError),
+    },
+  },
+  {
+    method: "get",
+    path: "/api/x402/gateway/balance",
+    summary: "One of your managed wallets' or agents' USDC and gateway balances",
+    tag,
+    auth: [...merchantKey],
+    query: payerBalanceQuery,
+    responses: {
+      200: {
+        description: "Balances",
+        schema: z.object({
+          success: ok,
+          address: z.string().describe("The wallet, or the agent's smart account"),
+          walletId: z.string().optional(),
+          agentId: z.string().optional(),
+          wallet: z.object({ balance: decimal }),
+          gateway: gatewayBalances,
+        }),
+      },
+      404: { description: "Not your wallet or agent", schema: balanceError },
+      ...errors([400, 401, 403, 429, 500], balanceError),
+    },
+  },
+  {
+    method: "post",
+    path: "/api/x402/gateway/withdraw",
+    summary: "Withdraw from one of your managed wallets' or agents' gateway balance " +
+      "(irreversible)",
+    tag,
+    auth: [...merchantKey],
+    idempotent: true,
+    body: payerWithdrawBody,
+    bodyExample: { agentId: "8004:5042002:7", amount: "1.50" },
+    responses: {
+      200: {
+        description: "Confirmed on chain",
+        schema: z.object({
+          success: ok,
+          txHash: z.string(),
+          amount: decimal,
+          sourceChain: z.literal("settleTestnet"),
+          destinationChain: z.literal("settleTestnet"),
+          recipient: z.string(),
+          status: z.literal("confirmed"),
+          explorerUrl: z.string(),
+          payer: z.string().describe("The wallet, or the agent's smart account"),
+          walletId: z.string().optional(),
+          agentId: z.string().optional(),
+          gateway: gatewayBalances.describe("The payer's gateway balances after the withdrawal"),
+        }),
+      },
+      400: {
+        description: "Malformed input, more than withdrawable (with `withdrawable`), or your " +
+          "external payout wallet",
+        schema: balanceError,
+      },
+      404: { description: "Not your wallet or agent", schema: balanceError },
+      ...errors([401, 403, 408, 409, 429, 500, 502], balanceError),
     },
   },
   {

@@ -51,6 +51,27 @@ export interface X402AgentPort {
     authorization?: { validAfter: bigint; nonce: `0x${string}` };
   }): Promise<void>;
   paymentRecorded(p: X402PaymentRecord): Promise<void>;
+  /**
+   * One of the merchant's own agents deployed here (by `8004:{chainId}:{tokenId}`, a bare token id,
+   * or its smart account's address), for the payer endpoints (proofs, deposit, withdraw,
+   * balance); null for anything else, another merchant's agent included. Optional: without it
+   * no agent can be named there.
+   */
+  merchantAgent?(
+    merchantId: string,
+    by: { agentId: string } | { account: Address },
+  ): Promise<MerchantAgent | null>;
+}
+
+/** An agent the service deployed for a merchant: its smart account and the wallet that owns it. */
+export interface MerchantAgent {
+  /** `8004:{chainId}:{tokenId}`. */
+  agentId: string;
+  tokenId: bigint;
+  /** The smart account (lower case): the agent's wallet, which pays. */
+  account: Address;
+  /** The managed wallet that owns the account and signs for it. */
+  ownerWalletId: string;
 }
 
 /** `8004:{chainId}:{tokenId}`: decimal chain id and token id, no leading zeros. */

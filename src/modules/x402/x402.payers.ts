@@ -1,0 +1,224 @@
+/**
+ * The merchant's own payers: its managed wallets and its agents' smart accounts, whose keys (an
+ * agent's: its owner wallet's) the service holds. For them the service signs gateway payment
+ * proofs (POST /api/x402/proofs), reads their balances and withdraws their gateway balance: what
+ * a buyer holding its own key does on the contract itself. Only the merchant's own wallets and
+ * agents; another merchant's answer 404 as if they did not exist.
+ */
+import { toFunctionSelector, toHex } from "viem";
+import type { Deps } from "../../deps.ts";
+import { DomainError } from "../../errors.ts";
+import { checksum, lower } from "../../chain/address.ts";
+import { formatUsdc } from "../../money.ts";
+import type { MerchantRow } from "../merchants/merchants.types.ts";
+import { controlledWallet } from "../wallets/wallets.service.ts";
+import { getListing } from "./x402.listings.ts";
+import { encodeGatewayProof, nowSeconds } from "./x402.rules.ts";
+import { type X402Deps, x402Profile } from "./x402.context.ts";
+import { gatewayView, requestIntent, SOURCE_CHAIN } from "./x402.gateway.ts";
+import * as repo from "./x402.repo.ts";
+import type { Address, MerchantAgent, X402AgentPort } from "./x402.types.ts";
+
+const usdc = (units: bigint) => formatUsdc(units, { decimals: "fixed" });
+
+/**
+ * The vault's refusal of a withdrawal above what is withdrawable: by name from a wallet, or as
+ * the inner revert data of an agent account's `CallFailed(vault, reason)`.
+ */
+const NOT_WITHDRAWABLE = new RegExp(
+  `NotWithdrawable|${toFunctionSelector("NotWithdrawable(uint256,uint256)")}`,
+  "i",
+);
+
+/** Deps with the agent port when the app has one (the agents module plugs it in). */
+export type PayerDeps = Deps & { agents?: X402AgentPort };
+
+export type Payer =
+  | { kind: "wallet"; walletId: string; address: Address }
+  | { kind: "agent"; agent: MerchantAgent; address: Address };
+
+export type PayerRef = { walletId?: string; agentId?: string };
+
+/**
+ * The merchant's wallet or agent a request names. Not the merchant's: 404 (the same answer as
+ * for one that does not exist). The merchant's external payout address given as walletId: 400,
+ * the service has no key to act with.
+ */
+export async function resolvePayer(deps: PayerDeps, m: MerchantRow, ref: PayerRef): Promise<Payer> {
+  if (ref.walletId !== undefined) {
+    const w = await controlledWallet(deps, m.id, { walletId: ref.walletId });
+    if (w) return { kind: "wallet", walletId: w.walletId, address: lower(w.address) };
+    if (
+      m.walletProvider !== "MANAGED" && m.walletAddress &&
+      lower(ref.walletId) === lower(m.walletAddress)
+    ) {
+      throw new DomainError("x402_payer_external");
+    }
+    throw new DomainError("x402_payer_wallet_not_found");
+  }
+  const agent = ref.agentId === undefined
+    ? null
+    : await deps.agents?.merchantAgent?.(m.id, { agentId: ref.agentId }) ?? null;
+  if (!agent) throw new DomainError("x402_payer_agent_not_found");
+  return { kind: "agent", agent, address: agent.account };
+}
+
+function payerFields(p: Payer) {
+  return p.kind === "wallet" ? { walletId: p.walletId } : { agentId: p.agent.agentId };
+}
+
+/**
+ * POST /api/x402/proofs: a fresh gateway proof from the payer for exactly the listing's price to
+ * its seller, valid from now (our clock) for `validForSeconds`, with a random nonce; for an
+ * agent, the owner signs for the smart account (ERC-1271) and also makes the X-Agent-Signature.
+ * Signs only: nothing is sent on chain, and the proof spends nothing until it is paid with.
+ */
+export async function signProof(
+  deps: X402Deps,
+  m: MerchantRow,
+  input: PayerRef & { slug: string; validForSeconds: number },
+) {
+  const profile = x402Profile(deps);
+  const listing = await getListing(deps, input.slug);
+  const payer = await resolvePayer(deps, m, input);
+  const validAfter = nowSeconds(deps.clock.now());
+  const authorization = {
+    from: payer.address,
+    to: lower(listing.seller),
+    value: listing.price,
+    validAfter,
+    validBefore: validAfter + BigInt(input.validForSeconds),
+    nonce: toHex(crypto.getRandomValues(new Uint8Array(32))),
+  };
+  const signerWalletId = payer.kind === "wallet" ? payer.walletId : payer.agent.ownerWalletId;
+  const [signature, agentSignature, balance] = await Promise.all([
+    deps.chain.gateway.signAuthorization(profile, { signerWalletId, authorization }),
+    payer.kind === "agent"
+      ? deps.chain.agents.signPayment(profile, {
+        ownerWalletId: payer.agent.ownerWalletId,
+        tokenId: payer.agent.tokenId,
+        timestamp: authorization.validAfter,
+        nonce: authorization.nonce,
+      })
+      : Promise.resolve(null),
+    deps.chain.gateway.balance(profile, payer.address),
+  ]);
+  const proof = encodeGatewayProof({
+    chainId: deps.chain.chainId(profile),
+    signature,
+    authorization,
+  });
+  return {
+    proof,
+    headers: {
+      "X-402-Payment-Proof": proof,
+      ...(payer.kind === "agent"
+        ? { "X-Agent-ID": payer.agent.agentId, "X-Agent-Signature": agentSignature! }
+        : {}),
+    },
+    payer: checksum(payer.address),
+    payTo: checksum(authorization.to),
+    amount: usdc(authorization.value),
+    amountUnits: authorization.value.toString(),
+    nonce: authorization.nonce,
+    validAfter: Number(authorization.validAfter),
+    validBefore: Number(authorization.validBefore),
+    gatewayBalance: usdc(balance.available),
+    ...(payer.kind === "agent" ? { agentId: payer.agent.agentId } : {}),
+  };
+}
+
+/** GET /api/x402/gateway/balance: the payer's on-chain USDC and gateway balances. */
+export async function payerBalance(deps: PayerDeps, m: MerchantRow, ref: PayerRef) {
+  const profile = x402Profile(deps);
+  const payer = await resolvePayer(deps, m, ref);
+  const [wallet, gateway] = await Promise.all([
+    deps.chain.usdcBalance(profile, payer.address),
+    gatewayView(deps, profile, payer.address),
+  ]);
+  return {
+    address: checksum(payer.address),
+    ...payerFields(payer),
+    wallet: { balance: usdc(wallet) },
+    gateway,
+  };
+}
+
+/**
+ * POST /api/x402/gateway/withdraw: pays out of the payer's gateway balance, at most what is
+ * withdrawable, to `destinationAddress` (default the payer itself). A wallet calls the vault
+ * itself; an agent's account calls it through `execute`, sent by its owner wallet. The seller
+ * withdrawal's rules and texts; with an Idempotency-Key a retry finds the first transaction.
+ */
+export async function withdrawPayer(
+  deps: PayerDeps,
+  m: MerchantRow,
+  input: PayerRef & { amount: bigint; destinationAddress?: string },
+  requestKey?: string,
+) {
+  const profile = x402Profile(deps);
+  const payer = await resolvePayer(deps, m, input);
+  const recipient = lower(input.destinationAddress ?? payer.address);
+  const sender = payer.kind === "wallet" ? payer.walletId : payer.agent.ownerWalletId;
+  const intentKey = requestIntent("x402-payer-withdraw", sender, requestKey, [
+    m.id,
+    payer.address,
+    input.amount,
+    recipient,
+  ]);
+  const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
+  const chainId = deps.chain.chainId(profile);
+  const exceeds = (can: bigint) =>
+    new DomainError("x402_withdraw_exceeds", { withdrawable: usdc(can > 0n ? can : 0n) });
+  // Under the payer's lock, the one paid calls are claimed under, until the withdrawal is mined:
+  // two withdrawals, or a withdrawal and a paid call in flight (PENDING, its upstream already
+  // called), never count on the same balance.
+  const tx = await deps.sql.begin(async (db) => {
+    await repo.lockPayer(db, chainId, payer.address);
+    if (!earlier || earlier.status === "failed") {
+      const [b, pending] = await Promise.all([
+        deps.chain.gateway.balance(profile, payer.address),
+        repo.pendingAmount(db, chainId, payer.address),
+      ]);
+      if (b.withdrawable - pending < input.amount) throw exceeds(b.withdrawable - pending);
+    }
+    try {
+      return payer.kind === "wallet"
+        ? await deps.chain.gateway.withdraw(profile, {
+          from: { walletId: payer.walletId },
+          amount: input.amount,
+          to: recipient,
+          intentKey,
+        })
+        : await deps.chain.gateway.withdrawFromAccount(profile, {
+          ownerWalletId: payer.agent.ownerWalletId,
+          account: payer.address,
+          amount: input.amount,
+          to: recipient,
+          intentKey,
+        });
+    } catch (e) {
+      // Spent on the contract directly (the key's holder is the service, but the chain is open)
+      // between our check and the node's estimate.
+      if (
+        e instanceof DomainError && e.code === "chain_reverted" &&
+        NOT_WITHDRAWABLE.test(e.details.hint ?? "")
+      ) {
+        throw exceeds((await deps.chain.gateway.balance(profile, payer.address)).withdrawable);
+      }
+      throw e;
+    }
+  });
+  return {
+    txHash: tx.txHash,
+    amount: usdc(input.amount),
+    sourceChain: SOURCE_CHAIN,
+    destinationChain: SOURCE_CHAIN,
+    recipient: checksum(recipient),
+    status: "confirmed" as const,
+    explorerUrl: deps.chain.explorerTxUrl(profile, tx.txHash),
+    payer: checksum(payer.address),
+    ...payerFields(payer),
+    gateway: await gatewayView(deps, profile, payer.address),
+  };
+}
