@@ -73,6 +73,8 @@ function payerFields(p: Payer) {
  * agent, the owner signs for the smart account (ERC-1271) and also makes the X-Agent-Signature.
  * Signs only: nothing is sent on chain, and the proof spends nothing until it is paid with.
  */
+const VALID_AFTER_MARGIN_S = 10n;
+
 export async function signProof(
   deps: X402Deps,
   m: MerchantRow,
@@ -81,13 +83,17 @@ export async function signProof(
   const profile = x402Profile(deps);
   const listing = await getListing(deps, input.slug);
   const payer = await resolvePayer(deps, m, input);
-  const validAfter = nowSeconds(deps.clock.now());
+  const now = nowSeconds(deps.clock.now());
+  // A few seconds back: the vault refuses a settlement mined in a block stamped before
+  // validAfter, and a chain's clock may trail ours a little. The 5-minute window of /pay runs
+  // from validAfter, so the proof stays usable for validForSeconds less this margin at most.
+  const validAfter = now - VALID_AFTER_MARGIN_S;
   const authorization = {
     from: payer.address,
     to: lower(listing.seller),
     value: listing.price,
     validAfter,
-    validBefore: validAfter + BigInt(input.validForSeconds),
+    validBefore: now + BigInt(input.validForSeconds),
     nonce: toHex(crypto.getRandomValues(new Uint8Array(32))),
   };
   const signerWalletId = payer.kind === "wallet" ? payer.walletId : payer.agent.ownerWalletId;
