@@ -234,8 +234,7 @@ export class TxSender {
       // node nonce = its nonce, no receipt). A refused one is taken at once by a zero-value
       // self-transfer when a later nonce of the batch may be mined, so no refusal leaves a gap.
       const rows = todo.slice(0, cut).map((e) => inserted.get(e.item.req.intentKey)!);
-      const outcomes: BroadcastOutcome[] = [];
-      for (const row of rows) outcomes.push(await this.broadcast(rt, row, { attempts: 3 }));
+      const outcomes = await this.#broadcastInOrder(rt, rows);
       const accepted: string[] = [];
       const answers: Array<[LaneEntry, repo.TxRow]> = [];
       try {
@@ -338,6 +337,49 @@ export class TxSender {
     await repo.noteBroadcastAttempt(this.opts.sql, row.id, last).catch(() => {});
     this.opts.log.warn("broadcast failed; will retry", { txHash: row.txHash, error: last });
     return "transient";
+  }
+
+  /**
+   * A batch's transactions in nonce order, in one JSON-RPC batch request (the node takes a batch's
+   * calls in order, and one request lets it mine them together). Any that the batch did not get
+   * accepted, or all of them when the request itself failed, go again one by one in order, each
+   * after the node answered for the one before, through `broadcast` (its retries and its reading
+   * of the node's refusal).
+   */
+  async #broadcastInOrder(rt: ChainRuntime, rows: repo.TxRow[]): Promise<BroadcastOutcome[]> {
+    const outcomes: (BroadcastOutcome | null)[] = rows.map(() => null);
+    if (rows.length > 1) {
+      try {
+        // The client's own endpoint (the node, or whatever stands in front of it).
+        const url = (rt.client.transport as { url?: string }).url ?? rt.rpcUrl;
+        const res = await fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(rows.map((row, id) => ({
+            jsonrpc: "2.0",
+            id,
+            method: "eth_sendRawTransaction",
+            params: [row.rawTx],
+          }))),
+          signal: AbortSignal.timeout(15_000),
+        });
+        const answers = await res.json();
+        if (Array.isArray(answers)) {
+          for (const a of answers) {
+            if (Number.isInteger(a?.id) && a.id >= 0 && a.id < rows.length && a.result) {
+              outcomes[a.id] = "accepted";
+            }
+          }
+        }
+      } catch {
+        // The request failed as a whole: every row goes again below, one by one.
+      }
+    }
+    const out: BroadcastOutcome[] = [];
+    for (const [i, row] of rows.entries()) {
+      out.push(outcomes[i] ?? await this.broadcast(rt, row, { attempts: 3 }));
+    }
+    return out;
   }
 
   /** Polls for the receipt (re-broadcasting a not-yet-accepted transaction) until the bound. */

@@ -139,12 +139,30 @@ Deno.test("sender: transfers settle once per intent; reverts are 502, timeouts 4
 Deno.test("sender: a node that fails every other broadcast leaves no nonce gap", async () => {
   const db = await createTestDatabase();
   const chain = await startTestChain(db.sql);
-  // A JSON-RPC proxy in front of anvil answering 502 to every other eth_sendRawTransaction.
+  // A JSON-RPC proxy in front of anvil failing every other eth_sendRawTransaction: a single
+  // call with a 502, a call inside a batch request with its own error answer.
   const rt = chain.runtime("testnet");
   let sends = 0;
   let refused = 0;
+  const forward = async (body: unknown) =>
+    await (await fetch(rt.rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    })).json();
   const proxy = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
     const body = await req.text();
+    const parsed = JSON.parse(body);
+    if (Array.isArray(parsed)) {
+      const answers = [];
+      for (const call of parsed) {
+        if (call.method === "eth_sendRawTransaction" && sends++ % 2 === 0) {
+          refused++;
+          answers.push({ jsonrpc: "2.0", id: call.id, error: { code: -32603, message: "down" } });
+        } else answers.push(await forward(call));
+      }
+      return Response.json(answers);
+    }
     if (body.includes("eth_sendRawTransaction") && sends++ % 2 === 0) {
       refused++;
       return new Response("upstream down", { status: 502 });
