@@ -84,3 +84,35 @@ Deno.test("shutdown: two processes start together on one database, then stop on 
     await db.drop();
   }
 });
+
+Deno.test("shutdown: SIGTERM while starting stops the service once it is up, cleanly", async () => {
+  const db = await createTestDatabase({ migrate: false });
+  const proc = spawnService(db.url, freePort(), Deno.makeTempDirSync());
+  try {
+    // The first log line comes from inside the start (signal handlers are set before it).
+    const reader = proc.stdout.getReader();
+    let out = "";
+    while (!out.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      out += new TextDecoder().decode(value);
+    }
+    proc.kill("SIGTERM");
+    while (true) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      out += new TextDecoder().decode(value);
+    }
+    const status = await proc.status;
+    const stderr = new TextDecoder().decode(await new Response(proc.stderr).arrayBuffer());
+    assert.equal(status.code, 0, `${stderr}\n${out}`);
+    const lines = out.trim().split("\n").map((l) => JSON.parse(l));
+    assert.equal(lines.at(-1).msg, "stopped");
+    assert.ok(lines.some((l) => l.msg === "shutting down" && l.reason === "SIGTERM"));
+  } finally {
+    try {
+      proc.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await db.drop();
+  }
+});
