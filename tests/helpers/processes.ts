@@ -113,3 +113,31 @@ async function spawnProcess(
   }
   return proc;
 }
+
+/**
+ * A fixture process (`tests/fixtures/<name>.ts`) serving the primary's database and chains on its
+ * own port, which kills itself at a point its environment names: resolves once it printed
+ * "ready", with its base URL.
+ */
+export async function startCrashWorker(
+  primary: TestService,
+  fixture: string,
+  extra: Record<string, string>,
+): Promise<{ child: Deno.ChildProcess; baseUrl: string }> {
+  const port = freePort();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", `tests/fixtures/${fixture}.ts`],
+    env: { ...deploymentEnv(primary), PORT: String(port), ...extra },
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.getReader();
+  let out = "";
+  while (!out.includes("ready")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`the worker exited before it was ready: ${out}`);
+    out += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  return { child, baseUrl: `http://127.0.0.1:${port}` };
+}

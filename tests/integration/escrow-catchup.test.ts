@@ -7,8 +7,8 @@
  * A refused action catches its escrow up too.
  */
 import assert from "node:assert/strict";
-import { freePort, startTestService } from "../helpers/service.ts";
-import { ANVIL_KEYS } from "../helpers/anvil.ts";
+import { startTestService } from "../helpers/service.ts";
+import { startCrashWorker } from "../helpers/processes.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { startReceiver } from "../helpers/receiver.ts";
@@ -319,34 +319,13 @@ Deno.test("escrow catch-up: a process SIGKILLed after its release was mined", as
     assert.equal(c.status, 201, c.text);
     const reference = c.json.reference as string;
 
-    const env: Record<string, string> = {
-      DATABASE_URL: svc.db.url,
-      PORT: String(freePort()),
+    const started = await startCrashWorker(svc, "escrow-worker", {
       KILL_AFTER_INTENT: `escrow:release:${reference}`,
-    };
-    for (const p of chain.profiles()) {
-      const rt = chain.runtime(p);
-      env[`${rt.profile.envPrefix}_RPC_URL`] = rt.rpcUrl;
-      env[`${rt.profile.envPrefix}_OPERATOR_KEY`] = ANVIL_KEYS[0];
-      env[`${rt.profile.envPrefix}_CONFIRMATIONS`] = "0";
-    }
-    worker = new Deno.Command(Deno.execPath(), {
-      args: ["run", "--allow-all", "tests/fixtures/escrow-worker.ts"],
-      env,
-      stdout: "piped",
-      stderr: "inherit",
-    }).spawn();
-    const reader = worker.stdout.getReader();
-    let out = "";
-    while (!out.includes("ready")) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`the worker exited before it was ready: ${out}`);
-      out += new TextDecoder().decode(value);
-    }
-    reader.releaseLock();
+    });
+    worker = started.child;
 
     // The release through the second process, which dies once its transaction is out.
-    const answer = await fetch(`http://127.0.0.1:${env.PORT}/api/escrow/release`, {
+    const answer = await fetch(`${started.baseUrl}/api/escrow/release`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-api-key": a.apiKey },
       body: JSON.stringify({ reference, callerSCA: depositor.address }),

@@ -8,9 +8,9 @@
 import assert from "node:assert/strict";
 import { getAddress, keccak256, parseAbiItem, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { freePort, startTestService } from "../helpers/service.ts";
+import { startTestService } from "../helpers/service.ts";
+import { startCrashWorker } from "../helpers/processes.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
-import { ANVIL_KEYS } from "../helpers/anvil.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { enqueueStalled } from "../../src/modules/payroll/payroll.service.ts";
@@ -37,32 +37,11 @@ Deno.test("payroll: a worker killed mid-batch; the batch resumes and pays everyo
     }));
     const total = recipients.reduce((s, r) => s + BigInt(r.amount), 0n);
 
-    const env: Record<string, string> = {
-      DATABASE_URL: svc.db.url,
-      PORT: String(freePort()),
+    const started = await startCrashWorker(svc, "payroll-worker", {
       CRASH_AT_CHUNK: "2",
       PAYROLL_WAIT_MS: "0",
-    };
-    for (const p of chain.profiles()) {
-      const rt = chain.runtime(p);
-      env[`${rt.profile.envPrefix}_RPC_URL`] = rt.rpcUrl;
-      env[`${rt.profile.envPrefix}_OPERATOR_KEY`] = ANVIL_KEYS[0];
-      env[`${rt.profile.envPrefix}_CONFIRMATIONS`] = "0";
-    }
-    worker = new Deno.Command(Deno.execPath(), {
-      args: ["run", "--allow-all", "tests/fixtures/payroll-worker.ts"],
-      env,
-      stdout: "piped",
-      stderr: "inherit",
-    }).spawn();
-    const reader = worker.stdout.getReader();
-    let out = "";
-    while (!out.includes("ready")) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`the worker exited before it was ready: ${out}`);
-      out += new TextDecoder().decode(value);
-    }
-    reader.releaseLock();
+    });
+    worker = started.child;
 
     const body = {
       recipients: recipients.map((r) => ({
@@ -72,7 +51,7 @@ Deno.test("payroll: a worker killed mid-batch; the batch resumes and pays everyo
       webhookUrl: `${receiver.url}/payroll`,
     };
     // The answer may or may not get out before the kill; the batch is in the database either way.
-    const answer = await fetch(`http://127.0.0.1:${env.PORT}/api/payroll/run`, {
+    const answer = await fetch(`${started.baseUrl}/api/payroll/run`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-api-key": m.apiKey },
       body: JSON.stringify(body),
