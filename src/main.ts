@@ -33,22 +33,22 @@ async function main(): Promise<number> {
   // Listen for signals before starting: the HTTP listener (and /readyz) is up a moment before
   // startService returns, and an orchestrator may send SIGTERM as soon as it sees it. A signal
   // that arrives during the start stops the service once it is up.
-  let service: Awaited<ReturnType<typeof startService>> | undefined;
+  const up: { service?: Awaited<ReturnType<typeof startService>> } = {};
   let signalled: Deno.Signal | undefined;
   const done = Promise.withResolvers<void>();
-  const stop = (signal: Deno.Signal) => service!.stop(signal).then(done.resolve, done.reject);
+  const stop = (signal: Deno.Signal) => up.service!.stop(signal).then(done.resolve, done.reject);
   const onSignal = (signal: Deno.Signal) => () => {
     if (signalled) {
       // A second signal while still starting: stop waiting (the usual Ctrl-C twice).
-      if (!service) Deno.exit(signal === "SIGINT" ? 130 : 143);
+      if (!up.service) Deno.exit(signal === "SIGINT" ? 130 : 143);
       return;
     }
     signalled = signal;
-    if (service) stop(signal);
+    if (up.service) stop(signal);
   };
   Deno.addSignalListener("SIGINT", onSignal("SIGINT"));
   Deno.addSignalListener("SIGTERM", onSignal("SIGTERM"));
-  service = await startService(config, { log: log.child({ role }), role });
+  up.service = await startService(config, { log: log.child({ role }), role });
   if (signalled) stop(signalled);
   await done.promise;
   return 0;
