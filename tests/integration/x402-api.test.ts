@@ -734,10 +734,23 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
         30_000n,
       );
       assert.equal((await gatewayOf(sellerAddr)).available, 90_000n);
-      const self = await post("/api/x402/seller/balance/withdraw", { amount: "0.09" });
+      // Two at once for more than half each: one is paid, the other is a 400 (never a revert).
+      const sentBefore = await txCount();
+      const racing = await Promise.all([
+        post("/api/x402/seller/balance/withdraw", { amount: "0.05" }),
+        post("/api/x402/seller/balance/withdraw", { amount: "0.05" }),
+      ]);
+      assert.deepEqual(racing.map((r) => r.status).sort(), [200, 400], JSON.stringify(racing));
+      const refused = racing.find((r) => r.status === 400)!;
+      assert.equal(refused.json.error, M.x402WithdrawExceeds);
+      assert.equal(refused.json.withdrawable, "0.040000");
+      assert.equal(await txCount(), sentBefore + 1, "one withdrawal sent");
+      assert.equal((await gatewayOf(sellerAddr)).available, 40_000n);
+      const self = await post("/api/x402/seller/balance/withdraw", { amount: "0.04" });
       assert.equal(self.status, 200, self.text);
       assert.equal(self.json.recipient, seller.walletAddress);
       assert.equal(await chain.usdcBalance(X402_PROFILE, sellerAddr), 90_000n);
+      assert.equal((await gatewayOf(sellerAddr)).available, 0n);
     });
   } finally {
     await upstream.close();

@@ -12,6 +12,7 @@ import { formatUsdc } from "../../money.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
 import { controlledWallet } from "../wallets/wallets.service.ts";
 import { x402Profile } from "./x402.service.ts";
+import * as repo from "./x402.repo.ts";
 import * as bridge from "../bridge/bridge.service.ts";
 import { isSupportedSource } from "../bridge/bridge.rules.ts";
 import { SOURCE_CHAINS, type SourceChainName } from "../../chain/profiles.ts";
@@ -171,32 +172,41 @@ export async function withdraw(
     recipient,
   ]);
   const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
-  if (!earlier || earlier.status === "failed") {
-    const b = await deps.chain.gateway.balance(profile, seller);
-    if (b.withdrawable < input.amount) {
-      throw new DomainError("x402_withdraw_exceeds", { withdrawable: usdc(b.withdrawable) });
+  const chainId = deps.chain.chainId(profile);
+  const exceeds = (can: bigint) =>
+    new DomainError("x402_withdraw_exceeds", { withdrawable: usdc(can > 0n ? can : 0n) });
+  const walletId = m.managedWalletId;
+  // Under the payer's lock (the one paid calls are claimed under) until the withdrawal is mined,
+  // as the payer withdrawal does: two withdrawals, or a withdrawal and a paid call of this
+  // wallet in flight, never count on the same balance (a second one is a 400, not a revert).
+  const tx = await deps.sql.begin(async (db) => {
+    await repo.lockPayer(db, chainId, seller);
+    if (!earlier || earlier.status === "failed") {
+      const [b, pending] = await Promise.all([
+        deps.chain.gateway.balance(profile, seller),
+        repo.pendingAmount(db, chainId, seller),
+      ]);
+      if (b.withdrawable - pending < input.amount) throw exceeds(b.withdrawable - pending);
     }
-  }
-  let tx;
-  try {
-    tx = await deps.chain.gateway.withdraw(profile, {
-      from: { walletId: m.managedWalletId },
-      amount: input.amount,
-      // Cross-chain: to the seller's own wallet first, which then burns through the messenger.
-      to: route.kind === "bridge" ? seller : recipient,
-      intentKey,
-    });
-  } catch (e) {
-    // Spent by a concurrent withdrawal between our check and the node's estimate.
-    if (
-      e instanceof DomainError && e.code === "chain_reverted" &&
-      /NotWithdrawable/.test(e.details.hint ?? "")
-    ) {
-      const now = await deps.chain.gateway.balance(profile, seller);
-      throw new DomainError("x402_withdraw_exceeds", { withdrawable: usdc(now.withdrawable) });
+    try {
+      return await deps.chain.gateway.withdraw(profile, {
+        from: { walletId },
+        amount: input.amount,
+        // Cross-chain: to the seller's own wallet first, which then burns through the messenger.
+        to: route.kind === "bridge" ? seller : recipient,
+        intentKey,
+      });
+    } catch (e) {
+      // Spent on the contract directly between our check and the node's estimate.
+      if (
+        e instanceof DomainError && e.code === "chain_reverted" &&
+        /NotWithdrawable/.test(e.details.hint ?? "")
+      ) {
+        throw exceeds((await deps.chain.gateway.balance(profile, seller)).withdrawable);
+      }
+      throw e;
     }
-    throw e;
-  }
+  });
   const bridged = route.kind === "bridge"
     ? await bridge.startOutbound(deps, {
       walletId: m.managedWalletId,
