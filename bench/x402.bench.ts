@@ -181,4 +181,6 @@ export async function run() {
     await svc.close();
     await upstream.shutdown();
   }
+  // The batch-settlement scheme's own section (bench/x402-channels.bench.ts).
+  await (await import("./x402-channels.bench.ts")).run();
 }

@@ -41,6 +41,13 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
 
   app.onError((err, c) => {
     const answer = answerFor(err);
+    if (answer.backstop) {
+      log.warn("request cut off by a database backstop", {
+        requestId: c.get("requestId"),
+        path: c.req.path,
+        error: err,
+      });
+    }
     if (!answer.unexpected) {
       for (const [k, v] of Object.entries(answer.headers)) c.header(k, v);
       return c.json(answer.body, answer.status);

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { join, resolve } from "node:path";
 import { type ChainConfig, parseChainConfig } from "./chain/profiles.ts";
+import { developmentSecretProblems } from "./dev-secrets.ts";
 
 export const APP_ENVS = ["development", "test", "production"] as const;
 export type AppEnv = typeof APP_ENVS[number];
@@ -26,6 +27,16 @@ const envSchema = z.object({
     z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL").optional(),
   ),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /**
+   * Backstops on the service's pool (PostgreSQL's lock_timeout, idle_in_transaction_session_timeout
+   * and statement_timeout; 0 turns one off): a statement waiting this long for a lock gives up, a
+   * transaction left idle this long is ended with its session (freeing its pool slot and locks),
+   * a statement running this long is cancelled. Migrations and waits meant to wait lift them.
+   */
+  DATABASE_LOCK_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(5_000),
+  DATABASE_IDLE_TX_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000)
+    .default(15_000),
+  DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   DATA_DIR: z.string().min(1).default("./.data"),
   JWT_SECRET: optionalString.pipe(
     z.string().min(32, "must be at least 32 characters").optional(),
@@ -41,6 +52,13 @@ const envSchema = z.object({
   /** Use X-Forwarded-For for the client address (only behind a proxy you control). */
   TRUST_PROXY: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
   RATE_LIMITS: z.enum(["on", "off"]).default("on"),
+  /**
+   * Jobs in flight tell the database every half of this that their worker is alive; a job whose
+   * worker stopped telling (kill -9, a crash) is retried this long after (pg-boss heartbeats).
+   */
+  JOB_HEARTBEAT_SECONDS: z.coerce.number().int().min(10).max(3600).default(15),
+  /** How often the queue's supervisor looks for such jobs (and expired ones). */
+  JOB_SUPERVISE_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
   /** How long a webhook receiver has to answer. */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(30_000),
   /** `public`: only public https targets (forced in production); `any`: loopback http too. */
@@ -56,6 +74,8 @@ const envSchema = z.object({
   BODY_READ_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(10_000),
   /** How long POST /api/payroll/run waits for its batch before answering PROCESSING. */
   PAYROLL_WAIT_MS: z.coerce.number().int().min(0).max(120_000).default(25_000),
+  /** Seconds between the x402 batch-settlement claim job's rounds (x402.channels.claims.ts). */
+  X402_CHANNEL_CLAIM_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
   /** Bearer token /metrics requires (always in production, where it is refused without one). */
   METRICS_TOKEN: optionalString.pipe(
     z.string().min(16, "must be at least 16 characters").optional(),
@@ -116,6 +136,22 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     isProduction,
     chain,
   };
+}
+
+/**
+ * The configuration a process runs with (the service's roles and the operator commands):
+ * loadConfig, and in production the refusal of known development secrets (the compose
+ * development values, anvil's dev keys, one-byte-repeated keys, the test suite's secret), every
+ * offending variable named at once. Tests that build a production-like config in-process with
+ * the suite's own secrets call loadConfig.
+ */
+export function loadServiceConfig(env: Record<string, string | undefined>): Config {
+  const config = loadConfig(env);
+  if (config.isProduction) {
+    const problems = developmentSecretProblems(env);
+    if (problems.length) throw new ConfigError(problems);
+  }
+  return config;
 }
 
 export const DEV_SECRETS_FILE = "dev-secrets.json";

@@ -35,6 +35,7 @@ export const ERROR_CODES = [
   "stream_already_completed",
   "stream_sender_not_controlled",
   "stream_receiver_not_controlled",
+  "stream_not_receiver",
   "stream_caller_not_controlled",
   "stream_insufficient_balance",
   "stream_request_key_reused",
@@ -97,6 +98,18 @@ export const ERROR_CODES = [
   "bridge_insufficient_balance",
   "bridge_not_found",
   "bridge_payment_not_bridgeable",
+  "bridge_amount_below_fee",
+  // Cross-chain checkout from the shopper's own wallet
+  "bridge_signature_unavailable",
+  "bridge_authorization_used",
+  "bridge_fee_changed",
+  "bridge_burn_not_found",
+  "bridge_burn_reverted",
+  "bridge_burn_invalid",
+  "bridge_burn_wrong_payment",
+  "bridge_burn_wrong_recipient",
+  "bridge_burn_amount",
+  "bridge_burn_used",
   // x402
   "x402_slug_taken",
   "x402_listing_not_found",
@@ -138,6 +151,8 @@ export const ERROR_CODES = [
   "chain_refused",
   "chain_unavailable",
   "chain_not_configured",
+  // Concurrency: a resource another request is acting on for longer than a waiter waits
+  "resource_busy",
 ] as const;
 
 export type ErrorCode = typeof ERROR_CODES[number];

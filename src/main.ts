@@ -1,13 +1,14 @@
 /** Entry point: `deno task start`. */
-import { ConfigError, loadConfig, resolveSecrets } from "./config.ts";
+import { type Config, ConfigError, loadServiceConfig, resolveSecrets } from "./config.ts";
 import { createLogger } from "./log.ts";
-import { type Role, ROLES, startService } from "./service.ts";
+import { type Role, ROLES, type ServiceOptions, startService } from "./service.ts";
+import { FORCE_GRACE_MS } from "./shutdown.ts";
 import { ChainResetRefusedError } from "./chain/reset.ts";
 
 async function main(): Promise<number> {
   let config;
   try {
-    config = loadConfig(Deno.env.toObject());
+    config = loadServiceConfig(Deno.env.toObject());
   } catch (e) {
     if (e instanceof ConfigError) {
       console.error(e.message);
@@ -30,13 +31,30 @@ async function main(): Promise<number> {
     console.error(`Unknown role "${role}": use one of ${ROLES.join(", ")}.`);
     return 64; // EX_USAGE
   }
+  return await runService(config, { log: log.child({ role }), role });
+}
+
+/**
+ * Runs the service until SIGINT or SIGTERM, then stops it within SHUTDOWN_TIMEOUT_MS; the exit
+ * code: 0, or 1 when the stop had to be forced (requests or jobs still in flight were abandoned).
+ */
+export async function runService(config: Config, opts: ServiceOptions): Promise<number> {
   // Listen for signals before starting: the HTTP listener (and /readyz) is up a moment before
   // startService returns, and an orchestrator may send SIGTERM as soon as it sees it. A signal
   // that arrives during the start stops the service once it is up.
   const up: { service?: Awaited<ReturnType<typeof startService>> } = {};
   let signalled: Deno.Signal | undefined;
-  const done = Promise.withResolvers<void>();
-  const stop = (signal: Deno.Signal) => up.service!.stop(signal).then(done.resolve, done.reject);
+  const done = Promise.withResolvers<number>();
+  const stop = (signal: Deno.Signal) => {
+    // The stop sequence is bounded; this is the last resort should something in it hang anyway.
+    const lastResort = setTimeout(() => {
+      opts.log.error("shutdown did not finish in time; exiting", { signal });
+      up.service?.abort();
+      Deno.exit(1);
+    }, config.SHUTDOWN_TIMEOUT_MS + FORCE_GRACE_MS + 5_000);
+    Deno.unrefTimer(lastResort);
+    up.service!.stop(signal).then((r) => done.resolve(r.forced ? 1 : 0), done.reject);
+  };
   const onSignal = (signal: Deno.Signal) => () => {
     if (signalled) {
       // A second signal while still starting: stop waiting (the usual Ctrl-C twice).
@@ -48,10 +66,9 @@ async function main(): Promise<number> {
   };
   Deno.addSignalListener("SIGINT", onSignal("SIGINT"));
   Deno.addSignalListener("SIGTERM", onSignal("SIGTERM"));
-  up.service = await startService(config, { log: log.child({ role }), role });
+  up.service = await startService(config, opts);
   if (signalled) stop(signalled);
-  await done.promise;
-  return 0;
+  return await done.promise;
 }
 
 if (import.meta.main) {

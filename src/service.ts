@@ -6,7 +6,7 @@
 import type { Config } from "./config.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { createSql, describeUrl, type Sql } from "./db/client.ts";
-import { type EmbeddedDatabase, startEmbeddedPostgres } from "./db/embedded.ts";
+import { type EmbeddedDatabase, startEmbeddedPostgres } from "./db/embedded-loader.ts";
 import { migrate, readMigrations } from "./db/migrate.ts";
 import { type Queue, startQueue } from "./queue/queue.ts";
 import type { Logger } from "./log.ts";
@@ -19,6 +19,8 @@ import { publishExplorerUrls } from "./chain/explorer-links.ts";
 import type { SenderHooks } from "./chain/sender.ts";
 import { createRateLimiter } from "./http/rate-limit.ts";
 import { createMailer } from "./modules/mail/mail.service.ts";
+import { type StopResult, StopSequence } from "./shutdown.ts";
+import type { LocalNode } from "./chain/local-node.ts";
 
 /**
  * What a process runs. `all`: HTTP, job workers, log watchers and recovery (one process does
@@ -51,31 +53,42 @@ export interface Service {
   /** The bound port when serving. */
   port?: number;
   databaseUrl: string;
-  stop(reason?: string): Promise<void>;
+  /** Stops within SHUTDOWN_TIMEOUT_MS (plus a short grace when it has to force). */
+  stop(reason?: string): Promise<StopResult>;
+  /** The last resort before exiting anyway: kills the local chain nodes this process started. */
+  abort(): void;
 }
 
 export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
   const log = opts.log;
   const started = performance.now();
-  const cleanups: Array<() => Promise<void>> = [];
-  const runCleanups = async () => {
-    for (const fn of cleanups.splice(0).reverse()) {
-      await fn().catch((e) => log.error("shutdown step failed", { error: e }));
-    }
-  };
+  const cleanups = new StopSequence();
+  const runCleanups = () => cleanups.run(config.SHUTDOWN_TIMEOUT_MS, log);
 
   try {
     let databaseUrl = config.DATABASE_URL;
     let embedded: EmbeddedDatabase | undefined;
     if (!databaseUrl) {
       embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, log });
-      cleanups.push(() => embedded!.stop());
+      cleanups.add("embedded database", () => embedded!.stop(), { forcedMs: 3_000 });
       databaseUrl = embedded.url;
     }
     log.info("database", { url: describeUrl(databaseUrl), embedded: !!embedded });
 
-    const sql: Sql = createSql(databaseUrl, { max: config.DATABASE_POOL_MAX });
-    cleanups.push(() => sql.end({ timeout: 5 }));
+    const sql: Sql = createSql(databaseUrl, {
+      max: config.DATABASE_POOL_MAX,
+      backstops: {
+        lockTimeoutMs: config.DATABASE_LOCK_TIMEOUT_MS,
+        idleInTransactionTimeoutMs: config.DATABASE_IDLE_TX_TIMEOUT_MS,
+        statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+      },
+    });
+    // Forced: every connection is closed now, failing what still waits on it.
+    cleanups.add(
+      "database pool",
+      ({ forced, budgetMs }) => sql.end({ timeout: forced ? 0 : Math.min(5, budgetMs / 1000) }),
+      { forcedMs: 1_000 },
+    );
     const migrations = await readMigrations();
     await migrate(sql, { log });
 
@@ -87,10 +100,23 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       dataDir: (opts.persistChains ?? true) ? config.DATA_DIR : undefined,
       hooks: opts.senderHooks,
     });
-    cleanups.push(() => chain.stop());
+    cleanups.add(
+      "chains",
+      ({ forced }) => forced ? stopLocalNodes(chain, 2_000) : chain.stop(),
+      { forcedMs: 2_500, onTimeout: () => stopLocalNodes(chain, 2_000) },
+    );
 
-    const queue: Queue = await startQueue({ url: databaseUrl, log });
-    cleanups.push(() => queue.stop({ timeoutMs: config.SHUTDOWN_TIMEOUT_MS }));
+    const queue: Queue = await startQueue({
+      url: databaseUrl,
+      log,
+      heartbeatSeconds: config.JOB_HEARTBEAT_SECONDS,
+      superviseSeconds: config.JOB_SUPERVISE_SECONDS,
+    });
+    cleanups.add(
+      "queue",
+      ({ forced, budgetMs }) => queue.stop({ timeoutMs: forced ? 0 : budgetMs, graceful: !forced }),
+      { forcedMs: 1_500 },
+    );
 
     const clock = opts.clock ?? systemClock;
     const deps: Deps = {
@@ -112,7 +138,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     }
     if (workers) {
       chain.watcher.start();
-      cleanups.push(() => chain.watcher.stop());
+      cleanups.add("log watcher", () => chain.watcher.stop());
       for (const profile of chain.profiles()) {
         chain.recover(profile).catch((e) => log.warn("startup recovery failed", { error: e }));
       }
@@ -133,10 +159,10 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     if (opts.serve ?? true) {
       const server = await listen(app.fetch, config);
       port = server.port;
-      cleanups.push(async () => {
-        await server.shutdown(config.SHUTDOWN_TIMEOUT_MS);
+      cleanups.add("http server", async () => {
+        await server.shutdown();
         log.info("http server stopped");
-      });
+      }, { onTimeout: () => Promise.resolve(server.abandon()) });
       // Operator commands (deno task faucet) print explorer links to where this process serves.
       await publishExplorerUrls(
         sql,
@@ -150,7 +176,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       });
     }
 
-    let stopping: Promise<void> | undefined;
+    let stopping: Promise<StopResult> | undefined;
     return {
       deps,
       app,
@@ -158,11 +184,25 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       databaseUrl,
       stop: (reason = "stop") => {
         stopping ??= (async () => {
-          log.info("shutting down", { reason });
-          await runCleanups();
-          log.info("stopped");
+          log.info("shutting down", { reason, timeoutMs: config.SHUTDOWN_TIMEOUT_MS });
+          const result = await runCleanups();
+          if (result.forced) {
+            log.error("shutdown forced: work in flight was abandoned", {
+              timeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+              abandoned: result.abandoned,
+            });
+          }
+          log.info("stopped", { forced: result.forced });
+          return result;
         })();
         return stopping;
+      },
+      abort: () => {
+        for (const node of ownedNodes(chain)) {
+          try {
+            Deno.kill(node.pid, "SIGKILL");
+          } catch { /* already gone */ }
+        }
       },
     };
   } catch (e) {
@@ -171,10 +211,39 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   }
 }
 
+/** The local chain nodes this process started (not one another process of ours runs). */
+function ownedNodes(chain: Chain): LocalNode[] {
+  return [...chain.profiles(), ...chain.startedSources()]
+    .map((p) => chain.runtime(p).node)
+    .filter((n): n is LocalNode => n !== undefined && n.owned);
+}
+
+/**
+ * Stops the local chain nodes this process started, at once: SIGTERM (anvil saves its state),
+ * then SIGKILL for any still running after `ms`.
+ */
+async function stopLocalNodes(chain: Chain, ms: number): Promise<void> {
+  await Promise.all(
+    ownedNodes(chain).map(async (node) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<"late">((r) => timer = setTimeout(() => r("late"), ms));
+      const outcome = await Promise.race([node.stop().then(() => "stopped" as const), late]);
+      clearTimeout(timer);
+      if (outcome === "late") {
+        try {
+          Deno.kill(node.pid, "SIGKILL");
+        } catch { /* already gone */ }
+      }
+    }),
+  );
+}
+
 interface Listening {
   port: number;
-  /** Stops accepting, lets in-flight requests finish (bounded), then closes. */
-  shutdown(timeoutMs: number): Promise<void>;
+  /** Stops accepting and lets in-flight requests finish (the stop sequence bounds the wait). */
+  shutdown(): Promise<void>;
+  /** Requests still in flight no longer keep the process alive. */
+  abandon(): void;
 }
 
 function listen(handler: Deno.ServeHandler, config: Config): Promise<Listening> {
@@ -186,14 +255,8 @@ function listen(handler: Deno.ServeHandler, config: Config): Promise<Listening> 
         onListen: ({ port }) => {
           resolve({
             port,
-            shutdown: async (timeoutMs) => {
-              const graceful = server.shutdown();
-              const timer = setTimeout(() => {
-                // In-flight requests past the deadline are cut off.
-                server.unref();
-              }, timeoutMs);
-              await graceful.finally(() => clearTimeout(timer));
-            },
+            shutdown: () => server.shutdown(),
+            abandon: () => server.unref(),
           });
         },
       }, handler);

@@ -5,6 +5,8 @@
  * (the owner signs the registry's EIP-712 AgentWalletSet; the account answers ERC-1271 for it),
  * and feedback in the reputation registry (given by the operator: the service's view of the
  * agent's payments). Every step is an intent, so a retried deploy finishes instead of repeating.
+ * Works with any ERC-8004 2.0 registries: ours or the official ones configured by address
+ * (agents numbered from 0, a wallet proof valid at most 5 minutes, summaries over named clients).
  */
 import {
   encodeFunctionData,
@@ -13,14 +15,14 @@ import {
   keccak256,
   parseEventLogs,
   stringToHex,
-  toHex,
 } from "viem";
 import {
   AgentAccount,
   AgentAccountFactory,
   AgentIdentityRegistry,
-  AgentReputationRegistry,
 } from "./contracts/artifacts/index.ts";
+import { reputationOps } from "./agent-reputation.ts";
+import { ChainRevertError } from "./errors.ts";
 import type { ProfileName } from "./profiles.ts";
 import type { TxRequest } from "./sender.ts";
 import type { TxRow } from "./transactions.repo.ts";
@@ -39,6 +41,8 @@ export interface AgentChain {
   contract(profile: ProfileName, name: AgentContract): `0x${string}`;
   send(req: TxRequest, wait?: { timeoutMs?: number }): Promise<TxRow>;
   walletAccount(walletId: string): Promise<LocalAccount>;
+  /** Senders of our confirmed transactions to `to` whose intents start with `intentPrefix`. */
+  sendersTo(profile: ProfileName, to: `0x${string}`, intentPrefix: string): Promise<string[]>;
 }
 
 export const AGENT_WALLET_TYPES = {
@@ -64,15 +68,29 @@ export const AGENT_PAYMENT_TYPES = {
   ],
 } as const;
 
-/** Tags of the feedback the service records for each settled x402 payment. */
-export const X402_FEEDBACK_TAG = "x402";
+/** How long an AgentWalletSet signature is valid (the registry refuses more than 300 s). */
+export const WALLET_PROOF_SECONDS = 150n;
+
+/**
+ * The deadline of an AgentWalletSet signature. The registry wants it no earlier than the time of
+ * the block that includes it and at most 5 minutes later. That time is about the wall clock on a
+ * real chain. A local node mines only on demand: its latest block may be long past (the next one
+ * is stamped with the wall clock), or chain time may run ahead of the wall clock (a test moved
+ * it), which the node's pending block shows. The later of the wall clock and the chain's time,
+ * plus 150 s for inclusion, leaves 150 s for clocks to disagree.
+ */
+export function walletProofDeadline(chainTime: bigint, wallClockMs: number): bigint {
+  const wall = BigInt(Math.floor(wallClockMs / 1000));
+  return (wall > chainTime ? wall : chainTime) + WALLET_PROOF_SECONDS;
+}
 
 export interface AgentDeployment {
   tokenId: bigint;
   scaAddress: `0x${string}`;
   accountTx: TxRow;
   registerTx: TxRow;
-  walletTx: TxRow;
+  /** Null when the registry already had the account as the agent wallet (a resumed deploy). */
+  walletTx: TxRow | null;
 }
 
 export interface AgentOnChain {
@@ -88,7 +106,6 @@ export const accountSalt = (agentRowId: string): Hex => keccak256(stringToHex(ag
 export function agentOps(chain: AgentChain) {
   const client = (p: ProfileName) => chain.runtime(p).client;
   const identity = (p: ProfileName) => chain.contract(p, "AgentIdentityRegistry");
-  const reputation = (p: ProfileName) => chain.contract(p, "AgentReputationRegistry");
   const factory = (p: ProfileName) => chain.contract(p, "AgentAccountFactory");
 
   const domain = (p: ProfileName) => ({
@@ -127,7 +144,7 @@ export function agentOps(chain: AgentChain) {
         return false;
       }
     },
-    reputationAddress: reputation,
+    ...reputationOps(chain),
 
     /**
      * The agent wallet's `X-Agent-Signature` of a payment, made by the owner of an agent's smart
@@ -198,26 +215,53 @@ export function agentOps(chain: AgentChain) {
       });
       if (!registered) throw new Error(`no Registered event in ${registerTx.txHash}`);
       const tokenId = registered.args.agentId;
-      const owner = await chain.walletAccount(req.ownerWalletId);
-      const deadline = (await client(p).getBlock()).timestamp + 3600n;
-      const signature = await owner.signTypedData({
-        domain: domain(p),
-        types: AGENT_WALLET_TYPES,
-        primaryType: "AgentWalletSet",
-        message: { agentId: tokenId, newWallet: sca, owner: req.owner, deadline },
-      });
-      const walletTx = await chain.send({
-        profile: p,
-        from: { walletId: req.ownerWalletId },
-        to: identity(p),
-        data: encodeFunctionData({
-          abi: AgentIdentityRegistry.abi,
-          functionName: "setAgentWallet",
-          args: [tokenId, sca, deadline, signature],
-        }),
-        intentKey: `${req.intentPrefix}:wallet`,
-      });
+      const walletTx = await ops.proveWallet(p, { ...req, tokenId, sca });
       return { tokenId, scaAddress: sca, accountTx, registerTx, walletTx };
+    },
+
+    /**
+     * The account becomes the agent wallet: the owner signs AgentWalletSet for it (the account
+     * answers ERC-1271) and sends it. Nothing when the registry already says so; a proof that
+     * reverted (it expired before inclusion) is replaced by a fresh one under its own intent.
+     */
+    async proveWallet(p: ProfileName, req: {
+      ownerWalletId: string;
+      owner: `0x${string}`;
+      tokenId: bigint;
+      sca: `0x${string}`;
+      intentPrefix: string;
+    }): Promise<TxRow | null> {
+      if ((await ops.wallet(p, req.tokenId)) === req.sca.toLowerCase()) return null;
+      const owner = await chain.walletAccount(req.ownerWalletId);
+      const send = async (retry: boolean) => {
+        // The pending block carries the time the node stamps next (not every node has one).
+        const next = await client(p).getBlock({ blockTag: "pending" })
+          .catch(() => client(p).getBlock());
+        const deadline = walletProofDeadline(next.timestamp, Date.now());
+        const signature = await owner.signTypedData({
+          domain: domain(p),
+          types: AGENT_WALLET_TYPES,
+          primaryType: "AgentWalletSet",
+          message: { agentId: req.tokenId, newWallet: req.sca, owner: req.owner, deadline },
+        });
+        return await chain.send({
+          profile: p,
+          from: { walletId: req.ownerWalletId },
+          to: identity(p),
+          data: encodeFunctionData({
+            abi: AgentIdentityRegistry.abi,
+            functionName: "setAgentWallet",
+            args: [req.tokenId, req.sca, deadline, signature],
+          }),
+          intentKey: `${req.intentPrefix}:wallet${retry ? `:${deadline}` : ""}`,
+        });
+      };
+      try {
+        return await send(false);
+      } catch (e) {
+        if (!(e instanceof ChainRevertError) || !e.txHash) throw e;
+        return await send(true);
+      }
     },
 
     /** The registry's view of an agent. */
@@ -265,51 +309,6 @@ export function agentOps(chain: AgentChain) {
         functionName: "owner",
       });
       return o.toLowerCase() as `0x${string}`;
-    },
-
-    /**
-     * The operator's feedback on one payment: value 100 when it settled, 0 when it failed
-     * (tag1 `x402`, tag2 the outcome), the endpoint called and a hash naming the payment.
-     */
-    async giveFeedback(p: ProfileName, req: {
-      tokenId: bigint;
-      success: boolean;
-      endpoint: string;
-      paymentId: string;
-      intentKey: string;
-    }): Promise<TxRow> {
-      return await chain.send({
-        profile: p,
-        from: "operator",
-        to: reputation(p),
-        data: encodeFunctionData({
-          abi: AgentReputationRegistry.abi,
-          functionName: "giveFeedback",
-          args: [
-            req.tokenId,
-            req.success ? 100n : 0n,
-            0,
-            X402_FEEDBACK_TAG,
-            req.success ? "success" : "failed",
-            req.endpoint,
-            "",
-            keccak256(toHex(req.paymentId)),
-          ],
-        }),
-        intentKey: req.intentKey,
-      });
-    },
-
-    /** The registry's summary of the operator's x402 feedback: count and average (0–100). */
-    async summary(p: ProfileName, tokenId: bigint): Promise<{ count: bigint; value: bigint }> {
-      const operator = chain.runtime(p).operator?.address;
-      const [count, value, decimals] = await client(p).readContract({
-        address: reputation(p),
-        abi: AgentReputationRegistry.abi,
-        functionName: "getSummary",
-        args: [tokenId, operator ? [operator] : [], X402_FEEDBACK_TAG, ""],
-      });
-      return { count, value: value / 10n ** BigInt(decimals) };
     },
 
     /** A call the account makes, sent by its owner (AgentAccount.execute). */

@@ -1,22 +1,11 @@
 /**
  * CCTP v2 through the sender: burn on a source chain (approve + depositForBurn[WithHook] from a
- * managed wallet), the attestation (our local attester, or Circle's API when configured), and
- * receiveMessage on the destination. The same calls work against Circle's deployed contracts:
- * only the addresses (configuration) and the attestation source differ.
+ * managed wallet, with the maxFee and finality the transfer chose), the local attester
+ * (cctp-attester.ts), and receiveMessage on the destination. The same calls work against
+ * Circle's deployed contracts: only the addresses (configuration) and the attestation source
+ * differ. The message format and fee arithmetic are in cctp-message.ts.
  */
-import {
-  concat,
-  decodeEventLog,
-  encodeFunctionData,
-  encodePacked,
-  type Hex,
-  keccak256,
-  pad,
-  parseEventLogs,
-  size,
-  slice,
-  toHex,
-} from "viem";
+import { decodeEventLog, encodeFunctionData, type Hex } from "viem";
 import { MessageTransmitterV2, TestUSDC, TokenMessengerV2 } from "./contracts/artifacts/index.ts";
 import type { ContractName, ProfileName } from "./profiles.ts";
 import type { Signer, TxRequest } from "./sender.ts";
@@ -24,97 +13,28 @@ import type { TxRow } from "./transactions.repo.ts";
 import type { ChainRuntime } from "./runtime.ts";
 import { ChainUnavailableError } from "./errors.ts";
 import { PAYOUT_WINDOW, payoutFloor, payoutLookupWindows } from "./payroll.ts";
+import { type AttesterChain, attestLocal, minFeeAmount } from "./cctp-attester.ts";
+import { checkoutBurnOps } from "./cctp-checkout.ts";
+import {
+  type AttestedMessage,
+  FINALITY_FINALIZED,
+  toBytes32,
+  TRANSMITTER_VIEW_ABI,
+} from "./cctp-message.ts";
 
-/** Standard transfer: attested once the source chain has finalized the burn (CCTP v2's 2000). */
-export const FINALITY_FINALIZED = 2000;
+export * from "./cctp-message.ts";
+export {
+  burnNonce,
+  type BurnWindow,
+  type CheckoutBurn,
+  type ReportedBurn,
+} from "./cctp-checkout.ts";
 
-export interface CctpChain {
+export interface CctpChain extends AttesterChain {
   runtime(profile: ProfileName): ChainRuntime;
   ensure(profile: ProfileName): Promise<ChainRuntime>;
   contract(profile: ProfileName, name: ContractName): `0x${string}`;
   send(req: TxRequest, wait?: { timeoutMs?: number }): Promise<TxRow>;
-}
-
-/** A CCTP v2 message, decoded (header and burn message body). */
-export interface DecodedMessage {
-  version: number;
-  sourceDomain: number;
-  destinationDomain: number;
-  nonce: Hex;
-  sender: Hex;
-  recipient: Hex;
-  destinationCaller: Hex;
-  minFinalityThreshold: number;
-  finalityThresholdExecuted: number;
-  messageBody: Hex;
-  decodedMessageBody: {
-    burnToken: Hex;
-    mintRecipient: Hex;
-    amount: string;
-    messageSender: Hex;
-    maxFee: string;
-    feeExecuted: string;
-    expirationBlock: string;
-    hookData: Hex;
-  } | null;
-}
-
-/** One entry of the attestation API's `messages` (GET /v2/messages/{sourceDomain}). */
-export interface AttestedMessage {
-  message: Hex;
-  eventNonce: Hex;
-  attestation: Hex | "PENDING";
-  decodedMessage: DecodedMessage | null;
-  cctpVersion: 2;
-  status: "complete" | "pending_confirmations";
-}
-
-export const toBytes32 = (address: `0x${string}`): Hex => pad(address, { size: 32 });
-export const fromBytes32 = (b: Hex): `0x${string}` => slice(b, 12, 32) as `0x${string}`;
-
-const u32 = (m: Hex, at: number) => Number(BigInt(slice(m, at, at + 4)));
-
-export function decodeMessage(message: Hex): DecodedMessage | null {
-  if (size(message) < 148) return null;
-  const body = size(message) > 148 ? slice(message, 148) : "0x";
-  const b = body as Hex;
-  const decodedMessageBody = size(b) >= 228
-    ? {
-      burnToken: slice(b, 4, 36),
-      mintRecipient: slice(b, 36, 68),
-      amount: BigInt(slice(b, 68, 100)).toString(),
-      messageSender: slice(b, 100, 132),
-      maxFee: BigInt(slice(b, 132, 164)).toString(),
-      feeExecuted: BigInt(slice(b, 164, 196)).toString(),
-      expirationBlock: BigInt(slice(b, 196, 228)).toString(),
-      hookData: (size(b) > 228 ? slice(b, 228) : "0x") as Hex,
-    }
-    : null;
-  return {
-    version: u32(message, 0),
-    sourceDomain: u32(message, 4),
-    destinationDomain: u32(message, 8),
-    nonce: slice(message, 12, 44),
-    sender: slice(message, 44, 76),
-    recipient: slice(message, 76, 108),
-    destinationCaller: slice(message, 108, 140),
-    minFinalityThreshold: u32(message, 140),
-    finalityThresholdExecuted: u32(message, 144),
-    messageBody: b,
-    decodedMessageBody,
-  };
-}
-
-/** The payment reference a burn's hook data carries (UTF-8), if any. */
-export function hookText(hookData: Hex): string | null {
-  if (hookData === "0x") return null;
-  try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(
-      Uint8Array.from((hookData.slice(2).match(/../g) ?? []).map((h) => parseInt(h, 16))),
-    );
-  } catch {
-    return null;
-  }
 }
 
 export function cctpOps(chain: CctpChain) {
@@ -124,25 +44,11 @@ export function cctpOps(chain: CctpChain) {
     return d;
   };
 
-  /** Messages a burn transaction emitted, with the log index the local attester keys on. */
-  const sentMessages = async (p: ProfileName, txHash: Hex) => {
-    const rt = chain.runtime(p);
-    const receipt = await rt.client.getTransactionReceipt({ hash: txHash }).catch(() => null);
-    if (!receipt || receipt.status !== "success") return null;
-    const transmitter = chain.contract(p, "MessageTransmitterV2").toLowerCase();
-    const logs = parseEventLogs({
-      abi: MessageTransmitterV2.abi,
-      eventName: "MessageSent",
-      logs: receipt.logs.filter((l) => l.address.toLowerCase() === transmitter),
-    });
-    return {
-      blockNumber: receipt.blockNumber,
-      messages: logs.map((l) => ({ message: l.args.message as Hex, logIndex: l.logIndex })),
-    };
-  };
-
   return {
     domain: domainOf,
+
+    /** Cross-chain checkout from the shopper's own wallet (cctp-checkout.ts). */
+    checkout: checkoutBurnOps(chain),
 
     /**
      * Burns `amount` of the wallet's USDC on `p` for `mintRecipient` on `destination`: the
@@ -155,7 +61,10 @@ export function cctpOps(chain: CctpChain) {
       destination: ProfileName;
       mintRecipient: `0x${string}`;
       hookData: Hex;
+      /** The most the destination may keep as fee (the messenger refuses less than its minimum). */
       maxFee?: bigint;
+      /** 2000 standard (default), 1000 fast. */
+      minFinalityThreshold?: number;
       intentKey: string;
     }): Promise<TxRow> => {
       await chain.ensure(p);
@@ -179,7 +88,7 @@ export function cctpOps(chain: CctpChain) {
         usdc,
         toBytes32("0x0000000000000000000000000000000000000000"),
         req.maxFee ?? 0n,
-        FINALITY_FINALIZED,
+        req.minFinalityThreshold ?? FINALITY_FINALIZED,
       ] as const;
       return await chain.send({
         profile: p,
@@ -200,45 +109,17 @@ export function cctpOps(chain: CctpChain) {
       });
     },
 
-    /**
-     * The local attester: what Circle's service answers for a burn transaction, built from the
-     * chain. The nonce is derived from (domain, tx, log index), so asking again yields the same
-     * message; the attestation is the attester's signature over keccak256(message). Until the
-     * burn has the profile's confirmations, the entry is `pending_confirmations`. Null: no such
-     * burn (the API's 404).
-     */
-    attest: async (p: ProfileName, txHash: Hex): Promise<AttestedMessage[] | null> => {
-      const rt = await chain.ensure(p);
-      if (!rt.attester) throw new ChainUnavailableError("no CCTP attester key is configured");
-      const found = await sentMessages(p, txHash);
-      if (!found || found.messages.length === 0) return null;
-      const head = await rt.client.getBlockNumber();
-      const confirmed = head - found.blockNumber >= BigInt(rt.profile.confirmations);
-      const out: AttestedMessage[] = [];
-      for (const m of found.messages) {
-        const nonce = keccak256(
-          encodePacked(["uint32", "bytes32", "uint32"], [domainOf(p), txHash, m.logIndex]),
-        );
-        const message = concat([
-          slice(m.message, 0, 12),
-          nonce,
-          slice(m.message, 44, 144),
-          toHex(FINALITY_FINALIZED, { size: 4 }),
-          size(m.message) > 148 ? slice(m.message, 148) : "0x",
-        ]);
-        out.push({
-          message: confirmed ? message : "0x",
-          eventNonce: nonce,
-          attestation: confirmed
-            ? await rt.attester.sign!({ hash: keccak256(message) })
-            : "PENDING",
-          decodedMessage: decodeMessage(confirmed ? message : m.message),
-          cctpVersion: 2,
-          status: confirmed ? "complete" : "pending_confirmations",
-        });
-      }
-      return out;
-    },
+    /** The local attester's answer for a burn on `p` (cctp-attester.ts); null: no such burn. */
+    attest: (p: ProfileName, txHash: Hex): Promise<AttestedMessage[] | null> =>
+      attestLocal(chain, p, txHash),
+
+    /** The source messenger's minimum fee for burning `amount` (0 without a fee switch). */
+    minFee: async (p: ProfileName, amount: bigint): Promise<bigint> =>
+      await minFeeAmount(
+        (await chain.ensure(p)).client,
+        chain.contract(p, "TokenMessengerV2"),
+        amount,
+      ),
 
     /** Delivers an attested message on `p` from the operator (the mint), once per intent. */
     receive: async (p: ProfileName, req: {
@@ -262,7 +143,7 @@ export function cctpOps(chain: CctpChain) {
     nonceUsed: async (p: ProfileName, nonce: Hex): Promise<boolean> =>
       (await chain.runtime(p).client.readContract({
         address: chain.contract(p, "MessageTransmitterV2"),
-        abi: MessageTransmitterV2.abi,
+        abi: TRANSMITTER_VIEW_ABI,
         functionName: "usedNonces",
         args: [nonce],
       })) !== 0n,
@@ -310,7 +191,10 @@ export function cctpOps(chain: CctpChain) {
       return l ? { txHash: l.transactionHash as string, blockNumber: l.blockNumber } : null;
     },
 
-    /** The amount a receive transaction minted to its recipient (MintAndWithdraw), if any. */
+    /**
+     * What a receive transaction minted (MintAndWithdraw): the amount the recipient got and the
+     * fee the destination kept (`feeCollected`), if it minted at all.
+     */
     minted: async (p: ProfileName, txHash: Hex) => {
       const receipt = await chain.runtime(p).client.getTransactionReceipt({ hash: txHash });
       const messenger = chain.contract(p, "TokenMessengerV2").toLowerCase();
@@ -319,7 +203,11 @@ export function cctpOps(chain: CctpChain) {
         try {
           const ev = decodeEventLog({ abi: TokenMessengerV2.abi, data: l.data, topics: l.topics });
           if (ev.eventName === "MintAndWithdraw") {
-            return { recipient: ev.args.mintRecipient, amount: ev.args.amount };
+            return {
+              recipient: ev.args.mintRecipient,
+              amount: ev.args.amount,
+              fee: ev.args.feeCollected,
+            };
           }
         } catch { /* another event */ }
       }

@@ -124,8 +124,23 @@ export function jobOps(chain: JobChain) {
         functionName: "fund",
         args: [req.jobId, req.budget],
       });
-      if (await chain.transaction(p, `${req.intentKey}:fund`)) {
-        const approveTx = await chain.transaction(p, `${req.intentKey}:approve`);
+      const [earlierApprove, earlierFund] = await Promise.all([
+        chain.transaction(p, `${req.intentKey}:approve`),
+        chain.transaction(p, `${req.intentKey}:fund`),
+      ]);
+      if (earlierFund) {
+        const fundTx = await send(p, req.walletId, escrow(p), fundData, `${req.intentKey}:fund`);
+        return { approveTx: earlierApprove, fundTx };
+      }
+      if (earlierApprove) {
+        // Stopped between the two (a crash, a timeout): the approval is awaited, not sent again.
+        const approveTx = await chain.send({
+          profile: p,
+          from: { walletId: req.walletId },
+          to: usdc(p),
+          data: earlierApprove.data as Hex,
+          intentKey: `${req.intentKey}:approve`,
+        });
         const fundTx = await send(p, req.walletId, escrow(p), fundData, `${req.intentKey}:fund`);
         return { approveTx, fundTx };
       }

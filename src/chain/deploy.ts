@@ -5,7 +5,7 @@
  * chain uses configured addresses.
  */
 import { encodeDeployData, encodeFunctionData, type Hex } from "viem";
-import type { Sql } from "../db/client.ts";
+import { type Sql, withoutBackstops } from "../db/client.ts";
 import type { Logger } from "../log.ts";
 import {
   AgentAccountFactory,
@@ -13,6 +13,7 @@ import {
   AgentIdentityRegistry,
   AgentReputationRegistry,
   BatchPayout,
+  CheckoutBurner,
   EscrowVault,
   GatewayVault,
   MessageTransmitterV2,
@@ -25,6 +26,7 @@ import type { ChainRuntime } from "./runtime.ts";
 import type { TxSender } from "./sender.ts";
 import type { ContractName, ProfileDef } from "./profiles.ts";
 import * as contractsRepo from "./contracts.repo.ts";
+import { placeBatchSettlement } from "./channels.place.ts";
 
 export const ARTIFACTS = {
   TestUSDC,
@@ -39,6 +41,7 @@ export const ARTIFACTS = {
   AgentReputationRegistry,
   AgentAccountFactory,
   AgenticCommerce,
+  CheckoutBurner,
 } as const;
 
 /**
@@ -51,8 +54,13 @@ export interface PlanEntry {
   name: ContractName;
   dependsOn: ContractName[];
   holdsFunds: boolean;
-  /** Where it goes: every chain, settlement chains, or chains with a CCTP domain. */
-  on: "all" | "settlement" | "cctp";
+  /**
+   * Where it goes: every chain, settlement chains, chains with a CCTP domain (and an attester),
+   * or bridge source chains with a CCTP domain (whoever's messenger they run).
+   */
+  on: "all" | "settlement" | "cctp" | "source";
+  /** Not required: without it a feature falls back (the doctor warns instead of failing). */
+  optional?: string;
 }
 
 export const PLAN: PlanEntry[] = [
@@ -71,7 +79,10 @@ export const PLAN: PlanEntry[] = [
   },
   // Holds no funds, only payers' allowances: a new one asks each payer for a new permit.
   { name: "BatchPayout", dependsOn: ["TestUSDC"], holdsFunds: false, on: "settlement" },
-  // Agents' identities and feedback are state worth keeping, like funds: never replaced silently.
+  // Agents' identities and feedback are state worth keeping, like funds: never replaced silently
+  // (a chain keeps a registry built from older sources; docs/decisions.md, ERC-8004 2.0). A
+  // reputation registry bound to another identity registry than the chain's (one configured by
+  // address) is replaced: its feedback is about other agents.
   { name: "AgentIdentityRegistry", dependsOn: [], holdsFunds: true, on: "settlement" },
   {
     name: "AgentReputationRegistry",
@@ -81,6 +92,16 @@ export const PLAN: PlanEntry[] = [
   },
   { name: "AgentAccountFactory", dependsOn: [], holdsFunds: false, on: "settlement" },
   { name: "AgenticCommerce", dependsOn: ["TestUSDC"], holdsFunds: true, on: "settlement" },
+  // Cross-chain checkout with one signature: burns a shopper's authorized USDC through the
+  // chain's messenger (ours, or Circle's by configuration). Holds nothing between transactions.
+  {
+    name: "CheckoutBurner",
+    dependsOn: ["TestUSDC", "TokenMessengerV2"],
+    holdsFunds: false,
+    on: "source",
+    optional:
+      "shoppers paying from this chain send approve + burn from their wallet (gas) instead of one signature",
+  },
 ];
 
 /**
@@ -92,7 +113,8 @@ export function planFor(
 ): PlanEntry[] {
   return PLAN.filter((e) =>
     e.on === "all" || (e.on === "settlement" && rt.profile.kind === "settlement") ||
-    (e.on === "cctp" && rt.profile.cctpDomain !== undefined && !!rt.attester)
+    (e.on === "cctp" && rt.profile.cctpDomain !== undefined && !!rt.attester) ||
+    (e.on === "source" && rt.profile.kind === "source" && rt.profile.cctpDomain !== undefined)
   );
 }
 
@@ -166,6 +188,12 @@ function deployData(name: ContractName, rt: ChainRuntime, operator: `0x${string}
         bytecode: AgenticCommerce.bytecode as Hex,
         args: [rt.contracts.TestUSDC!],
       });
+    case "CheckoutBurner":
+      return encodeDeployData({
+        abi: CheckoutBurner.abi,
+        bytecode: CheckoutBurner.bytecode as Hex,
+        args: [rt.contracts.TestUSDC!, rt.contracts.TokenMessengerV2!],
+      });
   }
 }
 
@@ -183,10 +211,17 @@ export async function ensureContracts(
     // Two processes on one database and one node must not both deploy.
     const conn = await sql.reserve();
     try {
-      await conn`select pg_advisory_lock(5044, ${rt.chainId})`;
-      await deployContracts(rt, sender, sql, log);
+      // Waiting while another process deploys is meant to wait: no backstop on this session.
+      await withoutBackstops(conn, async () => {
+        await conn`select pg_advisory_lock(5044, ${rt.chainId})`;
+        try {
+          await deployContracts(rt, sender, sql, log);
+          await placeBatchSettlement(rt, log);
+        } finally {
+          await conn`select pg_advisory_unlock(5044, ${rt.chainId})`.catch(() => {});
+        }
+      });
     } finally {
-      await conn`select pg_advisory_unlock(5044, ${rt.chainId})`.catch(() => {});
       conn.release();
     }
     return;
@@ -196,6 +231,41 @@ export async function ensureContracts(
     if (!code || code === "0x") {
       log.warn("contract has no code on chain", { chain: rt.profile.name, name, address });
     }
+  }
+  await placeBatchSettlement(rt, log);
+  const { AgentIdentityRegistry: identity, AgentReputationRegistry: reputation } = rt.contracts;
+  if (identity && reputation) {
+    const bound = await pairedIdentity(rt, reputation);
+    if (bound !== identity.toLowerCase()) {
+      log.warn(
+        "the reputation registry belongs to another identity registry: feedback would rate other agents",
+        {
+          chain: rt.profile.name,
+          identity,
+          reputation,
+          boundTo: bound,
+          fix:
+            `set ${rt.profile.envPrefix}_REPUTATION_REGISTRY_ADDRESS to the identity registry's pair`,
+        },
+      );
+    }
+  }
+}
+
+/** The identity registry a reputation registry is bound to (lowercase); null when unreadable. */
+export async function pairedIdentity(
+  rt: Pick<ChainRuntime, "client">,
+  reputation: `0x${string}`,
+): Promise<string | null> {
+  try {
+    const bound = await rt.client.readContract({
+      address: reputation,
+      abi: AgentReputationRegistry.abi,
+      functionName: "getIdentityRegistry",
+    });
+    return bound.toLowerCase();
+  } catch {
+    return null;
   }
 }
 
@@ -219,6 +289,8 @@ export async function deployContracts(
   const redeployed: ContractName[] = [];
   for (const { name, dependsOn, holdsFunds } of planFor(rt)) {
     if (rt.profile.contracts[name]) continue;
+    // A source chain without a messenger (no attester, none configured) gets no burner.
+    if (dependsOn.some((d) => !rt.contracts[d])) continue;
     const artifact = ARTIFACTS[name];
     const row = stored.get(name);
     const sameBuild = row?.inputHash === artifact.inputHash;
@@ -227,6 +299,10 @@ export async function deployContracts(
     if (keep) {
       const code = await rt.client.getCode({ address: row!.address as `0x${string}` });
       keep = !!code && code !== "0x";
+    }
+    if (keep && name === "AgentReputationRegistry") {
+      keep = await pairedIdentity(rt, row!.address as `0x${string}`) ===
+        rt.contracts.AgentIdentityRegistry?.toLowerCase();
     }
     if (keep) {
       if (!sameBuild) {

@@ -1,14 +1,23 @@
 /**
- * The chain half of `deno task doctor`: for one configured profile, does its RPC answer with the
- * expected chain id, are our contracts there and built from our artifacts, and is the operator
- * funded. Read-only: nothing is deployed or sent.
+ * The chain half of `deno task doctor`: for each configured profile (settlement chains, and
+ * bridge source chains given an RPC URL), does its RPC answer with the expected chain id, are
+ * our contracts there and built from our artifacts (configured addresses: is there code), is
+ * the operator funded; then the CCTP checks (doctor-cctp.ts). Read-only: nothing is deployed or
+ * sent.
  */
-import { createPublicClient, formatEther, http } from "viem";
+import { createPublicClient, formatEther, http, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Db } from "../db/client.ts";
-import { ARTIFACTS, planFor } from "./deploy.ts";
-import type { ProfileConfig } from "./profiles.ts";
+import { ARTIFACTS, pairedIdentity, planFor } from "./deploy.ts";
+import {
+  type ChainConfig,
+  CONTRACT_ENV,
+  type ContractName,
+  type ProfileConfig,
+} from "./profiles.ts";
+import { AgentIdentityRegistry } from "./contracts/artifacts/index.ts";
 import * as contractsRepo from "./contracts.repo.ts";
+import { type CctpSite, inspectCctp } from "./doctor-cctp.ts";
 
 export interface DoctorCheck {
   name: string;
@@ -23,10 +32,38 @@ export interface DoctorCheck {
 
 const RPC_TIMEOUT_MS = 5000;
 
+/** Every configured chain, then CCTP between testnet and each source chain that has an RPC. */
+export async function inspectChains(config: ChainConfig, sql: Db | null): Promise<DoctorCheck[]> {
+  const out: DoctorCheck[] = [];
+  const sites: CctpSite[] = [];
+  for (const profile of [...config.profiles, ...config.sources.filter((s) => s.rpcUrl)]) {
+    const r = await inspectProfile(profile, sql);
+    out.push(...r.checks);
+    if (r.site && profile.cctpDomain !== undefined) sites.push(r.site);
+  }
+  for (const site of sites) {
+    const peers = sites.filter((s) =>
+      site.profile.kind === "source" ? s.profile.name === "testnet" : s.profile.kind === "source"
+    );
+    out.push(...await inspectCctp(site, peers, config.cctp));
+  }
+  return out;
+}
+
 export async function inspectChain(
   profile: ProfileConfig,
   sql: Db | null,
 ): Promise<DoctorCheck[]> {
+  return (await inspectProfile(profile, sql)).checks;
+}
+
+/** Circle's contracts: configured by address, checked by the CCTP checks, never deployed by us. */
+const CIRCLE_NAMES: ContractName[] = ["TestUSDC", "TokenMessengerV2", "MessageTransmitterV2"];
+
+async function inspectProfile(
+  profile: ProfileConfig,
+  sql: Db | null,
+): Promise<{ checks: DoctorCheck[]; site?: CctpSite }> {
   const p = profile.envPrefix;
   const out: DoctorCheck[] = [];
   if (!profile.rpcUrl) {
@@ -37,11 +74,11 @@ export async function inspectChain(
       detail: "no RPC URL: a local anvil is started for it (development only)",
       fix: `set ${p}_RPC_URL to use a real chain`,
     });
-    return out;
+    return { checks: out };
   }
   const client = createPublicClient({
     transport: http(profile.rpcUrl, { timeout: RPC_TIMEOUT_MS, retryCount: 0 }),
-  });
+  }) as PublicClient;
   let chainId: number;
   try {
     chainId = await client.getChainId();
@@ -52,7 +89,7 @@ export async function inspectChain(
       detail: `${profile.rpcUrl} did not answer: ${String(e).split("\n")[0].slice(0, 160)}`,
       fix: `check ${p}_RPC_URL (scheme, host, port, API key) and that the node is reachable`,
     });
-    return out;
+    return { checks: out };
   }
   if (chainId !== profile.chainId) {
     out.push({
@@ -61,7 +98,7 @@ export async function inspectChain(
       detail: `${profile.rpcUrl} serves chain ${chainId}, expected ${profile.chainId}`,
       fix: `point ${p}_RPC_URL at a node of chain ${profile.chainId}`,
     });
-    return out;
+    return { checks: out };
   }
   out.push({ name: `${profile.name}: RPC answers`, ok: true, detail: `chain ${chainId}` });
 
@@ -73,11 +110,17 @@ export async function inspectChain(
   );
   // The contracts this profile gets (deploy.ts planFor): the CCTP pair only where the profile
   // has a CCTP domain, and there it is optional (without it, bridging is unavailable).
-  for (const { name, on } of planFor({ profile, attester: true })) {
+  for (const { name, on, optional } of planFor({ profile, attester: true })) {
     const address = profile.contracts[name] ?? recorded.get(name)?.address;
     const check = `${profile.name}: contract ${name}`;
-    const deployFix =
-      `run \`deno task contracts:deploy --network ${profile.name}\` (or set the address variable)`;
+    const circle = CIRCLE_NAMES.includes(name);
+    const deployFix = circle && profile.kind === "source"
+      ? `set ${p}_${CONTRACT_ENV[name]} to Circle's ${
+        name === "TestUSDC" ? "USDC" : name
+      } on chain ${profile.chainId} (Circle's list of CCTP v2 contracts and USDC addresses)`
+      : `run \`deno task contracts:deploy --network ${profile.name}\` (or set ${p}_${
+        CONTRACT_ENV[name]
+      })`;
     if (!address && on === "cctp") {
       out.push({
         name: check,
@@ -86,6 +129,16 @@ export async function inspectChain(
         detail: "not deployed: bridging to or from this chain is unavailable",
         fix:
           `set ${p}_TOKEN_MESSENGER_ADDRESS and ${p}_MESSAGE_TRANSMITTER_ADDRESS (Circle's CCTP v2)`,
+      });
+      continue;
+    }
+    if (!address && optional) {
+      out.push({
+        name: check,
+        ok: true,
+        warn: true,
+        detail: `not deployed: ${optional}`,
+        fix: deployFix,
       });
       continue;
     }
@@ -119,17 +172,29 @@ export async function inspectChain(
           ? undefined
           : `redeploy with \`deno task contracts:deploy --network ${profile.name} --force\` (fund-holding contracts: move balances first)`,
       });
+    } else if (circle) {
+      // Circle's USDC and CCTP pair: checked for what they must do by the CCTP checks.
+      out.push({ name: check, ok: true, detail: `${address} (configured): code present` });
     } else {
       out.push({
         name: check,
         ok: true,
         warn: true,
-        detail:
-          `${address} has code, but it was not recorded by contracts:deploy, so its build is unknown`,
-        fix: `deploy with \`deno task contracts:deploy --network ${profile.name}\` to record it`,
+        detail: `${address} (configured): code present, its build is not checked`,
+        fix: `to run ours instead, unset ${p}_${
+          CONTRACT_ENV[name]
+        } and run \`deno task contracts:deploy --network ${profile.name}\``,
       });
     }
   }
+  const site: CctpSite = {
+    profile,
+    client,
+    address: (name) =>
+      (profile.contracts[name] ?? recorded.get(name)?.address) as `0x${string}` | undefined,
+  };
+
+  out.push(...await inspectAgentRegistries(profile, client, site.address));
 
   if (!profile.operatorKey) {
     out.push({
@@ -138,7 +203,7 @@ export async function inspectChain(
       detail: `${p}_OPERATOR_KEY is not set: no deployments, top-ups, relays or payment orders`,
       fix: `set ${p}_OPERATOR_KEY to the 0x private key of a funded account`,
     });
-    return out;
+    return { checks: out, site };
   }
   const operator = privateKeyToAccount(profile.operatorKey).address;
   const balance = await client.getBalance({ address: operator }).catch(() => null);
@@ -150,6 +215,50 @@ export async function inspectChain(
       ? `could not read the balance of ${operator}`
       : `${operator} holds ${formatEther(balance)} (low mark ${formatEther(low)})`,
     fix: `send native gas to ${operator} (or lower ${p}_OPERATOR_LOW_WEI)`,
+  });
+  return { checks: out, site };
+}
+
+/**
+ * The ERC-8004 pair agents use (ours, or the official registries configured by address): the
+ * reputation registry must be bound to the identity registry (else feedback rates other agents),
+ * and the identity registry should speak ERC-8004 2.0 (agents from 0, the 5-minute wallet proof).
+ */
+async function inspectAgentRegistries(
+  profile: ProfileConfig,
+  client: PublicClient,
+  addressOf: (name: ContractName) => string | undefined,
+): Promise<DoctorCheck[]> {
+  const identity = addressOf("AgentIdentityRegistry") as `0x${string}` | undefined;
+  const reputation = addressOf("AgentReputationRegistry") as `0x${string}` | undefined;
+  if (!identity || !reputation) return [];
+  const p = profile.envPrefix;
+  const out: DoctorCheck[] = [];
+  const bound = await pairedIdentity({ client }, reputation);
+  const paired = bound === identity.toLowerCase();
+  out.push({
+    name: `${profile.name}: ERC-8004 registries paired`,
+    ok: paired,
+    detail: paired
+      ? `reputation ${reputation} is bound to identity ${identity}`
+      : `reputation ${reputation} is bound to ${bound ?? "nothing readable"}, not to ${identity}`,
+    fix: `set ${p}_IDENTITY_REGISTRY_ADDRESS and ${p}_REPUTATION_REGISTRY_ADDRESS to one pair`,
+  });
+  const version = await client.readContract({
+    address: identity,
+    abi: AgentIdentityRegistry.abi,
+    functionName: "getVersion",
+  }).catch(() => null);
+  const current = !!version && /^2\./.test(version);
+  out.push({
+    name: `${profile.name}: ERC-8004 identity registry version`,
+    ok: true,
+    warn: !current,
+    detail: current
+      ? `${identity} is ${version}`
+      : `${identity} predates ERC-8004 2.0 (agents from 1, no 5-minute limit on wallet proofs)`,
+    fix: `\`deno task contracts:deploy --network ${profile.name} --force\` replaces ours; agents ` +
+      `registered in the old one are then no longer served (docs/decisions.md, ERC-8004 2.0)`,
   });
   return out;
 }

@@ -24,9 +24,10 @@ export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
   TransferWithAuthorization: AUTHORIZATION_FIELDS,
 } as const;
 
-/** The token's EIP-712 domain on this chain. */
+/** The token's EIP-712 domain on this chain (a configured token's own name and version). */
 export function usdcDomain(rt: ChainRuntime) {
   const usdc = rt.contracts.TestUSDC;
   if (!usdc) throw new Error(`TestUSDC is not deployed on ${rt.profile.name}`);
-  return { name: "USD Coin", version: "2", chainId: rt.chainId, verifyingContract: usdc } as const;
+  const { name, version } = rt.usdcEip712 ?? { name: "USD Coin", version: "2" };
+  return { name, version, chainId: rt.chainId, verifyingContract: usdc } as const;
 }

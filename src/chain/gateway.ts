@@ -6,6 +6,7 @@
  * would give, found before anything is broadcast.
  */
 import {
+  decodeFunctionData,
   encodeFunctionData,
   type Hex,
   keccak256,
@@ -394,6 +395,32 @@ export function gatewayOps(chain: GatewayChain) {
       });
     },
 
+    /**
+     * What a recorded transaction withdraws from `account`'s gateway balance: the account's own
+     * call to the vault, or its smart account's `execute` of one (sent by its owner); 0n for any
+     * other transaction.
+     */
+    withdrawnBy(
+      p: ProfileName,
+      tx: { fromAddress: string; toAddress: string | null; data: string },
+      account: `0x${string}`,
+    ): bigint {
+      const own = lower(account);
+      const to = tx.toAddress ? lower(tx.toAddress) : null;
+      try {
+        let data = tx.data as Hex;
+        if (to === own) {
+          const call = decodeFunctionData({ abi: AgentAccount.abi, data });
+          if (call.functionName !== "execute" || lower(call.args[0]) !== lower(vault(p))) return 0n;
+          data = call.args[2];
+        } else if (!(to === lower(vault(p)) && lower(tx.fromAddress) === own)) return 0n;
+        const call = decodeFunctionData({ abi: GatewayVault.abi, data });
+        return call.functionName === "withdraw" ? call.args[0] : 0n;
+      } catch {
+        return 0n; // not a call we know
+      }
+    },
+
     /** The account's own withdrawal (`from` must be the balance's owner). Waits for the receipt. */
     async withdraw(
       p: ProfileName,
@@ -413,6 +440,8 @@ export function gatewayOps(chain: GatewayChain) {
     },
   };
 }
+
+const lower = (a: string) => a.toLowerCase();
 
 /** A deterministic EIP-3009 nonce per intent, so a retried deposit signs the same nonce. */
 function keccakIntent(intentKey: string): Hex {

@@ -12,7 +12,7 @@ import {
   type LocalAccount,
   type PublicClient,
 } from "viem";
-import type { Sql } from "../db/client.ts";
+import type { Db, Sql } from "../db/client.ts";
 import type { Logger } from "../log.ts";
 import type { ChainConfig, ContractName, ProfileConfig, ProfileName } from "./profiles.ts";
 import { explorerTxUrl, isSourceChain } from "./profiles.ts";
@@ -26,6 +26,7 @@ import * as wallets from "./wallets.ts";
 import { TestUSDC } from "./contracts/artifacts/index.ts";
 import { streamOps } from "./streams.ts";
 import { gatewayOps } from "./gateway.ts";
+import { channelOps } from "./channels.ts";
 import { payrollOps } from "./payroll.ts";
 import { agentOps } from "./agents.ts";
 import { jobOps } from "./commerce.ts";
@@ -67,10 +68,12 @@ import {
   resolveData,
 } from "./escrow.ts";
 import { chainReadiness, type OperatorGas, operatorGas } from "./health.ts";
+import { type WalletChain, walletChain } from "./wallet-chains.ts";
 
 export type { ChainEvent, LogHandler } from "./watcher.ts";
 export type { UsdcTransfer } from "./activity.ts";
 export type { OperatorGas } from "./health.ts";
+export type { WalletChain } from "./wallet-chains.ts";
 export type { ChainObservation } from "./observe.ts";
 export { onPaymentSettled, type PaymentSettledEvent } from "./events.ts";
 export type { Signer, TxRequest } from "./sender.ts";
@@ -78,8 +81,25 @@ export type { TxRow } from "./transactions.repo.ts";
 export type { ManagedWallet, WalletPurpose } from "./wallets.ts";
 export type { ProfileName, SourceChainName } from "./profiles.ts";
 export { isSourceChain, SOURCE_CHAINS } from "./profiles.ts";
-export type { AttestedMessage, DecodedMessage } from "./cctp.ts";
-export { decodeMessage, fromBytes32, hookText } from "./cctp.ts";
+export type {
+  AttestedMessage,
+  BurnWindow,
+  CheckoutBurn,
+  DecodedMessage,
+  FeeTier,
+  ReportedBurn,
+} from "./cctp.ts";
+export {
+  bpsFee,
+  burnNonce,
+  decodeMessage,
+  FINALITY_FAST,
+  FINALITY_FINALIZED,
+  fromBytes32,
+  grossForNet,
+  hookText,
+  parseBps,
+} from "./cctp.ts";
 export type { ChunkResult } from "./payroll.ts";
 export { CHUNK_SIZE } from "./payroll.ts";
 export type { AuthorizationWindow, OrderInput, SignedOrder } from "./checkout.ts";
@@ -91,6 +111,7 @@ export type {
   EscrowTerms,
 } from "./escrow.ts";
 export type { AuthorizationTarget, GatewayBalance, TransferAuthorization } from "./gateway.ts";
+export type { ChannelConfig, ChannelState, ClaimRow, Erc3009Deposit } from "./channels.ts";
 
 export interface ChainOptions {
   config: ChainConfig;
@@ -142,7 +163,7 @@ export class Chain {
             log: opts.log,
             dataDir: opts.dataDir,
             stateIntervalSeconds: opts.config.localStateIntervalSeconds,
-            attesterKey: opts.config.cctp.attesterKey,
+            attesterKeys: opts.config.cctp.attesterKeys,
           }),
         );
       }
@@ -190,7 +211,7 @@ export class Chain {
       log: this.opts.log,
       dataDir: this.opts.dataDir,
       stateIntervalSeconds: this.opts.config.localStateIntervalSeconds,
-      attesterKey: this.opts.config.cctp.attesterKey,
+      attesterKeys: this.opts.config.cctp.attesterKeys,
     });
     try {
       this.#sources.set(profile, rt);
@@ -298,8 +319,15 @@ export class Chain {
    * first sends on a chain (and whenever it falls below the floor), so an unused wallet costs
    * nothing on any chain.
    */
-  async createWallet(purpose: wallets.WalletPurpose): Promise<wallets.ManagedWallet> {
-    return await wallets.createWallet(this.opts.sql, this.opts.masterKey, purpose);
+  /**
+   * `db`: the caller's open transaction, so a caller holding a lock writes the wallet on its own
+   * connection instead of waiting for a second one from the pool (DESIGN §11).
+   */
+  async createWallet(
+    purpose: wallets.WalletPurpose,
+    opts: { db?: Db } = {},
+  ): Promise<wallets.ManagedWallet> {
+    return await wallets.createWallet(opts.db ?? this.opts.sql, this.opts.masterKey, purpose);
   }
 
   findWallet(id: string) {
@@ -339,6 +367,11 @@ export class Chain {
   /** The transaction an intent already has on the profile's chain, if any (failed ones too). */
   async intent(profile: ProfileName, intentKey: string): Promise<TxRow | null> {
     return await txRepo.findByIntent(this.opts.sql, this.chainId(profile), intentKey);
+  }
+
+  /** Senders of our confirmed transactions to `to` under intents starting with `intentPrefix`. */
+  async sendersTo(profile: ProfileName, to: `0x${string}`, intentPrefix: string) {
+    return await txRepo.sendersTo(this.opts.sql, this.chainId(profile), to, intentPrefix);
   }
 
   async recover(profile: ProfileName, opts?: { minAgeMs?: number }) {
@@ -407,6 +440,11 @@ export class Chain {
     });
   }
 
+  /** What a browser wallet needs to add the chain (its RPC through us for local nodes). */
+  walletChain(profile: ProfileName, baseUrl: string): WalletChain {
+    return walletChain(this.runtime(profile), baseUrl);
+  }
+
   /** Whether this profile runs on a local node we started or share (not a configured RPC). */
   isLocal(profile: ProfileName): boolean {
     return !!this.runtime(profile).node;
@@ -442,6 +480,8 @@ export class Chain {
   readonly cctp = cctpOps(this);
   /** GatewayVault (x402 balances, payment authorizations) and the `exact` scheme on USDC. */
   readonly gateway = gatewayOps(this);
+  /** x402 batch-settlement channels: ids, vouchers, deposits, claims, refunds (channels.ts). */
+  readonly channels = channelOps(this);
   /** BatchPayout: the payer's permit, chunks sent without waiting, results from events. */
   readonly payroll = payrollOps(this);
 
@@ -603,6 +643,15 @@ export class Chain {
    */
   async confirmedIntents(profile: ProfileName, intentKeys: string[]): Promise<Map<string, TxRow>> {
     return await txRepo.findConfirmedByIntents(this.opts.sql, this.chainId(profile), intentKeys);
+  }
+
+  /**
+   * The transactions of an intent family (`prefix`…) still in flight (signed or broadcast): what
+   * a dead process left on its way to the chain (a withdrawal not yet mined counts against the
+   * balance it will spend).
+   */
+  async openIntents(profile: ProfileName, prefix: string): Promise<TxRow[]> {
+    return await txRepo.findOpenLike(this.opts.sql, this.chainId(profile), prefix);
   }
 
   /** The live transaction recorded for an intent (not a failed one), if any. */

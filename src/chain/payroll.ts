@@ -16,6 +16,7 @@ import {
 } from "viem";
 import { BatchPayout, TestUSDC } from "./contracts/artifacts/index.ts";
 import { usdcDomain } from "./eip3009.ts";
+import { ChainRevertError } from "./errors.ts";
 import type { ProfileName } from "./profiles.ts";
 import type { TxRequest } from "./sender.ts";
 import type { TxSender } from "./sender.ts";
@@ -41,6 +42,8 @@ export const CHUNK_SIZE = 200;
  */
 const GAS_PER_RECIPIENT = 75_000n;
 const GAS_BASE = 120_000n;
+/** Permits tried per allowance need (the first, then re-signed after a mined revert). */
+const PERMIT_ATTEMPTS = 3;
 
 export interface ChunkResult {
   index: number;
@@ -124,13 +127,39 @@ export function payrollOps(chain: PayrollChain) {
     }
   }
 
+  /** BatchPayout.permit call data: the payer's unlimited permit, valid for an hour of chain time. */
+  async function permitCall(
+    p: ProfileName,
+    payer: { walletId: string; address: `0x${string}` },
+    nonce: bigint,
+  ): Promise<Hex> {
+    const rt = chain.runtime(p);
+    const deadline = (await rt.client.getBlock()).timestamp + 3600n;
+    const account = await chain.walletAccount(payer.walletId);
+    const signature = await account.signTypedData({
+      domain: usdcDomain(rt),
+      types: PERMIT_TYPES,
+      primaryType: "Permit",
+      message: { owner: payer.address, spender: batch(p), value: maxUint256, nonce, deadline },
+    });
+    const { v, r, s } = parseSignature(signature);
+    return encodeFunctionData({
+      abi: BatchPayout.abi,
+      functionName: "permit",
+      args: [payer.address, maxUint256, deadline, Number(v), r, s],
+    });
+  }
+
   return {
     address: batch,
 
     /**
      * Makes sure BatchPayout may move `needed` from the payer: otherwise its managed wallet
      * signs an unlimited permit (once per payer and contract) and the operator relays it, so the
-     * payer needs no gas. The intent is keyed by the permit nonce: a retry finds the same one.
+     * payer needs no gas. The intent is keyed by the permit nonce: a retry finds the same one. A
+     * permit that was mined reverted (signed before a crash, broadcast by the resume after its
+     * deadline passed) leaves the nonce unused: the next attempt signs afresh under the intent
+     * with an attempt suffix (`…:<nonce>:<n>`), so the batch is not stopped by it for good.
      */
     async ensureAllowance(
       p: ProfileName,
@@ -145,36 +174,24 @@ export function payrollOps(chain: PayrollChain) {
           functionName,
           args: functionName === "allowance" ? [payer.address, batch(p)] : [payer.address],
         } as never) as Promise<bigint>;
-      if (await read("allowance") >= needed) return;
-      const nonce = await read("nonces");
-      const intentKey = `payroll-permit:${batch(p).toLowerCase()}:${payer.address}:${nonce}`;
-      const block = await rt.client.getBlock();
-      const deadline = block.timestamp + 3600n;
-      const account = await chain.walletAccount(payer.walletId);
-      const signature = await account.signTypedData({
-        domain: usdcDomain(rt),
-        types: PERMIT_TYPES,
-        primaryType: "Permit",
-        message: {
-          owner: payer.address,
-          spender: batch(p),
-          value: maxUint256,
-          nonce,
-          deadline,
-        },
-      });
-      const { v, r, s } = parseSignature(signature);
-      await chain.send({
-        profile: p,
-        from: "operator",
-        to: batch(p),
-        data: encodeFunctionData({
-          abi: BatchPayout.abi,
-          functionName: "permit",
-          args: [payer.address, maxUint256, deadline, Number(v), r, s],
-        }),
-        intentKey,
-      });
+      for (let attempt = 0;; attempt++) {
+        if (await read("allowance") >= needed) return;
+        const nonce = await read("nonces");
+        const base = `payroll-permit:${batch(p).toLowerCase()}:${payer.address}:${nonce}`;
+        try {
+          await chain.send({
+            profile: p,
+            from: "operator",
+            to: batch(p),
+            data: await permitCall(p, payer, nonce),
+            intentKey: attempt === 0 ? base : `${base}:${attempt}`,
+          });
+          return;
+        } catch (e) {
+          const minedRevert = e instanceof ChainRevertError && !!e.txHash;
+          if (!minedRevert || attempt >= PERMIT_ATTEMPTS - 1) throw e;
+        }
+      }
     },
 
     /** Signs, records and broadcasts one chunk (or finds the one its intent already has). */

@@ -3,6 +3,7 @@
  * A profile is data: chain id, RPC URL (none → a local anvil is started), explorer, confirmation
  * depth and contract addresses, all from configuration. Callers name a profile, never a URL.
  */
+import { isAddress } from "viem";
 import { z } from "zod";
 
 export type SettlementProfileName = "testnet" | "production";
@@ -119,6 +120,11 @@ export const PROFILE_DEFS: Record<ProfileName, ProfileDef> = {
   ...SOURCE_CHAIN_DEFS,
 };
 
+/** The profile whose chain has this CCTP domain (Circle's numbering), if we know one. */
+export function profileForDomain(domain: number): ProfileName | null {
+  return Object.values(PROFILE_DEFS).find((d) => d.cctpDomain === domain)?.name ?? null;
+}
+
 export const CONTRACT_NAMES = [
   "TestUSDC",
   "PaymentRouter",
@@ -132,10 +138,11 @@ export const CONTRACT_NAMES = [
   "AgentReputationRegistry",
   "AgentAccountFactory",
   "AgenticCommerce",
+  "CheckoutBurner",
 ] as const;
 export type ContractName = typeof CONTRACT_NAMES[number];
 
-const CONTRACT_ENV: Record<ContractName, string> = {
+export const CONTRACT_ENV: Record<ContractName, string> = {
   TestUSDC: "USDC_ADDRESS",
   PaymentRouter: "PAYMENT_ROUTER_ADDRESS",
   StreamVault: "STREAM_VAULT_ADDRESS",
@@ -148,6 +155,7 @@ const CONTRACT_ENV: Record<ContractName, string> = {
   AgentReputationRegistry: "REPUTATION_REGISTRY_ADDRESS",
   AgentAccountFactory: "AGENT_ACCOUNT_FACTORY_ADDRESS",
   AgenticCommerce: "JOB_ESCROW_ADDRESS",
+  CheckoutBurner: "CHECKOUT_BURNER_ADDRESS",
 };
 
 export interface ProfileConfig extends ProfileDef {
@@ -169,6 +177,11 @@ export interface ProfileConfig extends ProfileDef {
   gas: GasPolicy;
   /** Relayer hot wallets for relayed work (`<PREFIX>_RELAYERS`, default 4; 0: the operator). */
   relayers: number;
+  /**
+   * x402 batch-settlement contracts (`<PREFIX>_BATCH_SETTLEMENT_ADDRESS`,
+   * `<PREFIX>_ERC3009_DEPOSIT_COLLECTOR_ADDRESS`); unset: their canonical addresses (channels.ts).
+   */
+  batchSettlement?: { settlement?: `0x${string}`; collector?: `0x${string}` };
 }
 
 const DEFAULT_RELAYERS = 4;
@@ -203,17 +216,45 @@ export interface ChainConfig {
 export interface CctpConfig {
   /**
    * Key of the attester our local message transmitters trust and our local attester signs
-   * with; unset: anvil's mnemonic account 9 (local nodes only).
+   * with; unset: anvil's mnemonic account 9 (local nodes only). The first of `attesterKeys`.
    */
   attesterKey?: `0x${string}`;
   /**
-   * Circle's attestation service (e.g. https://iris-api-sandbox.circle.com): when set, the
-   * bridge asks it instead of our local attester.
+   * Every key the local attester holds (`CCTP_ATTESTER_KEY` first, then the comma list
+   * `CCTP_ATTESTER_KEYS`): it signs with as many as the destination transmitter's threshold.
+   */
+  attesterKeys: `0x${string}`[];
+  /**
+   * An attestation service in Circle's API shape (base URL: `/v2/messages/{domain}` and
+   * `/v2/burn/USDC/fees/{src}/{dst}` under it): Circle's (https://iris-api-sandbox.circle.com)
+   * or our own attester's (`$BASE_URL/api/cctp/attestation`). Unset: the local attester,
+   * in-process.
    */
   attestationApiUrl?: string;
+  /**
+   * The local attester's Fast Transfer fee in basis points (a decimal string, like Circle's
+   * fee API's `minimumFee`); a burn whose maxFee does not cover it is attested as standard.
+   */
+  fastFeeBps: string;
 }
 
-const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x address");
+/**
+ * A configured contract address: 0x and 40 hex digits; a mixed-case one must carry a valid
+ * EIP-55 checksum (a mistyped digit usually breaks it; unchecked, it failed later, at the first
+ * call, as a 500). The problem names the variable.
+ */
+export function addressProblem(key: string, value: string): string | null {
+  if (!/^0x[0-9a-fA-F]{40}$/.test(value)) return `${key}: must be a 0x address`;
+  const hex = value.slice(2);
+  if (hex === hex.toLowerCase() || hex === hex.toUpperCase()) return null;
+  if (isAddress(value, { strict: true })) return null;
+  return `${key}: the mixed-case (EIP-55) checksum of ${value} does not match: a digit may be ` +
+    `mistyped; check the address (or write it in lower case to skip the checksum)`;
+}
+
+/** A fee in basis points as Circle's fee API writes it: digits with at most 4 decimals. */
+export const BPS_PATTERN = /^\d{1,6}(\.\d{1,4})?$/;
+
 const privateKey = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "must be a 0x-prefixed 32-byte hex key");
 
 /** Parses the chain part of the environment, appending problems instead of throwing. */
@@ -242,13 +283,27 @@ export function parseChainConfig(
   if (attesterKey && !privateKey.safeParse(attesterKey).success) {
     problems.push("CCTP_ATTESTER_KEY: must be a 0x-prefixed 32-byte hex key");
   }
+  const moreKeys = (get("CCTP_ATTESTER_KEYS") ?? "").split(",").map((k) => k.trim())
+    .filter(Boolean);
+  if (moreKeys.some((k) => !privateKey.safeParse(k).success)) {
+    problems.push("CCTP_ATTESTER_KEYS: must be a comma list of 0x-prefixed 32-byte hex keys");
+  }
+  const attesterKeys = [
+    ...new Set([attesterKey ?? "", ...moreKeys].map((k) => k.toLowerCase()).filter(Boolean)),
+  ];
+  const fastFeeBps = get("CCTP_FAST_FEE_BPS") ?? "1";
+  if (!BPS_PATTERN.test(fastFeeBps)) {
+    problems.push("CCTP_FAST_FEE_BPS: must be basis points, e.g. 1 or 1.3");
+  }
   const attestationApiUrl = get("CCTP_ATTESTATION_API_URL");
   if (attestationApiUrl && !/^https?:\/\//.test(attestationApiUrl)) {
     problems.push("CCTP_ATTESTATION_API_URL: must be an http(s) URL");
   }
   const cctp: CctpConfig = {
-    attesterKey: attesterKey as `0x${string}` | undefined,
+    attesterKey: attesterKeys[0] as `0x${string}` | undefined,
+    attesterKeys: attesterKeys as `0x${string}`[],
     attestationApiUrl: attestationApiUrl?.replace(/\/+$/, ""),
+    fastFeeBps,
   };
   const int = (k: string, dflt: number, min: number) => {
     const v = get(k);
@@ -309,8 +364,19 @@ function parseProfile(
     const key = `${p}_${CONTRACT_ENV[c]}`;
     const v = get(key);
     if (v === undefined) continue;
-    if (address.safeParse(v).success) contracts[c] = v as `0x${string}`;
-    else problems.push(`${key}: must be a 0x address`);
+    const problem = addressProblem(key, v);
+    if (problem) problems.push(problem);
+    else contracts[c] = v as `0x${string}`;
+  }
+  const batchSettlement: NonNullable<ProfileConfig["batchSettlement"]> = {};
+  const batchVars = { settlement: "BATCH_SETTLEMENT", collector: "ERC3009_DEPOSIT_COLLECTOR" };
+  for (const [field, name] of Object.entries(batchVars) as [keyof typeof batchVars, string][]) {
+    const key = `${p}_${name}_ADDRESS`;
+    const v = get(key);
+    if (v === undefined) continue;
+    const problem = addressProblem(key, v);
+    if (problem) problems.push(problem);
+    else batchSettlement[field] = v as `0x${string}`;
   }
   const opKey = get(`${p}_OPERATOR_KEY`);
   if (opKey && !privateKey.safeParse(opKey).success) {
@@ -358,5 +424,6 @@ function parseProfile(
     startBlock: start === undefined ? undefined : BigInt(start),
     gas,
     relayers: Math.min(Number.isInteger(relayers) ? relayers : 0, 64),
+    batchSettlement,
   };
 }

@@ -8,6 +8,7 @@ import {
   defineChain,
   http,
   type LocalAccount,
+  parseAbi,
   type PublicClient,
 } from "viem";
 import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
@@ -30,9 +31,16 @@ export interface ChainRuntime {
   operator?: LocalAccount;
   /** The CCTP attester our local transmitter trusts (and our local attester signs with). */
   attester?: LocalAccount;
+  /** Every key the local attester signs with (the first is `attester`). */
+  attesters: LocalAccount[];
   /** The relayer pool (relayers.ts); empty without an operator. */
   relayers: LocalAccount[];
   contracts: Partial<Record<ContractName, `0x${string}`>>;
+  /**
+   * A configured USDC's EIP-712 name and version as the token reports them (Circle's USDC is
+   * "USDC" on testnets, "USD Coin" on Ethereum); unset: ours ("USD Coin", "2").
+   */
+  usdcEip712?: { name: string; version: string };
   /** Block the log watcher starts from on a fresh cursor. */
   startBlock: bigint;
 }
@@ -43,8 +51,8 @@ export interface RuntimeOptions {
   /** Where local nodes keep their state; omit for throwaway nodes (tests). */
   dataDir?: string;
   stateIntervalSeconds: number;
-  /** CCTP_ATTESTER_KEY; local nodes default to anvil's account 9. */
-  attesterKey?: `0x${string}`;
+  /** CCTP_ATTESTER_KEY(S); local nodes default to anvil's account 9. */
+  attesterKeys?: `0x${string}`[];
 }
 
 export async function startRuntime(
@@ -92,11 +100,11 @@ export async function startRuntime(
       ? privateKeyToAccount(profile.operatorKey)
       : undefined;
 
-    const attester = opts.attesterKey
-      ? privateKeyToAccount(opts.attesterKey)
+    const attesters: LocalAccount[] = opts.attesterKeys?.length
+      ? opts.attesterKeys.map((k) => privateKeyToAccount(k))
       : node
-      ? mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 9 })
-      : undefined;
+      ? [mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 9 })]
+      : [];
 
     await checkForReset(opts.sql, client, profile, log);
     const stored = await contractsRepo.list(opts.sql, profile.chainId);
@@ -106,15 +114,20 @@ export async function startRuntime(
         contracts[c.name as ContractName] = c.address as `0x${string}`;
       }
     }
+    const usdcEip712 = profile.contracts.TestUSDC
+      ? await readEip712(client, profile.contracts.TestUSDC)
+      : undefined;
     return {
       profile,
       chainId: profile.chainId,
+      usdcEip712,
       rpcUrl,
       viemChain,
       client,
       node,
       operator,
-      attester,
+      attester: attesters[0],
+      attesters,
       relayers: node
         ? Array.from(
           { length: profile.relayers },
@@ -130,4 +143,19 @@ export async function startRuntime(
     await node?.stop();
     throw e;
   }
+}
+
+const EIP712_VIEWS = parseAbi([
+  "function name() view returns (string)",
+  "function version() view returns (string)",
+]);
+
+/** The token's own name and version (what its permits and authorizations are signed over). */
+async function readEip712(client: PublicClient, token: `0x${string}`) {
+  const [name, version] = await Promise.all(
+    (["name", "version"] as const).map((functionName) =>
+      client.readContract({ address: token, abi: EIP712_VIEWS, functionName }).catch(() => null)
+    ),
+  );
+  return name ? { name, version: version ?? "2" } : undefined;
 }

@@ -27,7 +27,7 @@ import {
   TimeoutError,
   TransactionReceiptNotFoundError,
 } from "viem";
-import type { Sql } from "../db/client.ts";
+import { type Sql, withoutBackstops } from "../db/client.ts";
 import type { Logger } from "../log.ts";
 import type { ChainRuntime } from "./runtime.ts";
 import * as repo from "./transactions.repo.ts";
@@ -61,6 +61,8 @@ export interface SenderHooks {
   afterRecord?: (row: repo.TxRow) => void | Promise<void>;
   /** Called after a successful broadcast, before its bookkeeping. */
   afterBroadcast?: (row: repo.TxRow) => void | Promise<void>;
+  /** Called once a waiter has recorded a successful receipt, before it returns (crash tests). */
+  afterReceipt?: (row: repo.TxRow) => void | Promise<void>;
 }
 
 export interface SenderOptions {
@@ -396,6 +398,7 @@ export class TxSender {
       if (receipt) {
         const done = await this.settle(row, receipt);
         if (done.status === "reverted") throw new ChainRevertError("reverted", row.txHash);
+        await this.opts.hooks?.afterReceipt?.(done);
         return done;
       }
       if (status === "signed" && Date.now() - lastBroadcast > 1000) {
@@ -569,12 +572,15 @@ export class TxSender {
     const key = `${chainId}:${address}`;
     const conn = await this.opts.sql.reserve();
     try {
-      await conn`select pg_advisory_lock(${LOCK_NAMESPACE}, hashtext(${key}))`;
-      try {
-        return await fn(conn as unknown as Sql);
-      } finally {
-        await conn`select pg_advisory_unlock(${LOCK_NAMESPACE}, hashtext(${key}))`;
-      }
+      // Taking turns with another process's batch is meant to wait (no transaction is open).
+      return await withoutBackstops(conn, async () => {
+        await conn`select pg_advisory_lock(${LOCK_NAMESPACE}, hashtext(${key}))`;
+        try {
+          return await fn(conn as unknown as Sql);
+        } finally {
+          await conn`select pg_advisory_unlock(${LOCK_NAMESPACE}, hashtext(${key}))`;
+        }
+      });
     } finally {
       conn.release();
     }

@@ -2,6 +2,10 @@
  * StreamVault through the sender: the sender wallet's one-time approval, create, stop and
  * withdraw as intents, and the vault's view of a stream at a block. A stream is keyed on chain by
  * keccak256 of its reference. Timestamps come from the mined block, the service's time base.
+ *
+ * A local node mines only on demand, so its chain time stands still between transactions: a
+ * decision about the present (has this stream ended, what has accrued) first mines an empty
+ * block there (`present`). Never on a configured remote chain, whose blocks come by themselves.
  */
 import { encodeFunctionData, keccak256, maxUint256, toHex } from "viem";
 import { StreamVault, TestUSDC } from "./contracts/artifacts/index.ts";
@@ -32,6 +36,14 @@ export interface VaultStream {
 const STATUS = ["None", "Active", "Stopped", "Completed"] as const;
 
 export const streamId = (reference: string) => keccak256(toHex(reference));
+
+/** The vault's view of a stream at the chain's present, with what had accrued by then. */
+export interface VaultState extends VaultStream {
+  accrued: bigint;
+  /** The block read, and its timestamp (seconds). */
+  block: bigint;
+  at: bigint;
+}
 
 /** A mined transaction with its block's timestamp (seconds). */
 export interface Mined {
@@ -83,6 +95,37 @@ export function streamOps(chain: StreamChain) {
         startTime: BigInt(s.startTime),
         stopTime: BigInt(s.stopTime),
       };
+    },
+
+    /**
+     * The chain's present: the head block, after mining one on a local node this service runs
+     * (its clock moves only when a block is mined). On a remote chain, just the head.
+     */
+    async present(p: ProfileName): Promise<{ number: bigint; timestamp: bigint }> {
+      const rt = chain.runtime(p);
+      if (rt.node) {
+        await rt.client.request(
+          { method: "evm_mine", params: [] } as unknown as Parameters<
+            typeof rt.client.request
+          >[0],
+        );
+      }
+      const block = await rt.client.getBlock();
+      return { number: block.number, timestamp: block.timestamp };
+    },
+
+    /** The stream and its accrual at the chain's present (`present`), read at one block. */
+    async state(p: ProfileName, reference: string): Promise<VaultState> {
+      const head = await ops.present(p);
+      const s = await ops.get(p, reference, head.number);
+      const accrued = s.status === "None" ? 0n : await chain.runtime(p).client.readContract({
+        address: vault(p),
+        abi: StreamVault.abi,
+        functionName: "accruedAt",
+        args: [streamId(reference), head.timestamp],
+        blockNumber: head.number,
+      });
+      return { ...s, accrued, block: head.number, at: head.timestamp };
     },
 
     /** The contract's accrual at the head block, and that block's timestamp. */

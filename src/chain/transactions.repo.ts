@@ -87,6 +87,33 @@ export async function findConfirmedLike(
   return row ?? null;
 }
 
+/**
+ * Distinct senders (lowercase) of confirmed transactions to `to` whose intent starts with
+ * `prefix` (who gave our feedback to a registry; migration 0023 indexes that question).
+ */
+export async function sendersTo(
+  sql: Db,
+  chainId: number,
+  to: string,
+  prefix: string,
+): Promise<string[]> {
+  const rows = await sql<{ fromAddress: string }[]>`
+    select distinct from_address from chain_transactions
+    where chain_id = ${chainId} and to_address = ${to.toLowerCase()} and status = 'confirmed'
+      and intent_key like ${prefix.replace(/[\\%_]/g, "\\$&") + "%"}`;
+  return rows.map((r) => r.fromAddress);
+}
+
+/** The open (signed or broadcast) transactions of an intent family (`prefix`…), oldest first. */
+export async function findOpenLike(sql: Db, chainId: number, prefix: string): Promise<TxRow[]> {
+  const esc = (x: string) => x.replace(/[\\%_]/g, "\\$&");
+  return await sql<TxRow[]>`
+    select * from chain_transactions
+    where chain_id = ${chainId} and status in ('signed', 'broadcast')
+      and intent_key like ${esc(prefix) + "%"}
+    order by created_at`;
+}
+
 export async function findById(sql: Db, id: string): Promise<TxRow | null> {
   const [row] = await sql<TxRow[]>`select * from chain_transactions where id = ${id}`;
   return row ?? null;

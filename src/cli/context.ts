@@ -3,10 +3,10 @@
  * embedded one is shared with a running service), migrations, and the chains (a running
  * service's local nodes are shared, never restarted).
  */
-import { type Config, ConfigError, loadConfig, resolveSecrets } from "../config.ts";
+import { type Config, ConfigError, loadServiceConfig, resolveSecrets } from "../config.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { createSql, type Sql } from "../db/client.ts";
-import { startEmbeddedPostgres } from "../db/embedded.ts";
+import { startEmbeddedPostgres } from "../db/embedded-loader.ts";
 import { migrate } from "../db/migrate.ts";
 import { Chain } from "../chain/index.ts";
 
@@ -46,7 +46,7 @@ export async function withDatabase<T>(
 ): Promise<T> {
   let config: Config;
   try {
-    config = loadConfig({ ...Deno.env.toObject(), ...opts.env });
+    config = loadServiceConfig({ ...Deno.env.toObject(), ...opts.env });
   } catch (e) {
     if (e instanceof ConfigError) {
       console.error(e.message);

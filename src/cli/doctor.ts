@@ -3,15 +3,18 @@
  * Every check prints one line (ok / FAIL / warn) and, when it is not ok, the fix. Exits 1 when
  * any check fails.
  *
- *   configuration parses · secrets present · BASE_URL https (production) · METRICS_TOKEN
- *   (production) · database reachable and migrated · each chain: RPC answers with the expected
- *   chain id, our contracts deployed from our artifacts, operator funded · SMTP accepts a
- *   connection
+ *   configuration parses · secrets present · no known development secret (production: the
+ *   same refusal the service applies at start) · BASE_URL https (production) · METRICS_TOKEN
+ *   (production) · database reachable and migrated · each chain (bridge source chains with an
+ *   RPC URL too): RPC answers with the expected chain id, our contracts deployed from our
+ *   artifacts, operator funded; CCTP: domains, links, token pairs, attestations · SMTP accepts
+ *   a connection
  */
 import { type Config, ConfigError, loadConfig } from "../config.ts";
 import { createSql, describeUrl, ping } from "../db/client.ts";
 import { pendingMigrations } from "../db/migrate.ts";
-import { type DoctorCheck, inspectChain } from "../chain/doctor.ts";
+import { type DoctorCheck, inspectChains } from "../chain/doctor.ts";
+import { developmentSecretProblems } from "../dev-secrets.ts";
 import { smtpProblem } from "../modules/mail/mail.service.ts";
 
 export type { DoctorCheck };
@@ -44,8 +47,20 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
     config = { ...config, isProduction: env.APP_ENV === "production" };
   }
   const prod = config.isProduction;
+  const devSecrets = new Map(
+    (prod ? developmentSecretProblems(env) : []).map((p) => [p.slice(0, p.indexOf(":")), p]),
+  );
+  for (const [variable, problem] of devSecrets) {
+    checks.push({
+      name: `secret ${variable}`,
+      ok: false,
+      detail: problem.slice(variable.length + 2),
+      fix: `replace ${variable}: the service refuses to start with it in production`,
+    });
+  }
 
   for (const name of ["JWT_SECRET", "WALLET_MASTER_KEY"] as const) {
+    if (devSecrets.has(name)) continue;
     if (config[name]) checks.push({ name: `secret ${name}`, ok: true, detail: "set" });
     else if (!prod) {
       checks.push({
@@ -67,12 +82,14 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
       detail: config.BASE_URL,
       fix: https ? undefined : "set BASE_URL to the public https:// origin (cookies are Secure)",
     });
-    checks.push({
-      name: "secret METRICS_TOKEN",
-      ok: !!config.METRICS_TOKEN,
-      detail: config.METRICS_TOKEN ? "set" : "missing: /metrics refuses every scrape",
-      fix: config.METRICS_TOKEN ? undefined : "set METRICS_TOKEN (16+ characters) for Prometheus",
-    });
+    if (!devSecrets.has("METRICS_TOKEN")) {
+      checks.push({
+        name: "secret METRICS_TOKEN",
+        ok: !!config.METRICS_TOKEN,
+        detail: config.METRICS_TOKEN ? "set" : "missing: /metrics refuses every scrape",
+        fix: config.METRICS_TOKEN ? undefined : "set METRICS_TOKEN (16+ characters) for Prometheus",
+      });
+    }
   }
 
   // Database.
@@ -118,7 +135,7 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
   }
 
   try {
-    for (const profile of config.chain.profiles) checks.push(...await inspectChain(profile, sql));
+    checks.push(...await inspectChains(config.chain, sql));
   } finally {
     await sql?.end({ timeout: 1 }).catch(() => {});
   }

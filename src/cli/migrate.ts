@@ -1,11 +1,18 @@
 /** `deno task migrate`: apply pending migrations to DATABASE_URL (or the embedded database). */
-import { loadConfig } from "../config.ts";
+import { type Config, ConfigError, loadServiceConfig } from "../config.ts";
 import { createLogger } from "../log.ts";
 import { createSql } from "../db/client.ts";
-import { startEmbeddedPostgres } from "../db/embedded.ts";
+import { startEmbeddedPostgres } from "../db/embedded-loader.ts";
 import { migrate } from "../db/migrate.ts";
 
-const config = loadConfig(Deno.env.toObject());
+let config: Config;
+try {
+  config = loadServiceConfig(Deno.env.toObject());
+} catch (e) {
+  if (!(e instanceof ConfigError)) throw e;
+  console.error(e.message);
+  Deno.exit(78); // EX_CONFIG, like the service
+}
 const log = createLogger({ level: config.LOG_LEVEL });
 const embedded = config.DATABASE_URL
   ? undefined

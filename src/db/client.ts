@@ -3,6 +3,7 @@
  * column names are converted snake_case ↔ camelCase so repos return domain-shaped rows.
  */
 import postgres from "postgres";
+import { connectionGone, guardTransactions } from "./transactions.ts";
 
 export type DbTypes = { bigint: bigint };
 /** A pool. */
@@ -18,18 +19,73 @@ export interface ClientOptions {
   name?: string;
   /** Convert column names to camelCase (default true). */
   camel?: boolean;
+  /** Session backstops (milliseconds; 0 or absent: PostgreSQL's default, off). */
+  backstops?: Backstops;
+}
+
+/**
+ * Bounds that keep one stuck transaction from wedging the pool (DESIGN §11): a statement waiting
+ * for a lock gives up (`lock_timeout`), a transaction left idle (waiting on something outside the
+ * database while it holds locks and a pool slot) is ended with its session
+ * (`idle_in_transaction_session_timeout`), a statement running too long is cancelled
+ * (`statement_timeout`). Set per connection at its start.
+ */
+export interface Backstops {
+  lockTimeoutMs?: number;
+  idleInTransactionTimeoutMs?: number;
+  statementTimeoutMs?: number;
 }
 
 export function createSql(url: string, opts: ClientOptions = {}): Sql {
-  return postgres(url, {
+  return guardTransactions(postgres(url, {
     max: opts.max ?? 10,
     idle_timeout: 30,
     connect_timeout: 10,
     onnotice: () => {},
-    connection: { application_name: opts.name ?? "settlement" },
+    connection: { application_name: opts.name ?? "settlement", ...startupSettings(opts.backstops) },
     types: { bigint: postgres.BigInt },
     ...(opts.camel === false ? {} : { transform: postgres.camel }),
-  }) as unknown as Sql;
+  })) as unknown as Sql;
+}
+
+function startupSettings(b: Backstops = {}): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (b.lockTimeoutMs) out.lock_timeout = String(b.lockTimeoutMs);
+  if (b.idleInTransactionTimeoutMs) {
+    out.idle_in_transaction_session_timeout = String(b.idleInTransactionTimeoutMs);
+  }
+  if (b.statementTimeoutMs) out.statement_timeout = String(b.statementTimeoutMs);
+  return out;
+}
+
+/** A connection reserved from the pool (`sql.reserve()`). */
+export type Reserved = postgres.ReservedSql<DbTypes>;
+
+/**
+ * Runs `fn` on a reserved connection with the lock and statement backstops lifted, then puts them
+ * back: for a wait that is meant to wait (a session advisory lock that takes turns with another
+ * process's migrations, contract deployment or nonce batch), which holds no transaction open.
+ */
+export async function withoutBackstops<T>(conn: Reserved, fn: () => Promise<T>): Promise<T> {
+  await conn`select set_config('lock_timeout', '0', false),
+                    set_config('statement_timeout', '0', false)`;
+  try {
+    return await fn();
+  } finally {
+    await conn`reset lock_timeout`.catch(() => {});
+    await conn`reset statement_timeout`.catch(() => {});
+  }
+}
+
+/**
+ * The backstops' errors, and a session lost under a transaction: what a request cut off by them
+ * sees (answered 503; its transaction was rolled back, so it may be tried again).
+ */
+export function isBackstopError(e: unknown): boolean {
+  if (!(e instanceof Error)) return false;
+  const code = (e as { code?: string }).code;
+  // 55P03 lock_not_available (lock_timeout), 57014 query_canceled (statement_timeout).
+  return code === "55P03" || code === "57014" || connectionGone(e);
 }
 
 /** Replaces the database name in a postgres URL. */

@@ -18,32 +18,17 @@ import { dirname, join, resolve } from "node:path";
 import { execFile } from "node:child_process";
 import postgres from "postgres";
 import type { Logger } from "../log.ts";
+import type { EmbeddedDatabase, EmbeddedOptions } from "./embedded-loader.ts";
 
 // The package registers process signal handlers at import time; take them back.
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK", "SIGUSR2"] as const) {
   process.removeAllListeners(signal);
 }
 
+export type { EmbeddedDatabase, EmbeddedOptions };
+
 export const EMBEDDED_DATABASE = "settlement";
 const SUPERUSER = "postgres";
-
-export interface EmbeddedDatabase {
-  /** Superuser URL of the `settlement` database. */
-  url: string;
-  /** Superuser URL of the maintenance database (`postgres`), for creating databases. */
-  adminUrl: string;
-  port: number;
-  /** False when another live process started this server and still owns it. */
-  owned: boolean;
-  stop(): Promise<void>;
-}
-
-export interface EmbeddedOptions {
-  dataDir: string;
-  log: Logger;
-  /** Database to create and return; default `settlement`. */
-  database?: string;
-}
 
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedDatabase> {
   // Processes sharing a DATA_DIR take turns starting, so the second finds the first's server.

@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Sql } from "./client.ts";
+import { type Reserved, type Sql, withoutBackstops } from "./client.ts";
 import type { Logger } from "../log.ts";
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../../migrations/", import.meta.url));
@@ -48,6 +48,20 @@ export async function migrate(
 ): Promise<MigrateResult> {
   const migrations = await readMigrations(opts.dir);
   const reserved = await sql.reserve();
+  // Waiting for another process's migrations, and a long migration, are meant to take their time:
+  // the pool's lock and statement backstops do not apply here.
+  try {
+    return await withoutBackstops(reserved, () => migrateLocked(reserved, migrations, opts.log));
+  } finally {
+    reserved.release();
+  }
+}
+
+async function migrateLocked(
+  reserved: Reserved,
+  migrations: Migration[],
+  log: Logger | undefined,
+): Promise<MigrateResult> {
   try {
     await reserved`select pg_advisory_lock(${LOCK_KEY.toString()}::bigint)`;
     await reserved`
@@ -85,13 +99,12 @@ export async function migrate(
         });
       }
       applied.push(m.version);
-      opts.log?.info("migration applied", { version: m.version, name: m.name });
+      log?.info("migration applied", { version: m.version, name: m.name });
     }
     const current = migrations.at(-1)?.version ?? 0;
     return { applied, current };
   } finally {
     await reserved`select pg_advisory_unlock(${LOCK_KEY.toString()}::bigint)`.catch(() => {});
-    reserved.release();
   }
 }
 

@@ -8,7 +8,8 @@
  *   guard(deps, { accept: ["bearer"], write: true, group: "escrow" })
  *   guard(deps, { accept: [] })                               none; limited per client address
  *
- * Rules 1–4: missing or malformed → 401 "Authentication required. …"; a well-formed key that
+ * Rules 1–4: missing or malformed → 401 "Authentication required. …" (naming `x-api-key` on
+ * routes that read only that header); a well-formed key that
  * matches no active key (unknown, revoked) → 401 "Invalid API key"; a key of the wrong kind, a
  * publishable key on a write, or a scope the key lacks → 403 "Insufficient permissions". A key in
  * a form the route does not read (a bearer on an x-api-key route) counts as no credential, unless
@@ -45,6 +46,13 @@ export interface Auth {
   merchant?: MerchantRow;
   key?: AuthKey;
   sessionId?: string;
+  /**
+   * The credential's environment (DESIGN §11): a key's prefix, or a merchant session's mode
+   * (`live` unless switched). Every chain record is looked up by merchant and this environment.
+   */
+  environment?: KeyEnvironment;
+  /** The chain of that environment: `test` → testnet, `live` → production. */
+  profile?: ProfileName;
   /** Who the rate limits count: a key, a merchant session, or a client address. */
   subject: string;
 }
@@ -80,10 +88,7 @@ export interface GuardOptions {
 export function guard(deps: Deps, opts: GuardOptions): MiddlewareHandler<AuthEnv> {
   const kinds = opts.keyKinds ?? ["merchant", "secret", "publishable"];
   const msg = {
-    missing: opts.messages?.missing ??
-      (opts.accept.length === 1 && opts.accept[0] === "cookie"
-        ? M.notAuthenticated
-        : M.authRequired),
+    missing: opts.messages?.missing ?? missingText(opts.accept),
     invalidSession: opts.messages?.invalidSession ?? M.invalidSession,
     merchantMissing: opts.messages?.merchantMissing ?? M.merchantNotFound,
     invalidKey: opts.messages?.invalidKey ?? M.invalidApiKey,
@@ -137,6 +142,8 @@ async function authenticate(
         via: "cookie",
         merchant,
         sessionId: claims!.sid,
+        environment: session.mode,
+        profile: keyProfile(session.mode),
         subject: `merchant:${merchant.id}`,
       };
     }
@@ -171,8 +178,21 @@ async function authenticate(
       scopes: row.scopes,
       raw: rawKey,
     },
+    environment: row.environment,
+    profile: keyProfile(row.environment),
     subject: `key:${row.id}`,
   };
+}
+
+/**
+ * What a request without a usable credential is told: a session-only route says so; a route that
+ * reads the key only from `x-api-key` names that header (a caller who put the key in
+ * Authorization learns where it goes); every other route keeps the spec's text.
+ */
+function missingText(accept: Credential[]): string {
+  if (accept.length === 1 && accept[0] === "cookie") return M.notAuthenticated;
+  if (accept.length === 1 && accept[0] === "apiKey") return M.authRequiredApiKey;
+  return M.authRequired;
 }
 
 /** The key of an `Authorization: Bearer <key>` header; "" for another Authorization value. */
@@ -184,6 +204,16 @@ function bearerOf(authz: string | undefined): string | undefined {
 /** A key of a kind this route never takes: another kind, or a publishable key on a write. */
 function refusedKind(opts: GuardOptions, kinds: KeyKind[], kind: KeyKind): boolean {
   return !kinds.includes(kind) || (opts.write === true && kind === "publishable");
+}
+
+/**
+ * The chain of the request's environment (a key's prefix, a session's mode): the only chain whose
+ * records the request may see or act on. Routes behind a guard that accepts credentials.
+ */
+export function profileOf(c: Context<AuthEnv>): ProfileName {
+  const p = c.get("auth").profile;
+  if (!p) throw new ApiError(401, M.authRequired);
+  return p;
 }
 
 /** The authenticated merchant (routes behind a guard that accepts credentials). */

@@ -77,8 +77,19 @@ export function presentQuery(c: Context): Record<string, string> {
   return Object.fromEntries(Object.entries(c.req.query()).filter(([, v]) => v !== ""));
 }
 
+/**
+ * One issue as text, naming its field once: a catalog text that already names the field
+ * ("agentId is required: …") as it is; a generic one ("Too big: …") after `field: `.
+ */
 export function describeIssue(issue: z.core.$ZodIssue | undefined): string {
   if (!issue) return "Invalid request.";
   const path = issue.path.map(String).join(".");
-  return path ? `${path}: ${issue.message}` : issue.message;
+  if (!path) return issue.message;
+  const field = String(issue.path[issue.path.length - 1]);
+  return namesField(issue.message, field) ? issue.message : `${path}: ${issue.message}`;
+}
+
+function namesField(message: string, field: string): boolean {
+  const escaped = field.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return new RegExp(`(^|[^A-Za-z0-9_])${escaped}([^A-Za-z0-9_]|$)`).test(message);
 }

@@ -48,13 +48,17 @@ export const errorBody = z.object({
 /** `{ error }` only: the spec's exceptions (the merchant dashboard JSON). */
 export const bareErrorBody = z.object({ error: z.string() }).meta({ id: "BareError" });
 
-/** The error responses every route shares, plus its own. */
+/**
+ * The error responses every route shares, plus its own. Any route that reaches the database may
+ * answer 503 (a pool backstop cut the request off, src/db/client.ts): always listed.
+ */
 export function errors(
   statuses: number[],
   schema: z.ZodType = errorBody,
 ): Record<number, ResponseDoc> {
   const out: Record<number, ResponseDoc> = {};
   for (const s of statuses) out[s] = { description: ERROR_TEXT[s] ?? "Error", schema };
+  out[503] = { description: ERROR_TEXT[503], schema: errorBody };
   return out;
 }
 
@@ -66,6 +70,8 @@ const ERROR_TEXT: Record<number, string> = {
   409: "Conflict (an Idempotency-Key request still in progress, or a duplicate)",
   429: "Rate limit exceeded; see Retry-After",
   500: "Internal error",
+  503: "Busy: the request waited too long for the database and was stopped (nothing was done); " +
+    "retry after Retry-After",
 };
 
 export type FieldResult<T> =

@@ -8,6 +8,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { DomainError, type ErrorCode } from "../errors.ts";
 import { ApiError, type ErrorBody } from "./errors.ts";
 import { M, MF } from "./messages.ts";
+import { isBackstopError } from "../db/client.ts";
 
 export interface ErrorEntry {
   status: ContentfulStatusCode;
@@ -45,6 +46,7 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   stream_already_completed: { status: 400, text: M.streamCompleted },
   stream_sender_not_controlled: { status: 403, text: M.streamSenderNotControlled },
   stream_receiver_not_controlled: { status: 403, text: M.streamReceiverNotControlled },
+  stream_not_receiver: { status: 403, text: M.streamNotReceiver },
   stream_caller_not_controlled: { status: 403, text: M.streamCallerNotControlled },
   stream_insufficient_balance: { status: 400, text: M.streamInsufficientBalance },
   stream_request_key_reused: {
@@ -119,6 +121,18 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   bridge_insufficient_balance: { status: 400, text: M.bridgeBalance },
   bridge_not_found: { status: 404, text: M.bridgeNotFound },
   bridge_payment_not_bridgeable: { status: 400, text: M.bridgePayment },
+  bridge_amount_below_fee: { status: 400, text: M.bridgeBelowFee },
+  // Cross-chain checkout from the shopper's wallet: refused before anything is written or sent.
+  bridge_signature_unavailable: { status: 400, text: M.bridgeSignatureUnavailable },
+  bridge_authorization_used: { status: 400, text: M.bridgeAuthorizationUsed },
+  bridge_fee_changed: { status: 400, text: M.bridgeFeeChanged },
+  bridge_burn_not_found: { status: 404, text: M.bridgeBurnNotFound },
+  bridge_burn_reverted: { status: 400, text: M.bridgeBurnReverted },
+  bridge_burn_invalid: { status: 400, text: M.bridgeBurnInvalid },
+  bridge_burn_wrong_payment: { status: 400, text: M.bridgeBurnWrongPayment },
+  bridge_burn_wrong_recipient: { status: 400, text: M.bridgeBurnWrongRecipient },
+  bridge_burn_amount: { status: 400, text: M.bridgeBurnAmount },
+  bridge_burn_used: { status: 409, text: M.bridgeBurnUsed },
   x402_slug_taken: { status: 409, text: M.x402SlugTaken },
   x402_listing_not_found: { status: 404, text: M.x402ListingNotFound },
   x402_method_not_allowed: { status: 400, text: M.x402MethodNotAllowed },
@@ -151,7 +165,8 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   job_provider_not_controlled: { status: 403, text: M.jobProviderNotControlled, bare: true },
   job_evaluator_mismatch: { status: 403, text: M.jobEvaluatorMismatch, bare: true },
   job_evaluator_not_controlled: { status: 403, text: M.jobEvaluatorNotControlled, bare: true },
-  job_wrong_status: { status: 502, text: M.jobWrongStatus },
+  // Decided from the job's state before anything is sent (a wrong-status call is never broadcast).
+  job_wrong_status: { status: 400, text: M.jobWrongStatus },
   job_not_expired: { status: 502, text: M.jobNotExpired },
 
   agent_not_found: { status: 404, text: M.agentNotFound },
@@ -162,6 +177,7 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   chain_refused: { status: 502, text: M.chainRejected },
   chain_unavailable: { status: 500, text: M.chainUnavailable },
   chain_not_configured: { status: 500, text: M.chainNotConfigured },
+  resource_busy: { status: 409, text: M.resourceBusy },
 };
 
 /** An error as a client sees it. */
@@ -177,10 +193,24 @@ export interface ErrorAnswer {
   headers: Record<string, string>;
   /** Neither a domain nor an edge error: a bug or an outage, to be logged. */
   unexpected: boolean;
+  /** Cut off by a database backstop (lock wait, idle transaction, statement time): logged. */
+  backstop?: boolean;
 }
 
 export function answerFor(err: unknown): ErrorAnswer {
   if (err instanceof DomainError) return domainAnswer(err);
+  // Cut off by a pool backstop (src/db/client.ts): its transaction was rolled back; try again.
+  if (isBackstopError(err)) {
+    return {
+      status: 503,
+      message: M.databaseBusy,
+      hint: M.databaseBusyHint,
+      body: { success: false, error: M.databaseBusy, hint: M.databaseBusyHint },
+      headers: { "retry-after": "1" },
+      unexpected: false,
+      backstop: true,
+    };
+  }
   if (err instanceof ApiError) {
     return {
       status: err.status,

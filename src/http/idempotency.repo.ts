@@ -25,6 +25,20 @@ export async function claim(
   return rows.length === 1;
 }
 
+/**
+ * A record left in progress by a request that died: taken over by the retry that holds the key's
+ * claim now (its dates restart; the request is the same one).
+ */
+export async function restart(
+  sql: Db,
+  r: { scope: string; keyHash: string; createdAt: Date; now: Date; expiresAt: Date },
+): Promise<void> {
+  await sql`
+    update idempotency_keys set created_at = ${r.now}, expires_at = ${r.expiresAt}
+    where scope = ${r.scope} and key_hash = ${r.keyHash} and status = 'in_progress'
+      and created_at = ${r.createdAt}`;
+}
+
 export async function find(
   sql: Db,
   scope: string,

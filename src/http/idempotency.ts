@@ -11,8 +11,14 @@
  * - Stored bodies are sealed (AES-256-GCM) with a key derived from the server secret and the
  *   Idempotency-Key itself, which is stored only as a hash: a response that carries an API key
  *   is unreadable from the database alone.
+ * - The request that runs holds the key's claim (src/db/claims.ts), a lease its process extends
+ *   while it works. A request that finds the key in progress while the claim is held answers 409;
+ *   one that finds it in progress with the claim lapsed (its owner died: kill -9, a crash) takes
+ *   the key over and runs the handler again. Every handler that moves money derives its chain
+ *   intent from the Idempotency-Key, so the re-run finds the dead owner's work and answers its
+ *   reference instead of doing it twice; the answer is then stored as usual.
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { createHash, createHmac } from "node:crypto";
 import type { Deps } from "../deps.ts";
 import { ApiError } from "./errors.ts";
@@ -20,10 +26,15 @@ import { M } from "./messages.ts";
 import type { AuthEnv } from "./auth.ts";
 import { clientAddress } from "./rate-limit.ts";
 import * as repo from "./idempotency.repo.ts";
+import { withClaim } from "../db/claims.ts";
+import { DomainError } from "../errors.ts";
 
 const TTL_MS = 24 * 3600 * 1000;
-/** An in-progress record older than this is taken to be from a crashed process. */
-const ABANDONED_MS = 5 * 60 * 1000;
+/**
+ * How long a key's claim outlives its owner: a retry after a crash waits this long (409) before it
+ * takes the key over. The owner extends it every third of this while its handler runs.
+ */
+export const IDEMPOTENCY_LEASE_MS = 15_000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 export function idempotent(deps: Deps): MiddlewareHandler<AuthEnv> {
@@ -37,59 +48,110 @@ export function idempotent(deps: Deps): MiddlewareHandler<AuthEnv> {
     const requestHash = sha256(
       `${c.req.method}\n${url.pathname}${url.search}\n${await c.req.text()}`,
     );
+    const k: Keyed = { scope, key, keyHash, requestHash };
 
-    for (let round = 0;; round++) {
-      const now = deps.clock.now();
-      if (
-        await repo.claim(deps.sql, {
-          scope,
-          keyHash,
-          requestHash,
-          now,
-          expiresAt: new Date(now.getTime() + TTL_MS),
-        })
-      ) {
-        break;
-      }
-      const prior = await repo.find(deps.sql, scope, keyHash);
-      if (!prior) continue; // released in between; claim again
-      const stale = prior.expiresAt <= now ||
-        (prior.status === "in_progress" &&
-          now.getTime() - prior.createdAt.getTime() > ABANDONED_MS);
-      if (stale && round < 2) {
-        await repo.release(deps.sql, scope, keyHash, prior.createdAt);
-        continue;
-      }
-      if (prior.requestHash !== requestHash) {
-        throw new ApiError(400, M.idempotencyMismatch, { hint: M.idempotencyMismatchHint });
-      }
-      if (prior.status === "in_progress") {
-        throw new ApiError(409, M.idempotencyInFlight, { hint: M.idempotencyInFlightHint });
-      }
-      const body = await unseal(deps, scope, key, prior.responseSealed!, prior.responseIv!);
-      return new Response(body, {
-        status: prior.responseStatus!,
-        headers: {
-          "content-type": "application/json; charset=UTF-8",
-          "idempotent-replayed": "true",
-        },
-      });
-    }
-
+    let replay: Response | "run";
+    let claimed = false;
     try {
-      await next();
+      // One request at a time per key, in every process; the claim is not waited for.
+      replay = await withClaim(
+        deps.sql,
+        `idempotency:${scope}:${keyHash}`,
+        () => {
+          claimed = true;
+          return runClaimed(deps, k, next, c);
+        },
+        { ttlMs: IDEMPOTENCY_LEASE_MS, waitMs: 0 },
+      );
     } catch (e) {
-      await repo.release(deps.sql, scope, keyHash);
-      throw e;
+      if (claimed || !(e instanceof DomainError) || e.code !== "resource_busy") throw e;
+      // Another live request holds the key.
+      const prior = await repo.find(deps.sql, scope, keyHash);
+      if (prior && prior.requestHash !== requestHash) throw mismatch();
+      throw new ApiError(409, M.idempotencyInFlight, { hint: M.idempotencyInFlightHint });
     }
-    const status = c.res.status;
-    if (status >= 500 || status === 400 || status === 408 || status === 429) {
-      await repo.release(deps.sql, scope, keyHash);
-      return;
-    }
-    const { sealed, iv } = await seal(deps, scope, key, await c.res.clone().text());
-    await repo.complete(deps.sql, { scope, keyHash, status, sealed, iv, now: deps.clock.now() });
+    if (replay instanceof Response) return replay;
   };
+}
+
+interface Keyed {
+  scope: string;
+  key: string;
+  keyHash: string;
+  requestHash: string;
+}
+
+/**
+ * Under the key's claim: replay a stored answer, or run the handler (a new key, or one whose
+ * previous owner died in progress) and store its answer.
+ */
+async function runClaimed(
+  deps: Deps,
+  k: Keyed,
+  next: () => Promise<void>,
+  c: Context<AuthEnv>,
+): Promise<Response | "run"> {
+  for (let round = 0;; round++) {
+    const now = deps.clock.now();
+    const expiresAt = new Date(now.getTime() + TTL_MS);
+    const fresh = {
+      scope: k.scope,
+      keyHash: k.keyHash,
+      requestHash: k.requestHash,
+      now,
+      expiresAt,
+    };
+    if (await repo.claim(deps.sql, fresh)) break;
+    const prior = await repo.find(deps.sql, k.scope, k.keyHash);
+    if (!prior) continue; // released in between; claim again
+    if (prior.expiresAt <= now && round < 2) {
+      await repo.release(deps.sql, k.scope, k.keyHash, prior.createdAt);
+      continue;
+    }
+    if (prior.requestHash !== k.requestHash) throw mismatch();
+    if (prior.status === "in_progress") {
+      // We hold the claim, so its owner is gone: this request finishes the work.
+      deps.log.warn("idempotency key taken over from a request that died in progress", {
+        startedAt: prior.createdAt.toISOString(),
+      });
+      await repo.restart(deps.sql, { ...fresh, createdAt: prior.createdAt });
+      break;
+    }
+    const body = await unseal(deps, k.scope, k.key, prior.responseSealed!, prior.responseIv!);
+    return new Response(body, {
+      status: prior.responseStatus!,
+      headers: {
+        "content-type": "application/json; charset=UTF-8",
+        "idempotent-replayed": "true",
+      },
+    });
+  }
+
+  try {
+    await next();
+  } catch (e) {
+    await repo.release(deps.sql, k.scope, k.keyHash);
+    throw e;
+  }
+  const status = c.res.status;
+  if (status >= 500 || status === 400 || status === 408 || status === 429) {
+    await repo.release(deps.sql, k.scope, k.keyHash);
+    return "run";
+  }
+  const { sealed, iv } = await seal(deps, k.scope, k.key, await c.res.clone().text());
+  await repo.complete(deps.sql, {
+    scope: k.scope,
+    keyHash: k.keyHash,
+    status,
+    sealed,
+    iv,
+    now: deps.clock.now(),
+  });
+  return "run";
+}
+
+function mismatch() {
+  return new ApiError(400, M.idempotencyMismatch, { hint: M.idempotencyMismatchHint });
 }
 
 function sha256(s: string): string {

@@ -10,6 +10,9 @@ export const M = {
   malformedJsonHint: "Send a JSON object with Content-Type: application/json.",
   bodyNotObject: "The request body must be a JSON object.",
   internal: "Internal server error.",
+  databaseBusy: "The service is busy. Retry shortly.",
+  databaseBusyHint:
+    "The request waited too long for the database and was stopped; nothing was done.",
   methodNotAllowed: "Method not allowed.",
 
   // Request limits and text rules (the edge, src/http/limits.ts)
@@ -23,6 +26,8 @@ export const M = {
   // Authentication (the spec's texts)
   authRequired: "Authentication required. Provide a valid API key in the Authorization header.",
   authRequiredShort: "Authentication required.",
+  /** Routes that read the key from `x-api-key` only (not Authorization, no session). */
+  authRequiredApiKey: "Authentication required. Provide a valid API key in the x-api-key header.",
   invalidApiKey: "Invalid API key",
   insufficientPermissions: "Insufficient permissions",
   rateLimited: "Rate limit exceeded. Please retry after 30 seconds.",
@@ -88,6 +93,7 @@ export const M = {
   streamCompleted: "Stream is already COMPLETED.",
   streamSenderNotControlled: "senderSCA must be a wallet you control.",
   streamReceiverNotControlled: "receiverSCA must be a wallet you control.",
+  streamNotReceiver: "receiverSCA is not this stream's receiver.",
   streamCallerNotControlled: "callerSCA must be a wallet you control.",
   streamInsufficientBalance: "senderSCA does not hold totalDeposited USDC.",
   streamNothingToWithdraw: "Nothing has accrued to withdraw yet.",
@@ -258,7 +264,25 @@ export const M = {
   bridgeNotFound: "Bridge transfer not found.",
   bridgeReference: "reference is required: the bridge reference from POST /api/cctp/transfer.",
   bridgePayment: "This payment cannot be paid from another chain.",
+  bridgeBelowFee: "The amount does not cover the bridge fee.",
+  bridgeSpeed: "transferSpeed must be standard or fast.",
   bridgeStarted: "Bridge started. Poll the status path for progress.",
+  bridgeSourceChainBody: "sourceChain is required: the chain the USDC is on, e.g. Base_Sepolia.",
+  bridgeRelayBody:
+    "sourceChain, maxFee (base units), authorization { from, to, value, validAfter, validBefore, nonce } and signature (65-byte hex) are required.",
+  bridgeSignatureUnavailable:
+    "Paying with one signature is not available from this chain: send the approval and the burn from your wallet.",
+  bridgeAuthorizationUsed: "This authorization was already used or cancelled. Sign again.",
+  bridgeFeeChanged: "The bridge fee changed since the quote. Review the payment and sign again.",
+  bridgeBurnNotFound: "No mined transaction with this hash on the source chain (yet).",
+  bridgeBurnReverted: "The burn transaction reverted: nothing was burned.",
+  bridgeBurnInvalid:
+    "The transaction is not one USDC burn through this chain's CCTP token messenger.",
+  bridgeBurnWrongPayment: "The burn's hook data does not name this payment.",
+  bridgeBurnWrongRecipient:
+    "The burn does not mint to this payment's payee on Settle Testnet (destination domain, recipient and caller must be the payment's).",
+  bridgeBurnAmount: "The burn does not cover this payment's amount after the bridge fee.",
+  bridgeBurnUsed: "This burn is already recorded for another transfer.",
   // Agentic commerce jobs (ERC-8183); the spec's texts
   jobsAuthRequired: "Authentication required. Provide a valid x-api-key or log in.",
   jobNotFound: "Job not found",
@@ -268,9 +292,11 @@ export const M = {
   jobProviderNotControlled: "You do not control this job's provider wallet.",
   jobEvaluatorMismatch: "evaluatorWalletId does not resolve to this job's evaluator.",
   jobEvaluatorNotControlled: "You do not control this job's evaluator wallet.",
-  jobWrongStatus: "The job contract reverted: the job's status does not allow this action.",
+  jobWrongStatus: "The job's status does not allow this action.",
   jobNotExpired: "The job contract reverted: the job has not expired yet.",
   jobId: "jobId is required: the on-chain job id (digits).",
+  jobIdString: 'jobId must be a string: the on-chain job id in digits, e.g. "42".',
+  jobIdFormat: "jobId must be the on-chain job id: digits, without sign or leading zeros.",
   jobWalletId: "A wallet id (UUID) is required.",
   jobClientWalletId: "clientWalletId is required: the id of one of your managed wallets.",
   jobAddress: "provider and evaluator must be valid EVM addresses other than the zero address.",
@@ -298,6 +324,7 @@ export const M = {
   chainRejected: "The blockchain node refused the transaction.",
   chainUnavailable: "The blockchain node is not reachable.",
   chainNotConfigured: "That chain is not configured on this service.",
+  resourceBusy: "Another request is still acting on this resource. Retry shortly.",
 
   // Payroll
   payrollRecipientsRequired: "A non-empty recipients array is required.",

@@ -119,7 +119,9 @@ function operation(route: RouteDoc, components: Json): Json {
       : { type: "string" };
     responses[status] = {
       description: r.description,
-      ...(status === "429" ? { headers: { "Retry-After": { schema: { type: "integer" } } } } : {}),
+      ...(status === "429" || status === "503"
+        ? { headers: { "Retry-After": { schema: { type: "integer" } } } }
+        : {}),
       content: { [type]: { schema, ...(r.example !== undefined ? { example: r.example } : {}) } },
     };
   }

@@ -33,17 +33,19 @@ import { walletsApi } from "./wallets/wallets.api.ts";
 import { walletsRoutes } from "./wallets/wallets.schemas.ts";
 import { streamsApi } from "./streams/streams.api.ts";
 import { streamsRoutes } from "./streams/streams.schemas.ts";
-import { streamJobs } from "./streams/streams.jobs.ts";
+import { streamJobs, streamsOnStart } from "./streams/streams.jobs.ts";
 import { escrowApi } from "./escrow/escrow.api.ts";
 import { escrowRoutes } from "./escrow/escrow.schemas.ts";
 import { escrowJobs, escrowOnStart } from "./escrow/escrow.jobs.ts";
 import { bridgeModule } from "./bridge/bridge.module.ts";
 import { x402Module } from "./x402/x402.module.ts";
+import { x402ChannelsModule } from "./x402/x402.channels.module.ts";
 import { payrollApi } from "./payroll/payroll.api.ts";
 import { payrollRoutes } from "./payroll/payroll.schemas.ts";
-import { payrollJobs } from "./payroll/payroll.jobs.ts";
+import { payrollJobs, payrollOnStart } from "./payroll/payroll.jobs.ts";
 import { jobsApi } from "./commerce/commerce.api.ts";
 import { jobsRoutes } from "./commerce/commerce.schemas.ts";
+import { commerceJobs, commerceOnStart } from "./commerce/commerce.jobs.ts";
 import { agentsApi } from "./agents/agents.api.ts";
 import { agentsRoutes } from "./agents/agents.schemas.ts";
 import { agentJobs } from "./agents/agents.jobs.ts";
@@ -74,7 +76,14 @@ export const modules: AppModule[] = [
     jobs: paymentJobs,
     logHandlers: settlementHandlers,
   },
-  { name: "streams", api: streamsApi, routes: streamsRoutes, jobs: streamJobs },
+  {
+    name: "streams",
+    api: streamsApi,
+    routes: streamsRoutes,
+    jobs: streamJobs,
+    // Creates a killed process left half done are finished from the chain (streams.recovery.ts).
+    onStart: streamsOnStart,
+  },
   {
     name: "escrow",
     api: escrowApi,
@@ -85,15 +94,26 @@ export const modules: AppModule[] = [
   },
   bridgeModule,
   x402Module({ agentPort: agentsX402Port }),
+  // The x402 batch-settlement claim job (x402.channels.claims.ts).
+  x402ChannelsModule,
   {
     name: "payroll",
     api: payrollApi,
     routes: payrollRoutes,
     jobs: payrollJobs,
+    // Batches a killed process left PROCESSING are resumed at once (payroll.jobs.ts).
+    onStart: payrollOnStart,
     // 5,000 recipients with labels exceed the default body limit.
     bodyRules: [{ method: "POST", path: "/api/payroll/run", maxBytes: 4 * 1024 * 1024 }],
   },
-  { name: "commerce", api: jobsApi, routes: jobsRoutes },
+  {
+    name: "commerce",
+    api: jobsApi,
+    routes: jobsRoutes,
+    jobs: commerceJobs,
+    // Job actions a crash left recorded are settled at once (commerce.catchup.ts).
+    onStart: commerceOnStart,
+  },
   { name: "agents", api: agentsApi, routes: agentsRoutes, jobs: agentJobs },
   { name: "rpc", api: rpcProxy },
   { name: "assets", pages: assetPages },

@@ -27,7 +27,8 @@ export interface Queue {
   /** Creates the queues of these jobs; with `work`, also starts their workers. */
   // deno-lint-ignore no-explicit-any
   register<D>(jobs: AnyJob<any, D>[], deps: D, opts?: { work?: boolean }): Promise<void>;
-  stop(opts?: { timeoutMs?: number }): Promise<void>;
+  /** `graceful` (default): waits up to `timeoutMs` for jobs in flight. */
+  stop(opts?: { timeoutMs?: number; graceful?: boolean }): Promise<void>;
 }
 
 export const QUEUE_SCHEMA = "pgboss";
@@ -43,16 +44,35 @@ export function txAdapter(tx: Db) {
   };
 }
 
-export async function startQueue(
-  opts: { url: string; log: Logger; max?: number; schema?: string },
-): Promise<Queue> {
+export interface QueueStartOptions {
+  url: string;
+  log: Logger;
+  max?: number;
+  schema?: string;
+  /**
+   * Every queue's jobs carry a heartbeat of this many seconds (pg-boss, at least 10): the worker
+   * running a job refreshes it every half of this, and the supervisor fails (retries) a job whose
+   * heartbeat stopped, so a job in flight when its process died runs again this long after, not
+   * at its expiry. Default 15.
+   */
+  heartbeatSeconds?: number;
+  /** How often the supervisor looks for jobs whose heartbeat stopped or that expired. Default 10. */
+  superviseSeconds?: number;
+}
+
+export async function startQueue(opts: QueueStartOptions): Promise<Queue> {
   const log = opts.log.child({ component: "queue" });
+  const heartbeatSeconds = opts.heartbeatSeconds ?? 15;
+  const superviseSeconds = opts.superviseSeconds ?? 10;
   const boss = new PgBoss({
     connectionString: opts.url,
     schema: opts.schema ?? QUEUE_SCHEMA,
     max: opts.max ?? 5,
     application_name: "settlement-queue",
     useListenNotify: true,
+    // A pass claims each queue for monitorIntervalSeconds: both set how often it runs.
+    superviseIntervalSeconds: superviseSeconds,
+    monitorIntervalSeconds: superviseSeconds,
   });
   boss.on("error", (e: unknown) => log.error("queue error", { error: e }));
   await boss.start();
@@ -81,7 +101,10 @@ export async function startQueue(
       for (const def of jobs) {
         schemas.set(def.name, def);
         const { policy, ...queueOptions } = def.queue ?? {};
-        await boss.createQueue(def.name, { policy, notify: true, ...queueOptions });
+        const options = { notify: true, heartbeatSeconds, ...queueOptions };
+        await boss.createQueue(def.name, { policy, ...options });
+        // A queue created by an earlier version keeps its options until told otherwise.
+        await boss.updateQueue(def.name, options);
         if (def.cron) await boss.schedule(def.name, def.cron, {}, { tz: "UTC" });
         if (!work) continue;
         // Batches of up to 10, run concurrently and settled one by one; a full batch makes the
@@ -122,8 +145,8 @@ export async function startQueue(
         );
       }
     },
-    async stop({ timeoutMs = 10_000 } = {}) {
-      await boss.stop({ graceful: true, timeout: timeoutMs, close: true });
+    async stop({ timeoutMs = 10_000, graceful = true } = {}) {
+      await boss.stop({ graceful, timeout: timeoutMs, close: true });
       log.info("queue stopped");
     },
   };

@@ -65,3 +65,17 @@ export async function reverts(promise: Promise<unknown>, errorName: string): Pro
     return true;
   });
 }
+
+/** Asserts that `promise` rejects with `require(false, text)`'s revert reason. */
+export async function revertsWith(promise: Promise<unknown>, text: string): Promise<void> {
+  await assert.rejects(promise, (e: unknown) => {
+    assert.ok(e instanceof BaseError, `expected a viem error, got ${e}`);
+    const revert = e.walk((x) => x instanceof ContractFunctionRevertedError);
+    assert.ok(
+      revert instanceof ContractFunctionRevertedError,
+      `expected revert "${text}", got ${e.shortMessage}`,
+    );
+    assert.equal(revert.reason, text, revert.shortMessage);
+    return true;
+  });
+}

@@ -2,6 +2,7 @@
 import {
   createPublicClient,
   createWalletClient,
+  encodeFunctionData,
   type Hex,
   http,
   type LocalAccount,
@@ -15,6 +16,7 @@ import {
   TestUSDC,
 } from "../../src/chain/contracts/artifacts/index.ts";
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/gateway.ts";
+import { AGENT_PAYMENT_TYPES } from "../../src/chain/agents.ts";
 import { encodeGatewayProof } from "../../src/modules/x402/x402.rules.ts";
 import type { TestService } from "./service.ts";
 import { waitFor } from "./poll.ts";
@@ -150,4 +152,74 @@ export async function registerAgent(svc: TestService, account: LocalAccount): Pr
     logs: receipt.logs,
   });
   return `8004:${rt.chainId}:${registered.args.agentId}`;
+}
+
+/** An agent deployed through the API, as `POST /api/agent/deploy` returned it. */
+export interface DeployedAgent {
+  tokenId: string;
+  scaAddress: string;
+  managedWalletId: string;
+}
+
+/**
+ * Funds an agent's gateway balance from its smart account: test USDC minted to the account,
+ * then approve and deposit as calls the account's owner sends (AgentAccount.execute).
+ */
+export async function fundAgentGateway(svc: TestService, agent: DeployedAgent, amount: bigint) {
+  const chain = svc.deps.chain;
+  const p = X402_PROFILE;
+  const sca = agent.scaAddress as `0x${string}`;
+  const vault = chain.contract(p, "GatewayVault");
+  await chain.mintUsdc({ profile: p, to: sca, amount });
+  const exec = (target: `0x${string}`, data: Hex, step: string) =>
+    chain.agents.execute(p, {
+      ownerWalletId: agent.managedWalletId,
+      sca,
+      target,
+      data,
+      intentKey: `test:${step}:${crypto.randomUUID()}`,
+    });
+  await exec(
+    chain.contract(p, "TestUSDC"),
+    encodeFunctionData({ abi: TestUSDC.abi, functionName: "approve", args: [vault, amount] }),
+    "approve",
+  );
+  await exec(
+    vault,
+    encodeFunctionData({ abi: GatewayVault.abi, functionName: "deposit", args: [amount] }),
+    "deposit",
+  );
+}
+
+/**
+ * An agent's paid call: a gateway proof from its smart account, signed by the account's owner
+ * (valid by ERC-1271), and the X-Agent-Signature of its timestamp and nonce under the identity
+ * registry's domain.
+ */
+export async function agentProof(
+  svc: TestService,
+  agent: DeployedAgent,
+  t: { to: string; value: bigint },
+): Promise<{ proof: string; agentSignature: Hex }> {
+  const chain = svc.deps.chain;
+  const owner = await chain.walletAccount(agent.managedWalletId);
+  const { proof, nonce, validAfter } = await gatewayProofWithTerms(svc, owner, {
+    from: agent.scaAddress,
+    ...t,
+  });
+  const agentSignature = await owner.signTypedData({
+    domain: chain.agents.domain(X402_PROFILE),
+    types: AGENT_PAYMENT_TYPES,
+    primaryType: "AgentPayment",
+    message: { agentId: BigInt(agent.tokenId), timestamp: validAfter, nonce },
+  });
+  return { proof, agentSignature };
+}
+
+async function gatewayProofWithTerms(svc: TestService, account: LocalAccount, t: ProofTerms) {
+  const now = BigInt(Math.floor(svc.clock.now().getTime() / 1000));
+  const validAfter = t.validAfter ?? now - 5n;
+  const nonce = t.nonce ?? randomNonce();
+  const { proof } = await gatewayProof(svc, account, { ...t, validAfter, nonce });
+  return { proof, nonce, validAfter };
 }

@@ -47,7 +47,7 @@ Deno.test("agents API: deploy, status (public and bearer), reputation", async (t
       });
       assert.equal(r.status, 201, r.text);
       scout = r.json.agent as Agent;
-      assert.match(scout.tokenId, /^[1-9][0-9]*$/);
+      assert.equal(scout.tokenId, "0", "ERC-8004 numbers agents from 0: the chain's first is 0");
       assert.equal(r.json.agentId, `8004:${testnetId}:${scout.tokenId}`);
       assert.equal(scout.agentId, r.json.agentId);
       assert.equal(scout.status, "ACTIVE_AGENT_PROVISIONED");
@@ -113,22 +113,53 @@ Deno.test("agents API: deploy, status (public and bearer), reputation", async (t
       assert.equal(none.status, 401);
     });
 
-    await t.step("status by scaAddress: public, any merchant's agent", async () => {
-      const r = await call("GET", `/api/agent/status?scaAddress=${scout.scaAddress}`);
-      assert.equal(r.status, 200, r.text);
-      assert.equal(r.json.success, true);
-      assert.equal(r.json.count, 1);
-      assert.deepEqual(r.json.agent, r.json.agents && (r.json.agents as Agent[])[0]);
-      assert.equal((r.json.agent as Agent).tokenId, scout.tokenId);
-      const lower = await call(
-        "GET",
-        `/api/agent/status?scaAddress=${scout.scaAddress.toLowerCase()}`,
-      );
-      assert.equal(lower.status, 200, lower.text);
-      const missing = await call("GET", `/api/agent/status?scaAddress=0x${"1".repeat(40)}`);
-      assert.equal(missing.status, 404);
-      assert.deepEqual(missing.json, { success: false, error: M.agentNotFound });
-    });
+    await t.step(
+      "status by scaAddress: public, any merchant's agent, the basic record",
+      async () => {
+        const r = await call("GET", `/api/agent/status?scaAddress=${scout.scaAddress}`);
+        assert.equal(r.status, 200, r.text);
+        assert.match(r.headers.get("content-type")!, /application\/json/);
+        assert.equal(r.json.success, true);
+        assert.equal(r.json.count, 1);
+        assert.deepEqual(r.json.agent, r.json.agents && (r.json.agents as Agent[])[0]);
+        // The spec's basic record: who the agent is, nothing about its money.
+        assert.deepEqual(r.json.agent, {
+          name: "Research Scout",
+          tokenId: scout.tokenId,
+          agentId: scout.agentId,
+          scaAddress: scout.scaAddress,
+          ownerNode: scout.ownerNode,
+          metadataURI: scout.metadataURI,
+          status: "ACTIVE_AGENT_PROVISIONED",
+          chain: "testnet",
+        });
+        // A key's bare lookup is authenticated: its merchant's own agent in full, another's basic.
+        const own = await call("GET", `/api/agent/status?scaAddress=${scout.scaAddress}`, {
+          headers: bearer(a.apiKey),
+        });
+        assert.equal(own.status, 200, own.text);
+        assert.equal((own.json.agent as Agent).managedWalletId, scout.managedWalletId);
+        assert.equal((own.json.agent as Agent).usdcBalance, "0.000000");
+        assert.deepEqual((own.json.agent as Agent).recentPayments, []);
+        const theirs = await call("GET", `/api/agent/status?scaAddress=${scout.scaAddress}`, {
+          headers: bearer(b.apiKey),
+        });
+        assert.equal(theirs.status, 200, theirs.text);
+        assert.deepEqual(theirs.json.agent, r.json.agent);
+        const badKey = await call("GET", `/api/agent/status?scaAddress=${scout.scaAddress}`, {
+          headers: bearer("svc_live_" + "0".repeat(48)),
+        });
+        assert.equal(badKey.status, 401, badKey.text);
+        const lower = await call(
+          "GET",
+          `/api/agent/status?scaAddress=${scout.scaAddress.toLowerCase()}`,
+        );
+        assert.equal(lower.status, 200, lower.text);
+        const missing = await call("GET", `/api/agent/status?scaAddress=0x${"1".repeat(40)}`);
+        assert.equal(missing.status, 404);
+        assert.deepEqual(missing.json, { success: false, error: M.agentNotFound });
+      },
+    );
 
     await t.step("anything else needs the bearer key: 401 with the spec's text", async () => {
       for (
@@ -214,6 +245,12 @@ Deno.test("agents API: deploy, status (public and bearer), reputation", async (t
         headers: bearer(a.apiKey),
       });
       assert.equal(bad.status, 400);
+      // The field is named once ("agentId is required: …", not "agentId: agentId is …").
+      assert.equal(bad.json.error, M.agentIdQuery);
+      const missing = await call("GET", "/api/agent/reputation", { headers: bearer(a.apiKey) });
+      assert.equal(missing.status, 400, missing.text);
+      assert.equal(missing.json.error, M.agentIdQuery);
+      assert.equal((missing.json.error as string).match(/agentId/g)?.length, 1);
     });
 
     await t.step("the account answers ERC-1271 for its owner's agent signature", async () => {

@@ -83,7 +83,10 @@ Deno.test("agents × x402: the smart account pays (ERC-1271), reputation follows
         "deposit",
       );
       assert.equal(await chain.usdcBalance(p, sca), 3n * USDC);
-      const status = await call("GET", `/api/agent/status?scaAddress=${sca}`);
+      // The balance is in the owner's (full) record; the public lookup shows the basic one.
+      const status = await call("GET", `/api/agent/status?scaAddress=${sca}`, {
+        headers: bearer(owner.apiKey),
+      });
       assert.equal((status.json.agent as Record<string, unknown>).usdcBalance, "3.000000");
     });
 

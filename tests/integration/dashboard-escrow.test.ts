@@ -50,7 +50,7 @@ Deno.test("dashboard: Escrow section", async (t) => {
       return r.json.reference as string;
     };
     const status = async (reference: string) => {
-      const row = await getEscrow(svc.deps, { id: m.id } as never, reference);
+      const row = await getEscrow(svc.deps, { merchantId: m.id, profile: "production" }, reference);
       assert.equal((await onChain(svc.deps, row)).status, row.status);
       return row;
     };

@@ -6,6 +6,9 @@ import assert from "node:assert/strict";
 import { freePort, startTestService } from "../helpers/service.ts";
 import { ANVIL_KEYS, startAnvil } from "../helpers/anvil.ts";
 import { startSmtp } from "../helpers/smtp.ts";
+import { rpc } from "../helpers/chain.ts";
+import { toHex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 
 async function doctor(env: Record<string, string>) {
   const dataDir = Deno.makeTempDirSync({ prefix: "doctor-" });
@@ -67,6 +70,14 @@ Deno.test("doctor: a broken production configuration fails with one line and a f
       /serves chain 5042002, expected 5042/,
     );
     assert.match(failed(r.text, "SMTP accepts a connection").fix, /SMTP_URL/);
+    // Development secrets: the same refusal the service applies at start, one line each.
+    assert.match(failed(r.text, "secret WALLET_MASTER_KEY").line, /one byte repeated/);
+    assert.match(failed(r.text, "secret TESTNET_OPERATOR_KEY").line, /one byte repeated/);
+    assert.match(
+      failed(r.text, "secret PRODUCTION_OPERATOR_KEY").line,
+      /anvil's well-known dev account 0/,
+    );
+    assert.match(failed(r.text, "secret PRODUCTION_OPERATOR_KEY").fix, /refuses to start/);
     assert.match(r.text, /\n\d+ check\(s\) failed: /);
     assert.ok(!/^ok {4}testnet: operator/m.test(r.text));
   } finally {
@@ -78,19 +89,26 @@ Deno.test("doctor: a sound production configuration passes every check", async (
   const svc = await startTestService({ workers: false, serve: false });
   const smtp = await startSmtp();
   try {
+    // Secrets of its own (production refuses development values), and an operator of its own
+    // funded on each local chain.
+    const operatorKey = generatePrivateKey();
     const env: Record<string, string> = {
       APP_ENV: "production",
       BASE_URL: "https://pay.example.com",
-      JWT_SECRET: "j".repeat(40),
-      WALLET_MASTER_KEY: "22".repeat(32),
-      METRICS_TOKEN: "m".repeat(20),
+      JWT_SECRET: generatePrivateKey().slice(2),
+      WALLET_MASTER_KEY: generatePrivateKey().slice(2),
+      METRICS_TOKEN: generatePrivateKey().slice(2),
       SMTP_URL: smtp.url,
       DATABASE_URL: svc.databaseUrl,
     };
     for (const p of svc.deps.chain.profiles()) {
       const rt = svc.deps.chain.runtime(p);
       env[`${rt.profile.envPrefix}_RPC_URL`] = rt.rpcUrl;
-      env[`${rt.profile.envPrefix}_OPERATOR_KEY`] = ANVIL_KEYS[0];
+      env[`${rt.profile.envPrefix}_OPERATOR_KEY`] = operatorKey;
+      await rpc(rt.rpcUrl, "anvil_setBalance", [
+        privateKeyToAccount(operatorKey).address,
+        toHex(10n ** 20n),
+      ]);
     }
     const r = await doctor(env);
     assert.equal(r.code, 0, r.text + r.err);

@@ -61,7 +61,7 @@ Deno.test("escrow API: transitions, refusals, events, races", async (t) => {
     };
     /** The database's view equals the contract's. */
     const agrees = async (reference: string, status: string) => {
-      const row = await getEscrow(svc.deps, { id: a.id } as never, reference);
+      const row = await getEscrow(svc.deps, { merchantId: a.id, profile: "production" }, reference);
       assert.equal(row.status, status);
       const c = await onChain(svc.deps, row);
       assert.equal(c.status, status);
@@ -251,7 +251,11 @@ Deno.test("escrow API: transitions, refusals, events, races", async (t) => {
       });
       await agrees(e.reference, "DISPUTED");
       const got = await hook("escrow.disputed", e.reference);
-      const row = await getEscrow(svc.deps, { id: a.id } as never, e.reference);
+      const row = await getEscrow(
+        svc.deps,
+        { merchantId: a.id, profile: "production" },
+        e.reference,
+      );
       assert.deepEqual(got, {
         event: "escrow.disputed",
         reference: e.reference,
@@ -282,6 +286,35 @@ Deno.test("escrow API: transitions, refusals, events, races", async (t) => {
       });
       assert.equal(conf.status, 400);
       assert.equal(conf.json.error, "Escrow is DISPUTED — cannot confirm.");
+    });
+
+    await t.step("dispute without a reason field: recorded as `No reason provided`", async () => {
+      const e = await create();
+      const r = await post("/api/escrow/dispute", {
+        reference: e.reference,
+        callerSCA: depositor.address,
+      });
+      assert.equal(r.status, 200, r.text);
+      assert.match(r.headers.get("content-type")!, /application\/json/);
+      const escrow = r.json.escrow as Escrow;
+      assert.equal(escrow.status, "DISPUTED");
+      assert.equal(escrow.disputeReason, "No reason provided");
+      assert.equal(escrow.disputedBy, depositor.address);
+      await agrees(e.reference, "DISPUTED");
+      const c = await onChain(
+        svc.deps,
+        await getEscrow(svc.deps, { merchantId: a.id, profile: "production" }, e.reference),
+      );
+      assert.equal(c.disputeReasonHash, chain.escrow.reasonHash("No reason provided"));
+      const got = await hook("escrow.disputed", e.reference);
+      assert.equal(got.reason, "No reason provided");
+      const notText = await post("/api/escrow/dispute", {
+        reference: e.reference,
+        callerSCA: depositor.address,
+        reason: 42,
+      });
+      assert.equal(notText.status, 400, "a reason that is not text is still refused");
+      assert.equal(notText.json.error, M.escrowReason);
     });
 
     await t.step("a party wallet the merchant does not control: 403, nothing sent", async () => {

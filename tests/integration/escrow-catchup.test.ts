@@ -28,7 +28,7 @@ Deno.test("escrow catch-up: actions mined without their commit are applied once"
   const hookUrl = `${receiver.url}/h`;
   try {
     const a = await createMerchant(svc);
-    const merchant = { id: a.id } as never;
+    const merchant = { merchantId: a.id, profile: "production" as const };
     const wallet = async () => {
       const r = await call("POST", "/api/wallets", {
         headers: { "x-api-key": a.apiKey },
@@ -126,7 +126,7 @@ Deno.test("escrow catch-up: actions mined without their commit are applied once"
         }),
       } as Deps;
       await assert.rejects(
-        dispute(crashing, { id: a.id } as never, {
+        dispute(crashing, { merchantId: a.id, profile: "production" }, {
           reference,
           callerSCA: beneficiary.address.toLowerCase(),
           reason: "parcel never arrived",
@@ -336,7 +336,7 @@ Deno.test("escrow catch-up: a process SIGKILLed after its release was mined", as
     assert.equal(status.signal, "SIGKILL", "the worker died by its own SIGKILL");
     assert.equal(answer, null, "no answer got out");
 
-    const stale = await getEscrow(svc.deps, { id: a.id } as never, reference);
+    const stale = await getEscrow(svc.deps, { merchantId: a.id, profile: "production" }, reference);
     assert.equal(stale.status, "ACTIVE", "the row was never committed");
     assert.equal((await onChain(svc.deps, stale)).status, "RELEASED");
     const count = async () =>
@@ -348,7 +348,7 @@ Deno.test("escrow catch-up: a process SIGKILLed after its release was mined", as
     // The surviving process: its transaction recovery records the receipt, the catch-up applies.
     await chain.recover(profile, { minAgeMs: 0 });
     assert.equal(await catchUpOpen(svc.deps), 1);
-    const e = await getEscrow(svc.deps, { id: a.id } as never, reference);
+    const e = await getEscrow(svc.deps, { merchantId: a.id, profile: "production" }, reference);
     const tx = (await chain.intent(profile, `escrow:release:${reference}`))!;
     assert.equal(e.status, "RELEASED");
     assert.equal(e.releaseTxHash, tx.txHash);

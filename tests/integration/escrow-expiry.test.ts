@@ -54,7 +54,7 @@ Deno.test("escrow expiry: refunded automatically once expired on both clocks", a
       return r.json.reference as string;
     };
     const state = async (reference: string) => {
-      const row = await getEscrow(svc.deps, { id: a.id } as never, reference);
+      const row = await getEscrow(svc.deps, { merchantId: a.id, profile: "production" }, reference);
       assert.equal((await onChain(svc.deps, row)).status, row.status, "database = contract");
       return row;
     };

@@ -93,7 +93,7 @@ Deno.test("escrow operator: operator key, resolve via API and CLI", async (t) =>
         { what: `dispute.resolved for ${reference}` },
       );
     const agrees = async (reference: string, status: string) => {
-      const row = await getEscrow(svc.deps, { id: a.id } as never, reference);
+      const row = await getEscrow(svc.deps, { merchantId: a.id, profile: "production" }, reference);
       assert.equal(row.status, status);
       assert.equal((await onChain(svc.deps, row)).status, status);
     };
@@ -203,7 +203,7 @@ Deno.test("escrow operator: operator key, resolve via API and CLI", async (t) =>
       const [delivery] = await svc.db.sql<{ payload: string }[]>`
         select payload from webhook_deliveries
         where reference = ${reference} and event = 'dispute.resolved'`;
-      const row = await getEscrow(svc.deps, { id: a.id } as never, reference);
+      const row = await getEscrow(svc.deps, { merchantId: a.id, profile: "production" }, reference);
       assert.deepEqual(JSON.parse(delivery.payload), {
         event: "dispute.resolved",
         reference,

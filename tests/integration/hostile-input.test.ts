@@ -527,6 +527,33 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
           signature: "0x" + "cd".repeat(65),
         },
       },
+      // Cross-chain checkout from the shopper's wallet (the link's payment is not on the
+      // bridge's destination chain, so a well-formed request is refused before any chain call).
+      {
+        method: "POST",
+        path: () => `/checkout/${reference}/bridge-relay`,
+        headers: {},
+        sample: {
+          sourceChain: "Base_Sepolia",
+          transferSpeed: "standard",
+          maxFee: "0",
+          authorization: {
+            from: "0x000000000000000000000000000000000000dEaD",
+            to: "0x000000000000000000000000000000000000bEEF",
+            value: "1000000",
+            validAfter: "0",
+            validBefore: "1",
+            nonce: "0x" + "ab".repeat(32),
+          },
+          signature: "0x" + "cd".repeat(65),
+        },
+      },
+      {
+        method: "POST",
+        path: () => `/checkout/${reference}/bridge-burn`,
+        headers: {},
+        sample: { sourceChain: "Base_Sepolia", txHash: "0x" + "ab".repeat(32) },
+      },
       {
         method: "POST",
         path: () => "/api/wallets",

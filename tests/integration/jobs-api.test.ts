@@ -2,8 +2,8 @@
  * ERC-8183 jobs through the API on a real anvil and PostgreSQL, across three merchants (client,
  * provider, evaluator): the full lifecycle, reject and refund after expiry (chain time moved),
  * every 403 text with its `{ error }` body, 404 `{ error: "Job not found" }`, a wrong-status
- * action answered 502 with nothing broadcast, and the database equal to the contract after each
- * step.
+ * action refused 400 with nothing broadcast (issue 23: decided from the job's state before
+ * sending, no longer the contract's 502), and the database equal to the contract after each step.
  */
 import assert from "node:assert/strict";
 import { keccak256, stringToHex } from "viem";
@@ -126,6 +126,35 @@ Deno.test("jobs API: lifecycle, reject, refund, refusals, database = contract", 
       assert.equal(await txCount(), sent);
     });
 
+    await t.step(
+      "jobId: a string (the spec's); a number is told so, not called missing",
+      async () => {
+        const sent = await txCount();
+        const cases: [unknown, string][] = [
+          [Number(jobId), M.jobIdString],
+          [undefined, M.jobId],
+          ["abc", M.jobIdFormat],
+          ["007", M.jobIdFormat],
+        ];
+        for (const [value, error] of cases) {
+          const r = await post("/api/jobs/fund", a.apiKey, {
+            jobId: value,
+            clientWalletId: client.id,
+          });
+          assert.equal(r.status, 400, r.text);
+          assert.equal(r.json.error, error, JSON.stringify(value));
+        }
+        const number = await post("/api/jobs/fund", a.apiKey, {
+          jobId: Number(jobId),
+          clientWalletId: client.id,
+        });
+        assert.doesNotMatch(number.json.error as string, /required/);
+        assert.match(number.json.error as string, /must be a string/);
+        assert.equal(await txCount(), sent);
+        await agrees(jobId, "OPEN");
+      },
+    );
+
     await t.step("reads cross merchants; unknown 404 { error }; no credential 401", async () => {
       for (const key of [a.apiKey, b.apiKey, c.apiKey]) {
         const r = await call("GET", `/api/jobs/${jobId}`, { headers: { "x-api-key": key } });
@@ -211,14 +240,14 @@ Deno.test("jobs API: lifecycle, reject, refund, refusals, database = contract", 
       await agrees(jobId, "OPEN");
     });
 
-    await t.step("a wrong status is the contract's refusal: 502, nothing broadcast", async () => {
+    await t.step("a wrong status is refused before sending: 400, nothing broadcast", async () => {
       const sent = await txCount();
       const r = await post("/api/jobs/submit", b.apiKey, {
         jobId,
         providerWalletId: provider.id,
         deliverableData: "ipfs://bafyresult",
       });
-      assert.equal(r.status, 502, r.text);
+      assert.equal(r.status, 400, r.text);
       assert.equal(r.json.success, false);
       assert.equal(r.json.error, M.jobWrongStatus);
       assert.match(r.json.hint as string, /OPEN.*submit/);
@@ -227,7 +256,7 @@ Deno.test("jobs API: lifecycle, reject, refund, refusals, database = contract", 
         jobId,
         evaluatorWalletId: evaluator.id,
       });
-      assert.equal(early.status, 502, early.text);
+      assert.equal(early.status, 400, early.text);
       assert.equal(early.json.error, M.jobWrongStatus);
       assert.equal(await txCount(), sent);
       await agrees(jobId, "OPEN");
@@ -245,7 +274,7 @@ Deno.test("jobs API: lifecycle, reject, refund, refusals, database = contract", 
       assert.equal(await chain.usdcBalance(profile, chain.jobs.address(profile)), 25_500_000n);
       await agrees(jobId, "FUNDED");
       const again = await post("/api/jobs/fund", a.apiKey, { jobId, clientWalletId: client.id });
-      assert.equal(again.status, 502, again.text);
+      assert.equal(again.status, 400, again.text);
       assert.match(again.json.hint as string, /FUNDED/);
       assert.equal(await balance(client), before - 25_500_000n);
     });
@@ -292,7 +321,7 @@ Deno.test("jobs API: lifecycle, reject, refund, refusals, database = contract", 
         jobId,
         evaluatorWalletId: evaluator.id,
       });
-      assert.equal(again.status, 502, again.text);
+      assert.equal(again.status, 400, again.text);
       assert.equal(again.json.error, M.jobWrongStatus);
       assert.match(again.json.hint as string, /COMPLETED/);
       await agrees(jobId, "COMPLETED");
@@ -400,7 +429,7 @@ Deno.test("jobs API: lifecycle, reject, refund, refusals, database = contract", 
         assert.equal(resubmitted.json.txHash, submitted.json.txHash);
         // Without a key a repeat is a new request: the contract refuses it in the new status.
         const repeat = await post("/api/jobs/submit", b.apiKey, submitBody);
-        assert.equal(repeat.status, 502, repeat.text);
+        assert.equal(repeat.status, 400, repeat.text);
         assert.match(repeat.json.hint as string, /SUBMITTED/);
         await agrees(id, "SUBMITTED");
       },
@@ -446,7 +475,7 @@ Deno.test("jobs API: lifecycle, reject, refund, refusals, database = contract", 
           providerWalletId: provider.id,
           deliverableData: data,
         });
-        assert.equal(refused.status, 502, refused.text);
+        assert.equal(refused.status, 400, refused.text);
         const done = await agrees(id, "COMPLETED");
         assert.equal(done.reasonHash, keccak256(stringToHex("direct")));
         assert.equal(done.completeTxHash, null, "not one of our job intents");

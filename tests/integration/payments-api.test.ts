@@ -265,13 +265,20 @@ Deno.test("payments API", async (t) => {
     });
 
     await t.step("the profile and the dashboard now show real payments", async () => {
+      // The session is in its default (live) mode: the profile is production's, like a live key's
+      // (issue 23: environments are part of identity); switched to test mode, testnet's.
+      const live = await call("GET", "/api/merchant/me", { cookie: m.cookie });
+      assert.equal((live.json.stats as Record<string, number>).totalPayments, 1);
+      assert.equal((live.json.recentPayments as unknown[]).length, 1);
+      await svc.db.sql`update merchant_sessions set mode = 'test' where merchant_id = ${m.id}`;
       const me = await call("GET", "/api/merchant/me", { cookie: m.cookie });
+      await svc.db.sql`update merchant_sessions set mode = 'live' where merchant_id = ${m.id}`;
       const stats = me.json.stats as Record<string, number>;
-      assert.equal(stats.totalPayments, 7);
+      assert.equal(stats.totalPayments, 6);
       assert.equal(stats.successfulPayments, 0);
       assert.equal(stats.successRate, 0);
       const recent = me.json.recentPayments as Array<Record<string, unknown>>;
-      assert.equal(recent.length, 7);
+      assert.equal(recent.length, 6);
       assert.deepEqual(Object.keys(recent[0]).sort(), [
         "amount",
         "checkoutUrl",

@@ -96,3 +96,28 @@ Deno.test("queue: two processes sharing a database each take distinct jobs", asy
     await db.drop();
   }
 });
+
+Deno.test("queue: every queue's jobs carry a heartbeat, also on a queue created before", async () => {
+  const db = await createTestDatabase();
+  const job = defineJob({
+    name: "test.beat",
+    schema: z.object({}),
+    handler: () => Promise.resolve(),
+  });
+  // An earlier version created the queue without a heartbeat.
+  const old = await startQueue({ url: db.url, log: silentLogger });
+  await old.boss.createQueue("test.beat");
+  await old.stop();
+  const queue = await startQueue({ url: db.url, log: silentLogger, heartbeatSeconds: 12 });
+  try {
+    await queue.register([job], {}, { work: false });
+    const [q] = await db.sql`select heartbeat_seconds from pgboss.queue where name = 'test.beat'`;
+    assert.equal(q.heartbeatSeconds, 12);
+    await queue.send(job, {});
+    const [j] = await db.sql`select heartbeat_seconds from pgboss.job where name = 'test.beat'`;
+    assert.equal(j.heartbeatSeconds, 12, "a worker that stops beating has its job retried");
+  } finally {
+    await queue.stop();
+    await db.drop();
+  }
+});

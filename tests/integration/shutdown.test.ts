@@ -116,3 +116,120 @@ Deno.test("shutdown: SIGTERM while starting stops the service once it is up, cle
     await db.drop();
   }
 });
+
+/** Pids of `pid`'s child processes named `name` (from /proc). */
+function childrenNamed(pid: number, name: string): number[] {
+  const out: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      // pid (comm) state ppid ...
+      const m = /^\d+ \((.*)\) (\S) (\d+)/.exec(stat);
+      if (m && m[1] === name && Number(m[3]) === pid) out.push(Number(entry.name));
+    } catch { /* gone meanwhile */ }
+  }
+  return out;
+}
+
+/** Still running (a zombie waiting to be reaped counts as gone). */
+function running(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return /^\d+ \(.*\) (\S)/.exec(stat)?.[1] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+Deno.test("shutdown: SIGTERM ends a wedged process within SHUTDOWN_TIMEOUT_MS, nodes and all", async () => {
+  const db = await createTestDatabase();
+  await db.sql`create table wedge_effects (id serial primary key, route text not null)`;
+  const port = freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const timeoutMs = 2_000;
+  const proc = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", "tests/fixtures/wedged-service.ts"],
+    env: {
+      DATABASE_URL: db.url,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      APP_ENV: "test",
+      JWT_SECRET: "s".repeat(40),
+      WALLET_MASTER_KEY: "22".repeat(32),
+      DATA_DIR: Deno.makeTempDirSync(),
+      LOG_LEVEL: "info",
+      SHUTDOWN_TIMEOUT_MS: String(timeoutMs),
+      // No backstops: only the bounded stop can end this wedge.
+      DATABASE_POOL_MAX: "2",
+      DATABASE_LOCK_TIMEOUT_MS: "0",
+      DATABASE_IDLE_TX_TIMEOUT_MS: "0",
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const output = proc.output();
+  let exited = false;
+  output.then(() => (exited = true), () => (exited = true));
+  const inFlight: Promise<unknown>[] = [];
+  try {
+    await waitFor(async () => {
+      if (exited) throw new Error("the service exited while starting");
+      const r = await fetch(`${base}/readyz`).catch(() => null);
+      await r?.body?.cancel();
+      return r?.status === 200;
+    }, { timeoutMs: 90_000, intervalMs: 100, what: "the service to be ready" });
+    const nodes = childrenNamed(proc.pid, "anvil");
+    assert.equal(nodes.length, 2, "a local node per settlement chain");
+
+    // Two transactions each holding one of the pool's two connections while waiting for the
+    // other's, and a request that never answers.
+    for (const path of ["/api/test/wedge/pool", "/api/test/wedge/pool"]) {
+      inFlight.push(fetch(`${base}${path}`, { method: "POST" }).catch(() => null));
+    }
+    inFlight.push(fetch(`${base}/api/test/hang`).catch(() => null));
+    await waitFor(async () => {
+      const [{ n }] = await db.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity
+        where datname = ${db.name} and state = 'idle in transaction'`;
+      return n === 2;
+    }, { timeoutMs: 30_000, what: "the pool to be wedged" });
+
+    proc.kill("SIGTERM");
+    // The stop gives up on what is stuck after SHUTDOWN_TIMEOUT_MS, then ends the pool and the
+    // nodes within a short grace (src/shutdown.ts); the bound here is that plus a generous margin.
+    await waitFor(() => exited, {
+      timeoutMs: timeoutMs + 5_000 + 15_000,
+      intervalMs: 50,
+      what: "the process to exit",
+    });
+    const out = await output;
+    assert.equal(out.code, 1, "a forced stop exits non-zero");
+    const text = (b: Uint8Array) => new TextDecoder().decode(b).trim().split("\n");
+    // Warnings and errors go to stderr, the rest to stdout.
+    const lines = text(out.stdout).map((l) => JSON.parse(l));
+    const problems = text(out.stderr).filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+    const forced = problems.find((l) => l.msg === "shutdown forced: work in flight was abandoned");
+    assert.ok(forced, "the forced stop is logged");
+    assert.ok(forced.abandoned.includes("http server"), JSON.stringify(forced));
+    assert.deepEqual(lines.at(-1).msg, "stopped");
+    assert.equal(lines.at(-1).forced, true);
+    await waitFor(() => nodes.every((pid) => !running(pid)), {
+      timeoutMs: 15_000,
+      what: "the local nodes to be gone",
+    });
+    const [{ n }] = await db.sql<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity
+      where datname = ${db.name} and application_name = 'settlement'`;
+    assert.equal(n, 0, "the process's database sessions are gone");
+  } finally {
+    if (!exited) {
+      try {
+        proc.kill("SIGKILL");
+      } catch { /* already gone */ }
+    }
+    await output.catch(() => {});
+    await Promise.all(inFlight);
+    await db.drop();
+  }
+});

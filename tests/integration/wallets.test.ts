@@ -39,16 +39,21 @@ Deno.test("merchant wallets and withdraw", async (t) => {
     const publishable = await key("publishable", "live");
     let created: Wallet;
 
-    await t.step("the payout wallet is listed, with a zero balance on every chain", async () => {
-      const r = await call("GET", "/api/wallets", { cookie: a.cookie });
-      assert.equal(r.status, 200, r.text);
-      const list = r.json.wallets as Wallet[];
-      assert.equal(list.length, 1);
-      assert.equal(list[0].id, payoutId);
-      assert.equal(list[0].address, a.walletAddress);
-      assert.equal(list[0].payout, true);
-      assert.deepEqual(list[0].balances, { testnet: "0.000000", production: "0.000000" });
-    });
+    await t.step(
+      "the payout wallet is listed, with a zero balance on the session's chain",
+      async () => {
+        const r = await call("GET", "/api/wallets", { cookie: a.cookie });
+        assert.equal(r.status, 200, r.text);
+        const list = r.json.wallets as Wallet[];
+        assert.equal(list.length, 1);
+        assert.equal(list[0].id, payoutId);
+        assert.equal(list[0].address, a.walletAddress);
+        assert.equal(list[0].payout, true);
+        // A session in its default (live) mode: production only (issue 23: balances follow the
+        // credential's environment; they showed every chain before).
+        assert.deepEqual(list[0].balances, { production: "0.000000" });
+      },
+    );
 
     await t.step("POST /api/wallets creates one; the key as x-api-key or bearer", async () => {
       const r = await call("POST", "/api/wallets", {
@@ -77,10 +82,11 @@ Deno.test("merchant wallets and withdraw", async (t) => {
       ]);
       const one = await call("GET", `/api/wallets/${created.id}`, { cookie: a.cookie });
       assert.equal(one.status, 200);
-      assert.deepEqual((one.json.wallet as Wallet).balances, {
-        testnet: "0.000000",
-        production: "0.000000",
+      assert.deepEqual((one.json.wallet as Wallet).balances, { production: "0.000000" });
+      const viaTestKey = await call("GET", `/api/wallets/${created.id}`, {
+        headers: { authorization: `Bearer ${testSecret}` },
       });
+      assert.deepEqual((viaTestKey.json.wallet as Wallet).balances, { testnet: "0.000000" });
     });
 
     await t.step("wrong credentials: none 401, publishable 403, long label 400", async () => {

@@ -152,6 +152,15 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
       });
       const unknown = await pay({ slug: "nope", method: "GET" });
       assert.equal(unknown.status, 404);
+      assert.equal(unknown.json.error, M.x402ListingNotFound);
+      // No slug is a missing field, named as such (the field checks come before any lookup).
+      for (const body of [{ method: "GET" }, { slug: "", method: "GET" }, {}]) {
+        const missing = await pay(body);
+        assert.equal(missing.status, 400, missing.text);
+        assert.match(missing.headers.get("content-type")!, /application\/json/);
+        assert.equal(missing.json.error, M.x402ProofSlug);
+        assert.match(missing.json.error as string, /^slug is required/);
+      }
       const wrongMethod = await pay({ slug: "weather", method: "DELETE" });
       assert.equal(wrongMethod.status, 400);
       assert.equal(wrongMethod.json.error, M.x402MethodNotAllowed);

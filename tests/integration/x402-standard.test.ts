@@ -86,7 +86,7 @@ Deno.test("x402 standard protocol: @x402/fetch client, v1, facilitator, agent po
       assert.equal(r.status, 402);
       const v2 = JSON.parse(atob(r.headers.get("payment-required")!));
       const usdc = getAddress(chain.contract(X402_PROFILE, "TestUSDC"));
-      assert.deepEqual(v2.accepts, [{
+      assert.deepEqual(v2.accepts[0], {
         scheme: "exact",
         network: "eip155:5042002",
         amount: "250000",
@@ -94,7 +94,9 @@ Deno.test("x402 standard protocol: @x402/fetch client, v1, facilitator, agent po
         payTo: seller.walletAddress,
         maxTimeoutSeconds: 120,
         extra: { name: "USD Coin", version: "2" },
-      }]);
+      });
+      // Issue 27: the batch-settlement scheme is offered beside it (x402-channels.test.ts).
+      assert.ok(v2.accepts.some((a: { scheme: string }) => a.scheme === "batch-settlement"));
       assert.equal(v2.x402Version, 2);
       assert.equal(v2.resource.url, resource);
       const v1 = await r.json();

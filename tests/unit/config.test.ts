@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { ConfigError, DEV_SECRETS_FILE, loadConfig, resolveSecrets } from "../../src/config.ts";
+import {
+  ConfigError,
+  DEV_SECRETS_FILE,
+  loadConfig,
+  loadServiceConfig,
+  resolveSecrets,
+} from "../../src/config.ts";
+import { developmentSecretProblems } from "../../src/dev-secrets.ts";
+import { ANVIL_KEYS } from "../helpers/anvil.ts";
+import { LOCAL_ATTESTER_KEY, testConfig } from "../helpers/service.ts";
 
 Deno.test("config: defaults are a working development setup", () => {
   const c = loadConfig({});
@@ -99,4 +108,121 @@ Deno.test("config: development secrets are generated once and kept", async () =>
   assert.equal(given.config.JWT_SECRET, "j".repeat(40));
   assert.deepEqual(given.generated, ["WALLET_MASTER_KEY"]);
   await Deno.remove(dir, { recursive: true });
+});
+
+/** A production configuration whose secrets are nobody else's (fresh random values). */
+function soundProduction(): Record<string, string> {
+  const hex = () =>
+    Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, "0"))
+      .join("");
+  return {
+    APP_ENV: "production",
+    JWT_SECRET: hex(),
+    WALLET_MASTER_KEY: hex(),
+    METRICS_TOKEN: hex(),
+    BASE_URL: "https://pay.example.com",
+    SMTP_URL: "smtp://mail.example.com:587",
+    DATABASE_URL: `postgres://settlement:${hex()}@db.example.com:5432/settlement`,
+    TESTNET_RPC_URL: "https://rpc-testnet.example.com",
+    PRODUCTION_RPC_URL: "https://rpc.example.com",
+    TESTNET_OPERATOR_KEY: `0x${hex()}`,
+    PRODUCTION_OPERATOR_KEY: `0x${hex()}`,
+    CCTP_ATTESTER_KEY: `0x${hex()}`,
+  };
+}
+
+function refusal(env: Record<string, string>): ConfigError {
+  try {
+    loadServiceConfig(env);
+  } catch (e) {
+    if (e instanceof ConfigError) return e;
+    throw e;
+  }
+  assert.fail("loadServiceConfig accepted development secrets in production");
+}
+
+Deno.test("config: production refuses development secrets, naming every offending variable", () => {
+  const env = {
+    ...soundProduction(),
+    JWT_SECRET: "compose-dev-jwt-secret-change-me-0123456789",
+    WALLET_MASTER_KEY: "11".repeat(32),
+    METRICS_TOKEN: "compose-dev-metrics-token",
+    DATABASE_URL: "postgres://settlement:compose-dev@postgres:5432/settlement",
+    TESTNET_OPERATOR_KEY: ANVIL_KEYS[0],
+    PRODUCTION_OPERATOR_KEY: `0x${ANVIL_KEYS[1].slice(2).toUpperCase()}`,
+    CCTP_ATTESTER_KEY: LOCAL_ATTESTER_KEY,
+  };
+  const e = refusal(env);
+  assert.deepEqual(e.problems.map((p) => p.split(":")[0]).sort(), [
+    "CCTP_ATTESTER_KEY",
+    "DATABASE_URL",
+    "JWT_SECRET",
+    "METRICS_TOKEN",
+    "PRODUCTION_OPERATOR_KEY",
+    "TESTNET_OPERATOR_KEY",
+    "WALLET_MASTER_KEY",
+  ]);
+  assert.match(
+    e.message,
+    /JWT_SECRET: a known development value \(the compose development default\)/,
+  );
+  assert.match(e.message, /WALLET_MASTER_KEY: a known development value \(one byte repeated/);
+  assert.match(e.message, /TESTNET_OPERATOR_KEY: .*anvil's well-known dev account 0/);
+  assert.match(e.message, /PRODUCTION_OPERATOR_KEY: .*anvil's well-known dev account 1/);
+  assert.match(e.message, /CCTP_ATTESTER_KEY: .*anvil's well-known dev account 9/);
+  // The same values are fine outside production: the development path stays open.
+  assert.equal(loadServiceConfig({ ...env, APP_ENV: "development" }).isProduction, false);
+  // A sound production configuration starts.
+  assert.equal(loadServiceConfig(soundProduction()).isProduction, true);
+});
+
+Deno.test("config: every anvil dev key, one-byte keys and the suite's secret are refused", () => {
+  for (const key of [...ANVIL_KEYS, LOCAL_ATTESTER_KEY]) {
+    assert.equal(developmentSecretProblems({ TESTNET_OPERATOR_KEY: key }).length, 1, key);
+  }
+  for (const key of ["22".repeat(32), `0x${"3".repeat(64)}`, "0x" + "ab".repeat(32)]) {
+    assert.match(refusal({ ...soundProduction(), WALLET_MASTER_KEY: key }).message, /one byte/);
+  }
+  // A bridge source chain's operator key is an operator key too.
+  assert.match(
+    refusal({ ...soundProduction(), BASE_SEPOLIA_OPERATOR_KEY: ANVIL_KEYS[2] }).message,
+    /BASE_SEPOLIA_OPERATOR_KEY: .*dev account 2/,
+  );
+  const suite = testConfig().JWT_SECRET!;
+  assert.match(
+    refusal({ ...soundProduction(), JWT_SECRET: suite }).message,
+    /JWT_SECRET: a known development value \(the test suite's secret\)/,
+  );
+  assert.match(
+    refusal({ ...soundProduction(), METRICS_TOKEN: "m".repeat(20) }).message,
+    /METRICS_TOKEN: .*one character repeated/,
+  );
+});
+
+Deno.test("config: every secret compose.dev.env sets is refused in production", async () => {
+  const file = await Deno.readTextFile(new URL("../../compose.dev.env", import.meta.url));
+  const devEnv: Record<string, string> = {};
+  for (const line of file.split("\n")) {
+    const m = /^([A-Z0-9_]+)=(.*)$/.exec(line.trim());
+    if (m) devEnv[m[1]] = m[2];
+  }
+  assert.equal(devEnv.APP_ENV, "development");
+  const secrets = ["JWT_SECRET", "WALLET_MASTER_KEY", "METRICS_TOKEN", "TESTNET_OPERATOR_KEY"];
+  for (const name of [...secrets, "PRODUCTION_OPERATOR_KEY", "POSTGRES_PASSWORD"]) {
+    assert.ok(devEnv[name], `compose.dev.env sets ${name}`);
+  }
+  const env = {
+    ...soundProduction(),
+    ...Object.fromEntries([...secrets, "PRODUCTION_OPERATOR_KEY"].map((n) => [n, devEnv[n]])),
+    DATABASE_URL: `postgres://settlement:${devEnv.POSTGRES_PASSWORD}@postgres:5432/settlement`,
+  };
+  const named = refusal(env).problems.map((p) => p.split(":")[0]).sort();
+  assert.deepEqual(named, [
+    "DATABASE_URL",
+    "JWT_SECRET",
+    "METRICS_TOKEN",
+    "PRODUCTION_OPERATOR_KEY",
+    "TESTNET_OPERATOR_KEY",
+    "WALLET_MASTER_KEY",
+  ]);
 });

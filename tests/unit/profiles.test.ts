@@ -101,3 +101,34 @@ Deno.test("profiles: gas floor, top-up and operator low mark per chain, in wei",
   parseChainConfig({ CHAINS: "testnet", TESTNET_GAS_TOPUP_WEI: "1" }, ctx, under);
   assert.deepEqual(under, ["TESTNET_GAS_TOPUP_WEI: must be at least TESTNET_GAS_FLOOR_WEI"]);
 });
+
+Deno.test("profiles: a configured address with a wrong EIP-55 checksum is refused by name", () => {
+  const ctx = { baseUrl: "x", isProduction: false };
+  // The official ERC-8004 identity registry on testnets, correctly checksummed; then one digit
+  // mistyped (its case kept), then all lower case and all upper case (no checksum to check).
+  const good = "0x8004A818BFB912233c491871b3d84c89A494BD9e";
+  const typo = "0x8004A818BFB912233c491871b3d84c89A494BD9f";
+  const ok: string[] = [];
+  const c = parseChainConfig(
+    {
+      CHAINS: "testnet",
+      TESTNET_IDENTITY_REGISTRY_ADDRESS: good,
+      TESTNET_REPUTATION_REGISTRY_ADDRESS: good.toLowerCase(),
+      TESTNET_USDC_ADDRESS: `0x${good.slice(2).toUpperCase()}`,
+    },
+    ctx,
+    ok,
+  );
+  assert.deepEqual(ok, []);
+  assert.equal(c.profiles[0].contracts.AgentIdentityRegistry, good);
+  const bad: string[] = [];
+  const b = parseChainConfig(
+    { CHAINS: "testnet", TESTNET_IDENTITY_REGISTRY_ADDRESS: typo },
+    ctx,
+    bad,
+  );
+  assert.equal(bad.length, 1, bad.join("\n"));
+  assert.match(bad[0], /^TESTNET_IDENTITY_REGISTRY_ADDRESS: the mixed-case \(EIP-55\) checksum/);
+  assert.ok(bad[0].includes(typo));
+  assert.equal(b.profiles[0].contracts.AgentIdentityRegistry, undefined);
+});

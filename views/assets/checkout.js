@@ -261,7 +261,8 @@
       // Nothing is left to pay from another chain either, unless a transfer from there is the
       // one that paid (its progress stays in view).
       const crossChain = document.getElementById("cross-chain");
-      const bridged = document.getElementById("bridge-state")?.dataset.status;
+      const bridged = document.getElementById("bridge-state")?.dataset.status ||
+        document.getElementById("xchain-state")?.dataset.status;
       if (crossChain && !bridged) crossChain.hidden = true;
     }
     tick();

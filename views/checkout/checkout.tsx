@@ -7,7 +7,7 @@ import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
 import { Layout } from "../layout.tsx";
 import { assetUrl } from "../../src/http/assets.ts";
-import { BridgeForm } from "../bridge/bridge.tsx";
+import { CrossChainPanel } from "./cross-chain.tsx";
 import { PROFILE_DEFS, SOURCE_CHAINS } from "../../src/chain/profiles.ts";
 
 export interface CheckoutView {
@@ -91,22 +91,12 @@ export function CheckoutPage(props: { view: CheckoutView; qrSvg: string }) {
           )}
         </section>
         {v.crossChain && (
-          <section id="cross-chain" class="cross-chain">
-            <details>
-              <summary>Pay from another chain</summary>
-              <BridgeForm
-                view={{
-                  sources: SOURCE_CHAINS.map((id) => ({ id, label: PROFILE_DEFS[id].label })),
-                  devFaucet: v.crossChain.devFaucet,
-                  payment: {
-                    reference: v.crossChain.reference,
-                    amount: v.crossChain.amount,
-                    payTo: v.crossChain.payTo,
-                  },
-                }}
-              />
-            </details>
-          </section>
+          <CrossChainPanel
+            view={{
+              ...v.crossChain,
+              sources: SOURCE_CHAINS.map((id) => ({ id, label: PROFILE_DEFS[id].label })),
+            }}
+          />
         )}
         <section class="qr" aria-label="Pay from a phone">
           <p>Or open this page in a phone wallet:</p>

@@ -1,7 +1,8 @@
 /**
  * /api/agent/*: deploy and reputation take the merchant's bearer key (or `x-api-key`), scope
- * `agents`. GET /api/agent/status is public for a bare `scaAddress` query and needs the key for
- * anything else (`Authentication required for agent search/listing.`).
+ * `agents`. GET /api/agent/status is public for a bare `scaAddress` query (the basic record)
+ * and needs the key for anything else (`Authentication required for agent search/listing.`); a
+ * bare lookup that brings a key is authenticated, and its merchant's own agent comes back full.
  */
 import { Hono } from "hono";
 import type { Deps } from "../../deps.ts";
@@ -41,7 +42,11 @@ export function agentsApi(deps: Deps) {
     "/api/agent/status",
     (c, next) => {
       const keys = Object.keys(presentQuery(c));
-      return keys.length === 1 && keys[0] === "scaAddress" ? anyone(c, next) : searchKey(c, next);
+      const credential = c.req.header("authorization") !== undefined ||
+        c.req.header("x-api-key") !== undefined;
+      return keys.length === 1 && keys[0] === "scaAddress" && !credential
+        ? anyone(c, next)
+        : searchKey(c, next);
     },
     async (c) => {
       const q = parseQuery(c, statusQuery);

@@ -13,6 +13,7 @@ export interface NewAgent {
   ownerAddress: string;
   scaAddress: string;
   salt: string;
+  identityRegistry: string;
   now: Date;
 }
 
@@ -20,10 +21,11 @@ export interface NewAgent {
 export async function insert(sql: Db, a: NewAgent): Promise<AgentRow> {
   const [row] = await sql<AgentRow[]>`
     insert into agents (id, merchant_id, chain_id, name, metadata_uri, manifest, owner_wallet_id,
-      owner_address, sca_address, salt, status, created_at, updated_at)
+      owner_address, sca_address, salt, identity_registry, status, created_at, updated_at)
     values (${a.id}, ${a.merchantId}, ${a.chainId}, ${a.name}, ${a.metadataUri},
       ${a.manifest === null ? null : sql.json(a.manifest as never)}, ${a.ownerWalletId},
-      ${a.ownerAddress}, ${a.scaAddress}, ${a.salt}, 'PROVISIONING', ${a.now}, ${a.now})
+      ${a.ownerAddress}, ${a.scaAddress}, ${a.salt}, ${a.identityRegistry}, 'PROVISIONING',
+      ${a.now}, ${a.now})
     on conflict (id) do nothing
     returning *`;
   return row ?? (await byId(sql, a.id))!;
@@ -46,20 +48,31 @@ export async function markProvisioned(
   return row;
 }
 
+/**
+ * Rows of `registry`, and those from before agents recorded theirs (migration 0023 could not
+ * tell which registry they are in: taken to be the current one).
+ */
+const inRegistry = (sql: Db, registry: string) =>
+  sql`(identity_registry = ${registry} or identity_registry is null)`;
+
 /** Any merchant's live agent with this smart account (the public lookup). */
-export async function findBySca(sql: Db, sca: string): Promise<AgentRow[]> {
+export async function findBySca(sql: Db, sca: string, registry: string): Promise<AgentRow[]> {
   return await sql<AgentRow[]>`
     select * from agents where sca_address = ${sca.toLowerCase()}
-      and status = 'ACTIVE_AGENT_PROVISIONED' order by seq desc`;
+      and status = 'ACTIVE_AGENT_PROVISIONED' and ${inRegistry(sql, registry)} order by seq desc`;
 }
 
+/** Our row of a token of `registry` (a row recording the registry wins over an older one). */
 export async function findByToken(
   sql: Db,
   chainId: number,
+  registry: string,
   tokenId: string,
 ): Promise<AgentRow | null> {
   const [row] = await sql<AgentRow[]>`
-    select * from agents where chain_id = ${chainId} and token_id = ${tokenId}`;
+    select * from agents where chain_id = ${chainId} and token_id = ${tokenId}
+      and ${inRegistry(sql, registry)}
+    order by identity_registry is null, seq desc limit 1`;
   return row ?? null;
 }
 
@@ -67,20 +80,30 @@ export async function findByToken(
 export async function search(
   sql: Db,
   merchantId: string,
+  registry: string,
   f: { scaAddress?: string; tokenId?: string; namePattern?: string; limit: number },
 ): Promise<AgentRow[]> {
   return await sql<AgentRow[]>`
     select * from agents where merchant_id = ${merchantId}
-      and status = 'ACTIVE_AGENT_PROVISIONED'
+      and status = 'ACTIVE_AGENT_PROVISIONED' and ${inRegistry(sql, registry)}
       ${f.scaAddress ? sql`and sca_address = ${f.scaAddress.toLowerCase()}` : sql``}
       ${f.tokenId ? sql`and token_id = ${f.tokenId}` : sql``}
       ${f.namePattern ? sql`and name ilike ${f.namePattern}` : sql``}
     order by seq desc limit ${f.limit}`;
 }
 
-/** Deploys left half done (PROVISIONING) since before `before`, oldest first. */
-export async function provisioning(sql: Db, before: Date, limit: number): Promise<AgentRow[]> {
+/**
+ * Deploys left half done (PROVISIONING) since before `before` in one of `registries`, oldest
+ * first (one begun in a registry no longer used cannot be finished in another).
+ */
+export async function provisioning(
+  sql: Db,
+  before: Date,
+  limit: number,
+  registries: string[],
+): Promise<AgentRow[]> {
   return await sql<AgentRow[]>`
     select * from agents where status = 'PROVISIONING' and updated_at < ${before}
+      and (identity_registry = any(${registries}) or identity_registry is null)
     order by seq limit ${limit}`;
 }

@@ -19,6 +19,8 @@ export interface AgentRow {
   salt: string;
   /** numeric(78,0) as text; null while provisioning. */
   tokenId: string | null;
+  /** The identity registry it was registered in (lowercase); null: from before migration 0023. */
+  identityRegistry: string | null;
   status: AgentStatus;
   registerTxHash: string | null;
   createdAt: Date;
@@ -30,8 +32,23 @@ export function agentIdentifier(chainId: number, tokenId: string): string {
   return `8004:${chainId}:${tokenId}`;
 }
 
-/** Token id digits (no sign, no leading zero). */
-export const TOKEN_ID = /^[1-9][0-9]{0,77}$/;
+/** Token id digits (no sign, no leading zero; ERC-8004 registries number agents from 0). */
+export const TOKEN_ID = /^(0|[1-9][0-9]{0,77})$/;
+
+const MAX_UINT256 = 2n ** 256n - 1n;
+
+/**
+ * An agent named by `8004:{chainId}:{tokenId}`, or (with `bare`) by its token id alone: the
+ * parts, or null for anything else (a token id beyond uint256 names no agent).
+ */
+export function parseAgentId(
+  text: string,
+  opts: { bare: boolean },
+): { chainId: number | null; tokenId: string } | null {
+  const m = /^(?:8004:(0|[1-9][0-9]{0,18}):)?(0|[1-9][0-9]{0,77})$/.exec(text);
+  if (!m || (m[1] === undefined && !opts.bare) || BigInt(m[2]) > MAX_UINT256) return null;
+  return { chainId: m[1] === undefined ? null : Number(m[1]), tokenId: m[2] };
+}
 
 /** One payment the agent made, as its record shows it. */
 export interface AgentPayment {

@@ -34,7 +34,7 @@ export const statusQuery = z.object({
 
 export const reputationQuery = z.object({
   agentId: z.string({ error: M.agentIdQuery })
-    .regex(/^([1-9][0-9]{0,77}|8004:[0-9]{1,19}:[1-9][0-9]{0,77})$/, M.agentIdQuery)
+    .regex(/^(0|[1-9][0-9]{0,77}|8004:[0-9]{1,19}:(0|[1-9][0-9]{0,77}))$/, M.agentIdQuery)
     .describe("The token id (or the full 8004:{chainId}:{tokenId})"),
 });
 
@@ -63,6 +63,24 @@ export const agentRecord = z.object({
   registerTxHash: z.string().nullable(),
   createdAt: z.string(),
 }).meta({ id: "Agent" });
+
+/** What the public lookup by `scaAddress` shows (the spec's basic record): nothing about money. */
+export const agentBasicRecord = z.object({
+  name: z.string(),
+  tokenId: z.string(),
+  agentId: z.string().describe("8004:{chainId}:{tokenId}"),
+  scaAddress: z.string(),
+  ownerNode: z.string().describe("The owner address (the token's holder)"),
+  metadataURI: z.string(),
+  status: z.enum(AGENT_STATUSES),
+  chain: z.string(),
+}).meta({
+  id: "AgentBasic",
+  description: "The basic agent record: no managedWalletId, balance, payments or reputation",
+});
+
+/** Full for the caller's own agents (a key's lookup), basic for the public lookup. */
+const agentAnswer = z.union([agentRecord, agentBasicRecord]);
 
 const ok = z.literal(true);
 const tag = "Agents";
@@ -95,17 +113,19 @@ export const agentsRoutes: RouteDoc[] = [
   {
     method: "get",
     path: "/api/agent/status",
-    summary: "Agents by smart account (public), token id or name (your agents, bearer key)",
+    summary:
+      "Agents by smart account (public: the basic record), token id or name (your agents, bearer key)",
     tag,
     auth: [...merchantKey],
     query: statusQuery,
     responses: {
       200: {
-        description: "Matches",
+        description: "Matches: full records of your own agents (with your key), basic records " +
+          "(Agent without managedWalletId, usdcBalance, reputation and payments) otherwise",
         schema: z.object({
           success: ok,
-          agent: agentRecord,
-          agents: z.array(agentRecord),
+          agent: agentAnswer,
+          agents: z.array(agentAnswer),
           count: z.number(),
         }),
       },

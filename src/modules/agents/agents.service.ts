@@ -2,7 +2,7 @@
  * ERC-8004 agents. Deploying one makes a managed owner wallet for it (one of the merchant's
  * wallets), the agent's CREATE2 smart account owned by that wallet, and its registration in the
  * identity registry with the account proven as the agent wallet. Agents live on the x402 chain
- * (testnet when configured), where they pay. The record's payment figures come from the agent's
+ * (testnet), where they pay, for every credential (docs/decisions.md). The record's payment figures come from the agent's
  * stored payment history (agents.payments.ts); the registry holds the authoritative feedback.
  */
 import { createHash } from "node:crypto";
@@ -10,6 +10,7 @@ import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { checksum, lower } from "../../chain/address.ts";
 import { accountSalt } from "../../chain/agents.ts";
+import { ChainRevertError } from "../../chain/errors.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 import { formatUsdc, usdcToNumber } from "../../money.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
@@ -22,15 +23,20 @@ import {
   type AgentRow,
   manifestUri,
   namePattern,
+  parseAgentId,
   RECENT_PAYMENTS,
   reputationEstimate,
 } from "./agents.rules.ts";
 
 export type { AgentRow } from "./agents.rules.ts";
 
-/** The chain agents are registered on: the x402 chain (testnet), else the payout chain. */
+/**
+ * The chain agents are registered on: the x402 chain (testnet), whatever the credential's
+ * environment (agents live on testnet by design, where they pay); never production.
+ */
 export function agentProfile(deps: Deps): ProfileName {
-  return deps.chain.has("testnet") ? "testnet" : deps.chain.payoutProfile();
+  if (!deps.chain.has("testnet")) throw new DomainError("chain_not_configured");
+  return "testnet";
 }
 
 function profileOf(deps: Deps, a: Pick<AgentRow, "chainId">): ProfileName {
@@ -87,8 +93,18 @@ export async function beginAgent(
     ownerAddress: lower(owner.address),
     scaAddress: lower(sca),
     salt,
+    identityRegistry: registryOf(deps, profile),
     now: deps.clock.now(),
   });
+}
+
+/**
+ * The identity registry agents are registered in on a chain (lowercase). A row belongs to the
+ * registry it was registered in: after a switch (to a configured registry, or a replaced one) the
+ * old registry's token ids name other agents, so lookups by token id only see rows of this one.
+ */
+function registryOf(deps: Deps, profile: ProfileName): string {
+  return lower(deps.chain.agents.identityAddress(profile));
 }
 
 /** A UUID (v4 layout) derived from the merchant, the Idempotency-Key and the request's content. */
@@ -134,7 +150,14 @@ export async function resumeProvisioning(
 ): Promise<number> {
   const before = new Date(deps.clock.now().getTime() - opts.olderThanMs);
   let finished = 0;
-  for (const row of await repo.provisioning(deps.sql, before, 20)) {
+  const registries = deps.chain.profiles().flatMap((p) => {
+    try {
+      return [registryOf(deps, p)];
+    } catch {
+      return []; // no identity registry on this chain
+    }
+  });
+  for (const row of await repo.provisioning(deps.sql, before, 20, registries)) {
     try {
       await finishAgent(deps, row);
       finished++;
@@ -180,22 +203,53 @@ export async function agentView(deps: Deps, a: AgentRow) {
 export type AgentView = Awaited<ReturnType<typeof agentView>>;
 
 /**
- * GET /api/agent/status: `merchant` null is the public lookup by smart account alone; otherwise
- * the merchant's agents matching every filter given. No match: agent_not_found.
+ * The spec's "basic agent record" the public lookup by smart account answers: who the agent is
+ * and where (its identity, account, owner and registration), nothing about its money: no owner
+ * wallet id, no balance, no payments or reputation. What it shows is on chain for anyone anyway.
+ */
+export function agentBasicView(deps: Deps, a: AgentRow) {
+  const tokenId = a.tokenId ?? "";
+  return {
+    name: a.name,
+    tokenId,
+    agentId: agentIdentifier(a.chainId, tokenId),
+    scaAddress: checksum(a.scaAddress),
+    ownerNode: checksum(a.ownerAddress),
+    metadataURI: a.metadataUri,
+    status: a.status,
+    chain: profileOf(deps, a),
+  };
+}
+export type AgentBasicView = ReturnType<typeof agentBasicView>;
+
+/**
+ * GET /api/agent/status. A query of `scaAddress` alone finds any merchant's agent: the basic
+ * record, or the full one when the caller's key is its merchant's (`merchant` null: no key
+ * given). Any other query: the merchant's agents matching every filter given, full records.
+ * No match: agent_not_found.
  */
 export async function findAgents(
   deps: Deps,
   merchant: MerchantRow | null,
   q: { scaAddress?: string; tokenId?: string; name?: string },
-): Promise<AgentView[]> {
-  const rows = merchant
-    ? await repo.search(deps.sql, merchant.id, {
-      scaAddress: q.scaAddress,
-      tokenId: q.tokenId,
-      namePattern: q.name === undefined ? undefined : namePattern(q.name),
-      limit: 100,
-    })
-    : await repo.findBySca(deps.sql, q.scaAddress!);
+): Promise<(AgentView | AgentBasicView)[]> {
+  const registry = registryOf(deps, agentProfile(deps));
+  const bare = q.scaAddress !== undefined && q.tokenId === undefined && q.name === undefined;
+  if (bare || !merchant) {
+    const rows = await repo.findBySca(deps.sql, q.scaAddress!, registry);
+    if (rows.length === 0) throw new DomainError("agent_not_found");
+    return await Promise.all(
+      rows.map((r) =>
+        merchant && r.merchantId === merchant.id ? agentView(deps, r) : agentBasicView(deps, r)
+      ),
+    );
+  }
+  const rows = await repo.search(deps.sql, merchant.id, registry, {
+    scaAddress: q.scaAddress,
+    tokenId: q.tokenId,
+    namePattern: q.name === undefined ? undefined : namePattern(q.name),
+    limit: 100,
+  });
   if (rows.length === 0) throw new DomainError("agent_not_found");
   return await Promise.all(rows.map((r) => agentView(deps, r)));
 }
@@ -206,10 +260,12 @@ export async function merchantAgent(
   m: MerchantRow,
   agentId: string,
 ): Promise<AgentRow> {
-  const full = /^8004:(\d+):(\d+)$/.exec(agentId);
-  const chainId = full ? Number(full[1]) : deps.chain.chainId(agentProfile(deps));
-  const tokenId = full ? full[2] : agentId;
-  const row = await repo.findByToken(deps.sql, chainId, tokenId);
+  const id = parseAgentId(agentId, { bare: true });
+  const profile = agentProfile(deps);
+  if (!id || (id.chainId !== null && id.chainId !== deps.chain.chainId(profile))) {
+    throw new DomainError("agent_not_found");
+  }
+  const row = await tokenRow(deps, profile, id.tokenId);
   if (!row || row.merchantId !== m.id) throw new DomainError("agent_not_found");
   return row;
 }
@@ -225,14 +281,17 @@ export async function ownAgent(
   by: { agentId: string } | { account: string },
 ): Promise<AgentRow | null> {
   let row: AgentRow | null = null;
+  const profile = agentProfile(deps);
   if ("account" in by) {
     if (!/^0x[0-9a-fA-F]{40}$/.test(by.account)) return null;
-    [row] = await repo.search(deps.sql, merchantId, { scaAddress: by.account, limit: 1 });
+    [row] = await repo.search(deps.sql, merchantId, registryOf(deps, profile), {
+      scaAddress: by.account,
+      limit: 1,
+    });
   } else {
-    const m = /^(?:8004:(\d{1,19}):)?([1-9][0-9]{0,77})$/.exec(by.agentId);
-    const chainId = deps.chain.chainId(agentProfile(deps));
-    if (!m || (m[1] !== undefined && Number(m[1]) !== chainId)) return null;
-    row = await repo.findByToken(deps.sql, chainId, m[2]);
+    const id = parseAgentId(by.agentId, { bare: true });
+    if (!id || (id.chainId !== null && id.chainId !== deps.chain.chainId(profile))) return null;
+    row = await tokenRow(deps, profile, id.tokenId);
   }
   if (!row || row.merchantId !== merchantId || row.status !== "ACTIVE_AGENT_PROVISIONED") {
     return null;
@@ -276,7 +335,9 @@ export async function reputation(deps: Deps, m: MerchantRow, agentId: string) {
 
 /** The merchant's agents for the dashboard, newest first. */
 export async function listAgents(deps: Deps, m: MerchantRow): Promise<AgentView[]> {
-  const rows = await repo.search(deps.sql, m.id, { limit: 50 });
+  const rows = await repo.search(deps.sql, m.id, registryOf(deps, agentProfile(deps)), {
+    limit: 50,
+  });
   return await Promise.all(rows.map((r) => agentView(deps, r)));
 }
 
@@ -291,10 +352,21 @@ export async function onChain(deps: Deps, a: AgentRow) {
 
 /** The agent an `8004:{chainId}:{tokenId}` identifier names, if we deployed it. */
 export async function agentByIdentifier(deps: Deps, agentId: string): Promise<AgentRow | null> {
-  const m = /^8004:(\d{1,19}):([1-9][0-9]{0,77})$/.exec(agentId);
-  if (!m) return null;
-  const row = await repo.findByToken(deps.sql, Number(m[1]), m[2]);
+  const id = parseAgentId(agentId, { bare: false });
+  const profile = agentProfile(deps);
+  if (!id || id.chainId !== deps.chain.chainId(profile)) return null;
+  const row = await tokenRow(deps, profile, id.tokenId);
   return row?.status === "ACTIVE_AGENT_PROVISIONED" ? row : null;
+}
+
+/** Our row of a token of the agents' chain's identity registry, if we deployed it. */
+async function tokenRow(deps: Deps, profile: ProfileName, tokenId: string) {
+  return await repo.findByToken(
+    deps.sql,
+    deps.chain.chainId(profile),
+    registryOf(deps, profile),
+    tokenId,
+  );
 }
 
 /**
@@ -306,10 +378,10 @@ export async function agentWallet(
   deps: Deps,
   agentId: string,
 ): Promise<{ profile: ProfileName; tokenId: bigint; wallet: `0x${string}` } | null> {
-  const m = /^8004:(\d{1,19}):([1-9][0-9]{0,77})$/.exec(agentId);
+  const id = parseAgentId(agentId, { bare: false });
   const profile = agentProfile(deps);
-  if (!m || Number(m[1]) !== deps.chain.chainId(profile)) return null;
-  const tokenId = BigInt(m[2]);
+  if (!id || id.chainId !== deps.chain.chainId(profile)) return null;
+  const tokenId = BigInt(id.tokenId);
   const ours = await agentByIdentifier(deps, agentId);
   if (ours) return { profile, tokenId, wallet: ours.scaAddress as `0x${string}` };
   const wallet = await deps.chain.agents.wallet(profile, tokenId);
@@ -326,11 +398,21 @@ export async function recordPaymentFeedback(
 ): Promise<void> {
   const a = await agentWallet(deps, f.agentId);
   if (!a) return;
-  await deps.chain.agents.giveFeedback(a.profile, {
-    tokenId: a.tokenId,
-    success: f.success,
-    endpoint: f.endpoint,
-    paymentId: f.paymentId,
-    intentKey: `agent-feedback:${f.paymentId}`,
-  });
+  try {
+    await deps.chain.agents.giveFeedback(a.profile, {
+      tokenId: a.tokenId,
+      success: f.success,
+      endpoint: f.endpoint,
+      paymentId: f.paymentId,
+    });
+  } catch (e) {
+    // Refused at estimation (nothing sent): the registry's answer will not change on a retry
+    // (the operator may not rate an agent it is approved for).
+    if (!(e instanceof ChainRevertError) || e.txHash) throw e;
+    deps.log.warn("agent feedback refused by the registry", {
+      payment: f.paymentId,
+      agent: f.agentId,
+      reason: e.reason,
+    });
+  }
 }

@@ -13,7 +13,8 @@ import { type AuthEnv, guard } from "../../http/auth.ts";
 import { M } from "../../http/messages.ts";
 import { idempotent } from "../../http/idempotency.ts";
 import { CONSUMER_COOKIE } from "../../http/session-token.ts";
-import { PROFILE_DEFS, SOURCE_CHAINS } from "../../chain/profiles.ts";
+import { profileForDomain } from "../../chain/profiles.ts";
+import { localFeeTiers } from "./bridge.attestation.ts";
 import * as service from "./bridge.service.ts";
 import { DESTINATION_CHAIN, isSupportedSource } from "./bridge.rules.ts";
 import { REQUIRED_FIELDS, statusQuery, transferBody } from "./bridge.schemas.ts";
@@ -35,17 +36,26 @@ export function bridgeApi(deps: Deps) {
     }
     if (body.toChain !== DESTINATION_CHAIN) throw new DomainError("bridge_destination_unsupported");
     const input = parseOrThrow(transferBody, body);
-    const request = { fromChain: body.fromChain, amount: input.amount, recipient: input.recipient };
+    const request = {
+      fromChain: body.fromChain,
+      amount: input.amount,
+      recipient: input.recipient,
+      transferSpeed: input.transferSpeed,
+    };
     const t = input.paymentReference
       ? await service.payFromChain(deps, account, input.paymentReference, request)
       : await service.startTransfer(deps, account, request);
     const statusUrl = service.statusPath(t.reference);
+    const view = service.transferView(deps, t);
     return c.json({
       success: true,
       status: "pending",
       reference: t.reference,
       message: `${M.bridgeStarted} GET ${statusUrl}`,
       statusUrl,
+      transferSpeed: view.transferSpeed,
+      burnAmount: view.burnAmount,
+      maxFee: view.maxFee,
     }, 202);
   });
 
@@ -57,22 +67,40 @@ export function bridgeApi(deps: Deps) {
     return c.json({ success: true, ...service.transferView(deps, t) });
   });
 
-  // The local attester: what Circle's GET /v2/messages/{sourceDomain}?transactionHash= answers.
+  // The local attester under Circle's API paths: CCTP_ATTESTATION_API_URL may be set to
+  // `$BASE_URL/api/cctp/attestation` (another process, or a peer deployment, asks it over HTTP).
+  // It answers whenever it holds attester keys, whether or not this process uses it itself.
   app.get("/api/cctp/attestation/v2/messages/:sourceDomain", open, async (c) => {
     const domain = c.req.param("sourceDomain");
     const hash = c.req.query("transactionHash") ?? "";
     if (!/^\d{1,10}$/.test(domain) || !/^0x[0-9a-fA-F]{64}$/.test(hash)) {
       return c.json({ error: "Invalid sourceDomain or transactionHash" }, 400);
     }
-    const chain = [...SOURCE_CHAINS, "testnet" as const].find((n) =>
-      PROFILE_DEFS[n].cctpDomain === Number(domain)
-    );
-    const messages = chain && !deps.config.chain.cctp.attestationApiUrl
-      ? await deps.chain.cctp.attest(chain, hash as `0x${string}`)
-      : null;
-    if (!messages) return c.json({ error: "Message not found" }, 404);
-    return c.json({ messages });
+    const chain = profileForDomain(Number(domain));
+    if (!chain) return c.json({ error: "Message not found" }, 404);
+    try {
+      const messages = await deps.chain.cctp.attest(chain, hash as `0x${string}`);
+      if (!messages) return c.json({ error: "Message not found" }, 404);
+      return c.json({ messages });
+    } catch (e) {
+      if (e instanceof DomainError && e.code === "chain_unavailable") {
+        return c.json({ error: e.details.hint ?? "attester unavailable" }, 503);
+      }
+      throw e;
+    }
   });
+
+  app.get(
+    "/api/cctp/attestation/v2/burn/USDC/fees/:sourceDomain/:destinationDomain",
+    open,
+    (c) => {
+      const { sourceDomain, destinationDomain } = c.req.param();
+      if (!/^\d{1,10}$/.test(sourceDomain) || !/^\d{1,10}$/.test(destinationDomain)) {
+        return c.json({ error: "Invalid sourceDomain or destinationDomain" }, 400);
+      }
+      return c.json(localFeeTiers(deps));
+    },
+  );
 
   return app;
 }

@@ -13,7 +13,7 @@ export function bridgeJobsWith(hooks: BridgeHooks = {}): JobDefinition<unknown, 
   return [
     defineJob<{ reference: string }, Deps>({
       ...burnQueue,
-      handler: async ({ reference }, { deps }) => await burnStep(deps, reference),
+      handler: async ({ reference }, { deps }) => await burnStep(deps, reference, hooks),
     }),
     defineJob<{ reference: string }, Deps>({
       ...attestQueue,

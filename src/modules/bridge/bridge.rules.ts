@@ -1,5 +1,5 @@
 /** Bridge rules: chain ids of the API, the attestation backoff, references. Pure functions. */
-import { SOURCE_CHAINS, type SourceChainName } from "../../chain/profiles.ts";
+import { type ProfileName, SOURCE_CHAINS, type SourceChainName } from "../../chain/profiles.ts";
 
 /** The API's id of the destination (the testnet settlement profile). */
 export const DESTINATION_CHAIN = "Settle_Testnet";
@@ -8,6 +8,19 @@ export const DESTINATION_PROFILE = "testnet" as const;
 export const BRIDGE_STATUSES = ["pending", "burned", "attested", "minted", "failed"] as const;
 export type BridgeStatus = typeof BRIDGE_STATUSES[number];
 export const OPEN_STATUSES: readonly BridgeStatus[] = ["pending", "burned", "attested"];
+
+/**
+ * CCTP v2's two speeds: `standard` is attested once the source chain finalizes the burn
+ * (minFinalityThreshold 2000); `fast` at its soft finality (1000), for the fast fee.
+ */
+export const TRANSFER_SPEEDS = ["standard", "fast"] as const;
+export type TransferSpeed = typeof TRANSFER_SPEEDS[number];
+export const finalityOf = (speed: TransferSpeed): number => speed === "fast" ? 1000 : 2000;
+
+/** The API's chain id → the chain profile. */
+export function profileOf(chainId: string): ProfileName {
+  return chainId === DESTINATION_CHAIN ? DESTINATION_PROFILE : chainId as SourceChainName;
+}
 
 export function isSupportedSource(value: string): value is SourceChainName {
   return (SOURCE_CHAINS as readonly string[]).includes(value);

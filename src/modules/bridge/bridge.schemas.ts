@@ -8,7 +8,7 @@ import { M } from "../../http/messages.ts";
 import { errors, type RouteDoc } from "../../http/contract.ts";
 import { isAddress } from "../../chain/address.ts";
 import { usdcAmount } from "../../money.ts";
-import { BRIDGE_STATUSES } from "./bridge.rules.ts";
+import { BRIDGE_STATUSES, TRANSFER_SPEEDS } from "./bridge.rules.ts";
 
 export const REQUIRED_FIELDS = ["fromChain", "toChain", "amount", "recipient"] as const;
 
@@ -25,10 +25,62 @@ export const transferBody = z.object({
     .describe("0x address on the destination chain"),
   paymentReference: z.string({ error: M.bridgePayment }).min(1, M.bridgePayment)
     .max(64, M.bridgePayment).optional().describe(
-      "Cross-chain checkout: a PENDING payment on Settle_Testnet; amount and recipient must be its amount and payee. The burn's hook data carries it; the mint settles it.",
+      "Cross-chain checkout: a PENDING payment on Settle_Testnet; amount and recipient must be its amount and payee. The burn's hook data carries it; the mint settles it. The burn is the amount plus the bridge fee, so the payee receives the whole amount.",
     ),
+  transferSpeed: z.enum(TRANSFER_SPEEDS, { error: M.bridgeSpeed }).optional().describe(
+    "standard (default): attested once the source chain finalizes the burn; fast: attested at its soft finality, for the fast fee (CCTP v2 Fast Transfer, minFinalityThreshold 1000)",
+  ),
 });
 export type TransferInput = z.output<typeof transferBody>;
+
+// ---- cross-chain checkout from the shopper's own wallet (page endpoints, /checkout/…) -------
+
+const sourceChainField = z.string({ error: M.bridgeSourceChainBody })
+  .min(1, M.bridgeSourceChainBody).max(64, M.bridgeSourceChainBody);
+const speed = z.enum(TRANSFER_SPEEDS, { error: M.bridgeSpeed }).optional();
+
+/** GET /checkout/{reference}/bridge-quote: the fee, the burn and how the shopper can pay. */
+export const shopperQuoteQuery = z.object({
+  sourceChain: sourceChainField,
+  payer: z.string().max(64).optional(),
+  transferSpeed: speed,
+});
+
+const uint = z.union([
+  z.string(M.bridgeRelayBody).regex(/^\d{1,78}$/, M.bridgeRelayBody),
+  z.number(M.bridgeRelayBody).int(M.bridgeRelayBody).nonnegative(M.bridgeRelayBody),
+], { error: M.bridgeRelayBody }).transform((v) => BigInt(v));
+const hexAddress = z.string(M.bridgeRelayBody).regex(/^0x[0-9a-fA-F]{40}$/, M.bridgeRelayBody)
+  .transform((a) => a.toLowerCase() as `0x${string}`);
+
+/**
+ * POST /checkout/{reference}/bridge-relay: the shopper's EIP-3009 ReceiveWithAuthorization to
+ * CheckoutBurner as signed (value = the burn), the maxFee and speed its nonce commits to.
+ */
+export const shopperRelayBody = z.object({
+  sourceChain: sourceChainField,
+  transferSpeed: speed,
+  maxFee: uint,
+  authorization: z.object({
+    from: hexAddress,
+    to: hexAddress,
+    value: uint,
+    validAfter: uint,
+    validBefore: uint,
+    nonce: z.string(M.bridgeRelayBody).regex(/^0x[0-9a-fA-F]{64}$/, M.bridgeRelayBody)
+      .transform((n) => n.toLowerCase() as `0x${string}`),
+  }, M.bridgeRelayBody),
+  signature: z.string(M.bridgeRelayBody).regex(/^0x[0-9a-fA-F]{130}$/, M.bridgeRelayBody)
+    .transform((sig) => sig as `0x${string}`),
+}, M.bridgeRelayBody);
+export type ShopperRelayInput = z.output<typeof shopperRelayBody>;
+
+/** POST /checkout/{reference}/bridge-burn: the burn the shopper's wallet sent. */
+export const shopperBurnBody = z.object({
+  sourceChain: sourceChainField,
+  txHash: z.string({ error: M.txHashInvalid }).regex(/^0x[0-9a-fA-F]{64}$/, M.txHashInvalid)
+    .transform((h) => h.toLowerCase() as `0x${string}`),
+});
 
 export const statusQuery = z.object({
   reference: z.string({ error: M.bridgeReference }).min(1, M.bridgeReference)
@@ -37,6 +89,10 @@ export const statusQuery = z.object({
 
 export const attesterParams = z.object({
   sourceDomain: z.string().regex(/^\d{1,10}$/).describe("CCTP domain of the burn's chain"),
+});
+export const feeParams = z.object({
+  sourceDomain: z.string().regex(/^\d{1,10}$/).describe("CCTP domain of the burn's chain"),
+  destinationDomain: z.string().regex(/^\d{1,10}$/).describe("CCTP domain of the mint's chain"),
 });
 export const attesterQuery = z.object({
   transactionHash: z.string().regex(/^0x[0-9a-fA-F]{64}$/).describe("The burn transaction"),
@@ -74,7 +130,19 @@ export const transferRecord = z.object({
   burnExplorerUrl: z.string().nullable(),
   mintTxHash: z.string().nullable(),
   mintExplorerUrl: z.string().nullable(),
-  mintedAmount: z.string().nullable(),
+  mintedAmount: z.string().nullable().describe("What the recipient received (after the fee)"),
+  transferSpeed: z.enum(TRANSFER_SPEEDS),
+  burnMode: z.enum(["service", "payer_authorization", "payer_wallet"]).describe(
+    "Who burns: the service (a managed wallet), the service's relayer with the shopper's EIP-3009 signature, or the shopper's own wallet (checkout)",
+  ),
+  burnAmount: z.string().describe(
+    "What is burned on the source chain (a checkout: the amount plus the fee)",
+  ),
+  maxFee: z.string().describe("The most the bridge may keep (the burn's maxFee), quoted at start"),
+  fee: z.string().nullable().describe("What the bridge kept (MintAndWithdraw feeCollected)"),
+  finalityThresholdExecuted: z.number().int().nullable().describe(
+    "The finality the attestation was given at: 1000 fast, 2000 standard",
+  ),
   attestation: z.object({
     attempts: z.number().int().describe("Times the attestation was asked for"),
     state: z.string().nullable().describe(
@@ -132,10 +200,13 @@ export const bridgeRoutes: RouteDoc[] = [
           reference: z.string().describe("bridge_<random>"),
           message: z.string(),
           statusUrl: z.string().describe("The status path of this transfer"),
+          transferSpeed: z.enum(TRANSFER_SPEEDS),
+          burnAmount: z.string().describe("What will be burned (a checkout: amount plus fee)"),
+          maxFee: z.string().describe("The bridge fee this transfer allows"),
         }),
       },
       400: {
-        description: "Missing or malformed fields, or too little USDC",
+        description: "Missing or malformed fields, too little USDC, or an amount below the fee",
         schema: errorWithBalance,
       },
       409: {
@@ -194,6 +265,30 @@ export const bridgeRoutes: RouteDoc[] = [
       },
       400: { description: "Malformed parameters", schema: z.object({ error: z.string() }) },
       404: { description: "No such burn (yet)", schema: z.object({ error: z.string() }) },
+      503: {
+        description: "No attester key is configured",
+        schema: z.object({ error: z.string() }),
+      },
+      ...errors([429]),
+    },
+  },
+  {
+    method: "get",
+    path: "/api/cctp/attestation/v2/burn/USDC/fees/:sourceDomain/:destinationDomain",
+    summary:
+      "The local attester's fee tiers, in the shape of Circle's fee API (minimumFee in basis points)",
+    tag,
+    auth: [],
+    params: feeParams,
+    responses: {
+      200: {
+        description: "One tier per finality threshold: 1000 fast, 2000 standard",
+        schema: z.array(z.object({
+          finalityThreshold: z.number().int(),
+          minimumFee: z.union([z.number(), z.string()]),
+        })),
+      },
+      400: { description: "Malformed parameters", schema: z.object({ error: z.string() }) },
       ...errors([429]),
     },
   },

@@ -5,7 +5,6 @@
  */
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
-import type { ProfileName } from "../../chain/index.ts";
 import { PROFILE_DEFS, SOURCE_CHAINS, type SourceChainName } from "../../chain/profiles.ts";
 import { checksum, lower } from "../../chain/address.ts";
 import { formatUsdc } from "../../money.ts";
@@ -13,7 +12,14 @@ import { sessionAccount } from "../consumers/consumers.service.ts";
 import { loadPayment } from "../payments/payments.checkout.ts";
 import * as repo from "./bridge.repo.ts";
 import { burnQueue } from "./bridge.queues.ts";
-import { DESTINATION_CHAIN, DESTINATION_PROFILE, newReference } from "./bridge.rules.ts";
+import {
+  DESTINATION_CHAIN,
+  DESTINATION_PROFILE,
+  newReference,
+  profileOf,
+  type TransferSpeed,
+} from "./bridge.rules.ts";
+import { quote } from "./bridge.attestation.ts";
 
 type ConsumerRow = Awaited<ReturnType<typeof sessionAccount>>;
 
@@ -30,10 +36,7 @@ export async function signedIn(
   }
 }
 
-/** The API's chain id → the chain profile. */
-export function profileOf(chainId: string): ProfileName {
-  return chainId === DESTINATION_CHAIN ? DESTINATION_PROFILE : chainId as SourceChainName;
-}
+export { profileOf };
 
 export function descriptors() {
   return {
@@ -51,15 +54,25 @@ export function descriptors() {
   };
 }
 
+export interface TransferRequest {
+  fromChain: SourceChainName;
+  amount: bigint;
+  recipient: `0x${string}`;
+  /** Default `standard`. */
+  transferSpeed?: TransferSpeed;
+}
+
 /**
  * Starts an inbound transfer from the consumer's own managed wallet on `fromChain` (started on
- * first use) to `recipient` on the testnet chain: checks the wallet's balance there, records the
- * transfer and enqueues its burn in one transaction.
+ * first use) to `recipient` on the testnet chain: quotes the fee, checks the wallet's balance
+ * there covers the burn, records the transfer and enqueues its burn in one transaction. A plain
+ * transfer burns `amount` (the recipient gets it less the fee); a checkout burns the payment's
+ * amount plus the fee (`opts.paymentReference`: the merchant gets the whole amount).
  */
 export async function startTransfer(
   deps: Deps,
   account: ConsumerRow,
-  input: { fromChain: SourceChainName; amount: bigint; recipient: `0x${string}` },
+  input: TransferRequest,
   opts: { paymentReference?: string } = {},
 ): Promise<repo.BridgeRow> {
   if (account.walletType !== "MANAGED" || !account.managedWalletId) {
@@ -67,11 +80,27 @@ export async function startTransfer(
   }
   if (!deps.chain.has(DESTINATION_PROFILE)) throw new DomainError("chain_not_configured");
   await deps.chain.ensure(input.fromChain);
+  const speed = input.transferSpeed ?? "standard";
+  const q = await quote(deps, {
+    from: input.fromChain,
+    to: DESTINATION_PROFILE,
+    amount: input.amount,
+    speed,
+    covers: opts.paymentReference ? "net" : "gross",
+  });
   const source = account.walletAddress as `0x${string}`;
   const balance = await deps.chain.usdcBalance(input.fromChain, source);
-  if (balance < input.amount) {
+  if (balance < q.burnAmount) {
+    const usdc = (u: bigint) => formatUsdc(u, { decimals: "fixed" });
     throw new DomainError("bridge_insufficient_balance", {
-      balance: formatUsdc(balance, { decimals: "fixed" }),
+      balance: usdc(balance),
+      ...(q.burnAmount !== input.amount
+        ? {
+          hint: `This payment burns ${usdc(q.burnAmount)} USDC: ${
+            usdc(input.amount)
+          } for the merchant and ${usdc(q.maxFee)} for the bridge fee.`,
+        }
+        : {}),
     });
   }
   const now = deps.clock.now();
@@ -89,6 +118,9 @@ export async function startTransfer(
       sender: lower(source),
       recipient: lower(input.recipient),
       paymentReference: opts.paymentReference ?? null,
+      transferSpeed: speed,
+      burnAmount: q.burnAmount,
+      maxFee: q.maxFee,
       now,
     });
     await deps.queue.send(burnQueue, { reference: row.reference }, { tx });
@@ -113,7 +145,7 @@ export async function payFromChain(
   deps: Deps,
   account: ConsumerRow,
   paymentReference: string,
-  input: { fromChain: SourceChainName; amount: bigint; recipient: `0x${string}` },
+  input: TransferRequest,
 ): Promise<repo.BridgeRow> {
   const p = await loadPayment(deps, paymentReference);
   if (!p) throw new DomainError("payment_not_found");
@@ -134,15 +166,22 @@ export async function payFromChain(
       }: the payment's amount and payee.`,
     });
   }
+  // A burn the shopper's own wallet made may be under way (not covered by the unique index).
+  if ((await repo.openForPayment(deps.sql, p.reference)).length) {
+    throw new DomainError("bridge_payment_not_bridgeable", {
+      hint: "A transfer for this payment is already under way.",
+    });
+  }
   return await startTransfer(deps, account, input, { paymentReference: p.reference });
 }
 
 /**
  * An outbound transfer (settlement chain → a source chain): `walletId`'s USDC on the testnet
- * chain is burned and minted to `recipient` on `toChain` by the same steps. Used by x402 seller
- * withdrawals to another destinationChain; the wallet must already hold `amount`. A caller that
- * may retry (an Idempotency-Key) passes a `reference` derived from its request: the retry finds
- * the first transfer instead of burning again.
+ * chain is burned and minted to `recipient` on `toChain` by the same steps, standard speed, the
+ * fee (the testnet messenger's minimum) out of `amount`. Used by x402 seller withdrawals to
+ * another destinationChain; the wallet must already hold `amount`. A caller that may retry (an
+ * Idempotency-Key) passes a `reference` derived from its request: the retry finds the first
+ * transfer instead of burning again.
  */
 export async function startOutbound(
   deps: Deps,
@@ -157,6 +196,9 @@ export async function startOutbound(
 ): Promise<repo.BridgeRow> {
   if (!deps.chain.has(DESTINATION_PROFILE)) throw new DomainError("chain_not_configured");
   await deps.chain.ensure(input.toChain);
+  const existing = input.reference ? await repo.find(deps.sql, input.reference) : null;
+  if (existing) return existing;
+  const q = await quoteOutbound(deps, input);
   return await deps.sql.begin(async (tx) => {
     const row = await repo.insertIfAbsent(tx, {
       reference: input.reference ?? newReference(),
@@ -171,11 +213,28 @@ export async function startOutbound(
       sender: lower(input.sender),
       recipient: lower(input.recipient),
       paymentReference: null,
+      transferSpeed: "standard",
+      burnAmount: q.burnAmount,
+      maxFee: q.maxFee,
       now: deps.clock.now(),
     });
     if (!row) return (await repo.find(tx, input.reference!))!;
     await deps.queue.send(burnQueue, { reference: row.reference }, { tx });
     return row;
+  });
+}
+
+/** An outbound transfer's fee quote; throws `bridge_amount_below_fee` when nothing would arrive. */
+export async function quoteOutbound(
+  deps: Deps,
+  input: { amount: bigint; toChain: SourceChainName },
+) {
+  return await quote(deps, {
+    from: DESTINATION_PROFILE,
+    to: input.toChain,
+    amount: input.amount,
+    speed: "standard",
+    covers: "gross",
   });
 }
 
@@ -246,6 +305,12 @@ export function transferView(deps: Deps, t: repo.BridgeRow) {
     mintedAmount: t.mintedAmount === null
       ? null
       : formatUsdc(t.mintedAmount, { decimals: "fixed" }),
+    transferSpeed: t.transferSpeed,
+    burnMode: t.burnMode,
+    burnAmount: formatUsdc(repo.burnAmountOf(t), { decimals: "fixed" }),
+    maxFee: formatUsdc(t.maxFee, { decimals: "fixed" }),
+    fee: t.feeCollected === null ? null : formatUsdc(t.feeCollected, { decimals: "fixed" }),
+    finalityThresholdExecuted: t.finalityExecuted,
     attestation: {
       attempts: t.attestationAttempts,
       state: t.attestationState,

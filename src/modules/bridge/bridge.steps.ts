@@ -6,42 +6,149 @@
  * the startup resume are harmless.
  */
 import type { Deps } from "../../deps.ts";
-import { type AttestedMessage, decodeMessage } from "../../chain/index.ts";
+import { decodeMessage } from "../../chain/index.ts";
 import { ChainRevertError } from "../../chain/errors.ts";
+import { formatUsdc } from "../../money.ts";
 import * as payments from "../payments/payments.service.ts";
 import * as repo from "./bridge.repo.ts";
 import { attestQueue, burnQueue, mintQueue } from "./bridge.queues.ts";
-import { attestationDelayMs, paymentHookData } from "./bridge.rules.ts";
-import { profileOf } from "./bridge.service.ts";
+import { attestationDelayMs, finalityOf, paymentHookData, profileOf } from "./bridge.rules.ts";
+import { fetchAttestation } from "./bridge.attestation.ts";
 
 /** Test-only pauses between a step's chain work and its record (restart tests). */
 export interface BridgeHooks {
   beforeMint?: (reference: string) => Promise<void>;
+  /** A shopper's authorization was relayed (mined), not yet recorded as burned. */
+  afterRelay?: (reference: string) => Promise<void>;
 }
 
-/** pending → burned: approve and burn on the source chain (intents `bridge:<ref>:…`). */
-export async function burnStep(deps: Deps, reference: string): Promise<void> {
+/**
+ * pending → burned: approve and burn on the source chain (intents `bridge:<ref>:…`) with the
+ * maxFee and finality the transfer was quoted. Before anything is sent, the messenger's minimum
+ * fee is read again: if it rose above the quote, the burn would revert after its approval, so
+ * the transfer fails with nothing sent.
+ */
+export async function burnStep(
+  deps: Deps,
+  reference: string,
+  hooks: BridgeHooks = {},
+): Promise<void> {
   const t = await repo.find(deps.sql, reference);
   if (!t || t.status !== "pending") return;
+  if (t.burnMode === "payer_authorization") return await relayStep(deps, t, hooks);
   const source = profileOf(t.fromChain);
+  const amount = repo.burnAmountOf(t);
   let burn;
   try {
     await deps.chain.ensure(source);
+    if (!(await deps.chain.intent(source, `bridge:${t.reference}:approve`))) {
+      const floor = await deps.chain.cctp.minFee(source, amount);
+      if (floor > t.maxFee) {
+        return await fail(
+          deps,
+          t,
+          `the messenger's minimum fee rose to ${
+            formatUsdc(floor, { decimals: "fixed" })
+          } USDC, above the ${
+            formatUsdc(t.maxFee, { decimals: "fixed" })
+          } this transfer allows: nothing was burned`,
+        );
+      }
+    }
     burn = await deps.chain.cctp.burn(source, {
       from: t.walletId ? { walletId: t.walletId } : "operator",
-      amount: t.amount,
+      amount,
       destination: profileOf(t.toChain),
       mintRecipient: t.recipient as `0x${string}`,
       hookData: t.paymentReference ? paymentHookData(t.paymentReference) : "0x",
+      maxFee: t.maxFee,
+      minFinalityThreshold: finalityOf(t.transferSpeed),
       intentKey: `bridge:${t.reference}`,
     });
   } catch (e) {
     if (e instanceof ChainRevertError) return await fail(deps, t, `burn reverted: ${e.reason}`);
     throw e;
   }
+  await burned(deps, t, burn.txHash);
+}
+
+/**
+ * pending → burned for a shopper's one-signature payment: our relayer submits their EIP-3009
+ * authorization to CheckoutBurner (intent `bridge:<ref>:burn`). Nothing is sent when the
+ * authorization is about to expire, or the messenger's minimum fee rose above the maxFee it
+ * signed. When the token has already spent the authorization, someone else submitted the same
+ * signed burn (it burns exactly the same): the transfer goes on with that transaction; spent
+ * with no such burn, the shopper cancelled it.
+ */
+async function relayStep(deps: Deps, t: repo.BridgeRow, hooks: BridgeHooks): Promise<void> {
+  const source = profileOf(t.fromChain);
+  const a = t.payerAuthorization!;
+  const from = a.from as `0x${string}`;
+  const nonce = a.nonce as `0x${string}`;
+  const ops = deps.chain.cctp.checkout;
+  const intentKey = `bridge:${t.reference}:burn`;
+  await deps.chain.ensure(source);
+  const elsewhere = async () =>
+    (await ops.authorizationUsed(source, from, nonce))
+      ? (await ops.burnedBy(source, from, nonce, t.createdAt)) ?? "cancelled"
+      : null;
+  if (!(await deps.chain.intent(source, intentKey))) {
+    const other = await elsewhere();
+    if (other === "cancelled") {
+      return await fail(deps, t, "the authorization was cancelled: nothing was burned");
+    }
+    if (other) return await burned(deps, t, other.txHash);
+    const now = BigInt(Math.floor(deps.clock.now().getTime() / 1000));
+    if (BigInt(a.validBefore) <= now + RELAY_MARGIN_SECONDS) {
+      return await fail(
+        deps,
+        t,
+        "the authorization expired before it was relayed: nothing was burned",
+      );
+    }
+    const floor = await deps.chain.cctp.minFee(source, repo.burnAmountOf(t));
+    if (floor > t.maxFee) {
+      return await fail(
+        deps,
+        t,
+        `the messenger's minimum fee rose to ${
+          formatUsdc(floor, { decimals: "fixed" })
+        } USDC, above the signed maxFee: nothing was burned`,
+      );
+    }
+  }
+  let tx: { txHash: string };
+  try {
+    tx = await ops.relay(source, {
+      burn: {
+        amount: repo.burnAmountOf(t),
+        destinationDomain: t.destinationDomain,
+        mintRecipient: t.recipient as `0x${string}`,
+        maxFee: t.maxFee,
+        minFinalityThreshold: finalityOf(t.transferSpeed),
+        hookData: paymentHookData(t.paymentReference!),
+      },
+      window: { from, validAfter: BigInt(a.validAfter), validBefore: BigInt(a.validBefore) },
+      signature: a.signature as `0x${string}`,
+      intentKey,
+    });
+  } catch (e) {
+    if (!(e instanceof ChainRevertError)) throw e;
+    const other = await elsewhere();
+    if (!other || other === "cancelled") return await fail(deps, t, `burn reverted: ${e.reason}`);
+    tx = other;
+  }
+  await hooks.afterRelay?.(t.reference);
+  await burned(deps, t, tx.txHash);
+}
+
+/** A relayed authorization this close to its end is not sent (it could expire in the pool). */
+const RELAY_MARGIN_SECONDS = 30n;
+
+async function burned(deps: Deps, t: repo.BridgeRow, txHash: string): Promise<void> {
   const now = deps.clock.now();
   await deps.sql.begin(async (tx) => {
-    if (await repo.markBurned(tx, t.reference, { txHash: burn.txHash, now })) {
+    if (await repo.markBurned(tx, t.reference, { txHash, now })) {
       await deps.queue.send(attestQueue, { reference: t.reference }, { tx });
     }
   });
@@ -72,18 +179,28 @@ export async function attestStep(deps: Deps, reference: string): Promise<void> {
   const { message, attestation, nonce } = answer;
   const mismatch = checkMessage(t, message);
   if (mismatch) return await fail(deps, t, `attestation does not match the burn: ${mismatch}`);
+  const decoded = decodeMessage(message)!;
   await deps.sql.begin(async (tx) => {
     const moved = await repo.markAttested(tx, t.reference, {
       message,
       attestation,
       nonce,
+      feeExecuted: BigInt(decoded.decodedMessageBody!.feeExecuted),
+      finalityExecuted: decoded.finalityThresholdExecuted,
       now,
     });
     if (moved) await deps.queue.send(mintQueue, { reference: t.reference }, { tx });
   });
 }
 
-/** attested → minted: receiveMessage on the destination from the operator, once. */
+/**
+ * attested → minted: receiveMessage on the destination from the operator, once. Receiving is
+ * permissionless: whether the message was already delivered (by another relayer, before our
+ * send or in the same block) is the destination transmitter's `usedNonces`, read before
+ * sending and again after any revert; never the revert's text, which differs between Circle's
+ * contracts (`Nonce already used`) and ours (`NonceAlreadyUsed`) and is absent for a
+ * transaction that reverted when mined.
+ */
 export async function mintStep(
   deps: Deps,
   reference: string,
@@ -109,17 +226,27 @@ export async function mintStep(
       });
     } catch (e) {
       if (!(e instanceof ChainRevertError)) throw e;
-      mint = /NonceAlreadyUsed/.test(e.reason)
-        ? await deps.chain.cctp.receivedBy(dest, t.nonce as `0x${string}`, t.createdAt)
-        : null;
-      if (!mint) return await fail(deps, t, `mint reverted: ${e.reason}`);
+      const nonce = t.nonce as `0x${string}`;
+      if (!(await deps.chain.cctp.nonceUsed(dest, nonce))) {
+        return await fail(deps, t, `mint reverted: ${e.reason}`);
+      }
+      mint = await deps.chain.cctp.receivedBy(dest, nonce, t.createdAt);
+      // Delivered, but its MessageReceived is not readable yet: pg-boss asks again.
+      if (!mint) {
+        throw new Error(`message ${nonce} was delivered; its transaction is not found yet`);
+      }
     }
   }
   const minted = await deps.chain.cctp.minted(dest, mint.txHash as `0x${string}`);
-  const amount = minted?.amount ?? t.amount;
+  const amount = minted?.amount ?? repo.burnAmountOf(t) - (t.feeExecuted ?? 0n);
   const now = deps.clock.now();
   await deps.sql.begin(async (tx) => {
-    const moved = await repo.markMinted(tx, t.reference, { txHash: mint.txHash, amount, now });
+    const moved = await repo.markMinted(tx, t.reference, {
+      txHash: mint.txHash,
+      amount,
+      fee: minted?.fee ?? t.feeExecuted,
+      now,
+    });
     if (!moved || !t.paymentReference || t.direction !== "inbound") return;
     await payments.settleBridged(deps, tx, {
       chainId: deps.chain.chainId(dest),
@@ -154,52 +281,6 @@ async function fail(deps: Deps, t: repo.BridgeRow, error: string): Promise<void>
   await repo.markFailed(deps.sql, t.reference, { error, now: deps.clock.now() });
 }
 
-interface Attestation {
-  /** `complete`, or the wait's last answer: `not_found`, `pending_confirmations`, … */
-  state: string;
-  message?: `0x${string}`;
-  attestation?: `0x${string}`;
-  nonce?: string;
-}
-
-/** The attestation of the transfer's burn: GET /v2/messages/{sourceDomain}?transactionHash=. */
-async function fetchAttestation(
-  deps: Deps,
-  t: repo.BridgeRow,
-): Promise<Attestation> {
-  const api = deps.config.chain.cctp.attestationApiUrl;
-  let messages: AttestedMessage[] | null;
-  if (api) {
-    const url = `${api}/v2/messages/${t.sourceDomain}?transactionHash=${t.burnTxHash}`;
-    const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
-    if (res.status === 404) {
-      await res.body?.cancel();
-      messages = null;
-    } else if (!res.ok) {
-      await res.body?.cancel();
-      throw new Error(`attestation API answered ${res.status}`);
-    } else {
-      messages = ((await res.json()) as { messages?: AttestedMessage[] }).messages ?? [];
-    }
-  } else {
-    messages = await deps.chain.cctp.attest(
-      profileOf(t.fromChain),
-      t.burnTxHash as `0x${string}`,
-    );
-  }
-  const m = messages?.[0];
-  if (!m) return { state: "not_found" };
-  if (m.status !== "complete" || !m.attestation || m.attestation === "PENDING") {
-    return { state: m.status || "pending" };
-  }
-  return {
-    state: "complete",
-    message: m.message,
-    attestation: m.attestation,
-    nonce: decodeMessage(m.message)?.nonce ?? String(m.eventNonce),
-  };
-}
-
 /** The attested message must be the burn we asked for (an attestation API is not trusted). */
 function checkMessage(t: repo.BridgeRow, message: `0x${string}`): string | null {
   const m = decodeMessage(message);
@@ -207,7 +288,8 @@ function checkMessage(t: repo.BridgeRow, message: `0x${string}`): string | null 
   if (m.sourceDomain !== t.sourceDomain) return "source domain";
   if (m.destinationDomain !== t.destinationDomain) return "destination domain";
   const body = m.decodedMessageBody;
-  if (BigInt(body.amount) !== t.amount) return "amount";
+  if (BigInt(body.amount) !== repo.burnAmountOf(t)) return "amount";
+  if (BigInt(body.feeExecuted) > t.maxFee) return "fee";
   if (`0x${body.mintRecipient.slice(-40)}`.toLowerCase() !== t.recipient) return "recipient";
   return null;
 }

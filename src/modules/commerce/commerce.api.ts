@@ -1,15 +1,15 @@
 /**
  * /api/jobs/*: a merchant or secret key as `x-api-key`, or the merchant's session cookie (the
  * spec's "Provide a valid x-api-key or log in."), scope `jobs`; 403 and 404 bodies are
- * `{ error }` only. The credential's chain (a key's prefix; a session: the payout chain) is
- * where jobs are created and looked up.
+ * `{ error }` only. The credential's chain (a key's prefix; a session: its mode) is where jobs
+ * are created and looked up: a job of the other environment is not found (404), like any other.
  */
 import { Hono } from "hono";
 import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
 import { readJsonObject } from "../../http/body.ts";
 import { parseOrThrow } from "../../http/contract.ts";
-import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
+import { type AuthEnv, guard, merchantOf, profileOf } from "../../http/auth.ts";
 import { idempotent } from "../../http/idempotency.ts";
 import { M } from "../../http/messages.ts";
 import * as service from "./commerce.service.ts";
@@ -36,8 +36,6 @@ export function jobsApi(deps: Deps) {
   const read = auth(false);
   const once = idempotent(deps);
   const requestKey = (c: Context<AuthEnv>) => c.req.header("idempotency-key");
-  const profileOf = (c: Context<AuthEnv>) =>
-    c.get("auth").key?.profile ?? deps.chain.payoutProfile();
 
   app.post("/api/jobs/create", write, once, async (c) => {
     const input = parseOrThrow(createJobBody, await readJsonObject(c));

@@ -58,8 +58,44 @@ export interface JobRow {
   completeTxHash: string | null;
   rejectTxHash: string | null;
   refundTxHash: string | null;
+  /** The action being sent, recorded before its first transaction (see JobPending). */
+  pendingAction: JobActionName | null;
+  pendingIntent: string | null;
+  pendingChange: Record<string, string> | null;
+  pendingAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
+}
+
+export type JobActionName = "fund" | "submit" | "complete" | "reject" | "refund";
+
+/**
+ * The statuses each action may be sent in (the contract's rules): any other is refused before
+ * anything is signed. Whether a refund's expiry has come is the chain's clock: left to it.
+ */
+export const ACTION_FROM: Record<JobActionName, JobStatus[]> = {
+  fund: ["OPEN"],
+  submit: ["FUNDED"],
+  complete: ["SUBMITTED"],
+  reject: ["FUNDED", "SUBMITTED"],
+  refund: ["FUNDED", "SUBMITTED"],
+};
+
+/** The sender intents an action's transactions carry: fund's approval and deposit, or one. */
+export function actionIntents(action: JobActionName, intent: string): string[] {
+  return action === "fund" ? [`${intent}:approve`, `${intent}:fund`] : [intent];
+}
+
+/** The transaction column each of an action's intents fills. */
+export function intentColumn(action: JobActionName, intentKey: string): TxColumn {
+  if (action === "fund") return intentKey.endsWith(":approve") ? "approveTxHash" : "fundTxHash";
+  const columns: Record<Exclude<JobActionName, "fund">, TxColumn> = {
+    submit: "submitTxHash",
+    complete: "completeTxHash",
+    reject: "rejectTxHash",
+    refund: "refundTxHash",
+  };
+  return columns[action];
 }
 
 /** Statuses in the order a job moves through them; the last three are ends. */

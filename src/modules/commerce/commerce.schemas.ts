@@ -13,8 +13,11 @@ const ZERO_ADDRESS = /^0x0{40}$/i;
 const address = z.string({ error: M.jobAddress })
   .refine((a) => isAddress(a) && !ZERO_ADDRESS.test(a), M.jobAddress)
   .transform((a) => a.toLowerCase() as `0x${string}`);
-const jobId = z.string({ error: M.jobId }).regex(JOB_ID, M.jobId)
-  .describe("The on-chain job id");
+// The spec's "jobId string required": a JSON number is refused with a text saying so (a job id
+// is a uint256, which a JSON number cannot carry exactly beyond 2^53).
+const jobId = z.string({ error: (iss) => iss.input === undefined ? M.jobId : M.jobIdString })
+  .regex(JOB_ID, M.jobIdFormat)
+  .describe('The on-chain job id, as a string of digits ("42")');
 const walletId = (text: string) =>
   z.string({ error: text }).min(1, text).max(64, text).describe("A managed wallet's id (UUID)");
 const reason = z.string({ error: M.jobReason }).max(500, M.jobReason).optional();

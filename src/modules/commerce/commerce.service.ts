@@ -3,14 +3,16 @@
  * may be anyone's wallets, so any authenticated caller finds a job by its on-chain id (on the
  * chain its credential selects) and a wallet id resolves to its address whoever owns it. Each
  * action checks, before anything is signed, that the wallet id resolves to the address recorded
- * on the job and that the caller controls that wallet (403, `{ error }`); whether the job's
- * status allows the action is left to the contract (a revert is 502 with the decoded reason).
- * The job's row is locked while its transaction is sent, so two actions on one job are
- * serialised; the row changes once the transaction is mined.
+ * on the job and that the caller controls that wallet (403, `{ error }`). Actions on one job are
+ * serialised by the job's claim, which holds no connection (src/db/claims.ts): under it the job
+ * is caught up with the chain, an action its status does not allow is refused (400, nothing
+ * sent), the action is recorded on the row, sent with no transaction open, and its result
+ * recorded in one statement (commerce.catchup.ts finishes what a crash leaves).
  */
 import { createHash } from "node:crypto";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
+import { withClaim } from "../../db/claims.ts";
 import { checksum, lower } from "../../chain/address.ts";
 import { JOB_CHAIN_STATUSES, textHash } from "../../chain/commerce.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
@@ -20,23 +22,21 @@ import { controlledWallet } from "../wallets/wallets.service.ts";
 import * as repo from "./commerce.repo.ts";
 import type { CreateJobInput } from "./commerce.schemas.ts";
 import {
-  actionsBetween,
-  chainIsAhead,
+  ACTION_FROM,
+  actionIntents,
   DEFAULT_COMPLETE_REASON,
   DEFAULT_REJECT_REASON,
   JOB_ID,
+  type JobActionName,
   type JobRole,
   type JobRow,
+  type JobStatus,
   ROLE_ERRORS,
 } from "./commerce.rules.ts";
+import { jobClaim, profileOf, reconcile, settlePending } from "./commerce.catchup.ts";
 
 export type { JobRow } from "./commerce.rules.ts";
-
-function profileOf(deps: Deps, row: Pick<JobRow, "chainId">): ProfileName {
-  const p = deps.chain.profiles().find((n) => deps.chain.chainId(n) === row.chainId);
-  if (!p) throw new DomainError("chain_not_configured");
-  return p;
-}
+export { catchUpPending, reconcile } from "./commerce.catchup.ts";
 
 /** The job record every response shows. */
 export function jobView(deps: Deps, j: JobRow) {
@@ -128,38 +128,6 @@ function keyOf(deps: Deps, profile: ProfileName, jobId: string) {
   };
 }
 
-/**
- * The chain's state wins over the row's: a job that moved on chain without its row changing (a
- * party acting on the contract directly, or a process stopped between a mined transaction and
- * its commit) is brought up to date, with the hashes the contract holds and the transactions we
- * recorded for it, if we sent them. A row never moves back.
- */
-export async function reconcile(deps: Deps, row: JobRow): Promise<JobRow> {
-  if (!chainIsAhead(row.status, "COMPLETED")) return row; // an end: nothing moves it
-  const profile = profileOf(deps, row);
-  const chain = await deps.chain.jobs.read(profile, BigInt(row.jobId));
-  if (!chainIsAhead(row.status, chain.status)) return row;
-  const change: repo.JobChange = { status: chain.status };
-  const ZERO = `0x${"0".repeat(64)}`;
-  if (chain.deliverable !== ZERO && row.deliverableHash === null) {
-    change.deliverableHash = chain.deliverable;
-  }
-  if (chain.reason !== ZERO && row.reasonHash === null) change.reasonHash = chain.reason;
-  const family = `job:${row.chainId}:${row.contractAddress}:${row.jobId}:`;
-  for (const step of actionsBetween(row.status, chain.status)) {
-    if (row[step.column] !== null) continue;
-    const tx = await deps.chain.confirmedIntent(profile, `${family}${step.action}:`, step.suffix);
-    if (tx) change[step.column] = tx.txHash;
-  }
-  await repo.update(deps.sql, row.id, change, deps.clock.now());
-  deps.log.warn("job row caught up with the chain", {
-    jobId: row.jobId,
-    from: row.status,
-    to: chain.status,
-  });
-  return (await repo.find(deps.sql, row))!;
-}
-
 /** Any caller's read: the job on the credential's chain, or job_not_found. */
 export async function getJob(deps: Deps, profile: ProfileName, jobId: string): Promise<JobRow> {
   if (!JOB_ID.test(jobId) || !deps.chain.has(profile)) throw new DomainError("job_not_found");
@@ -179,17 +147,19 @@ async function authorise(deps: Deps, m: MerchantRow, job: JobRow, role: JobRole,
   }
 }
 
+/** The refusal of an action the job's status does not allow (decided before sending). */
+function wrongStatus(status: JobStatus | string, action: string): DomainError {
+  return new DomainError("job_wrong_status", {
+    hint: `The job is ${status} on chain; ${action} is not allowed in that status.`,
+  });
+}
+
 /** A contract refusal in the job's terms: WrongStatus and NotExpired decoded, others as they are. */
 function refusal(err: unknown, action: string): unknown {
   if (!(err instanceof DomainError) || err.code !== "chain_reverted") return err;
   const reason = err.details.hint ?? "";
   const wrong = /WrongStatus\(\d+, (\d+)\)/.exec(reason);
-  if (wrong) {
-    const status = JOB_CHAIN_STATUSES[Number(wrong[1])] ?? wrong[1];
-    return new DomainError("job_wrong_status", {
-      hint: `The job is ${status} on chain; ${action} is not allowed in that status.`,
-    });
-  }
+  if (wrong) return wrongStatus(JOB_CHAIN_STATUSES[Number(wrong[1])] ?? wrong[1], action);
   // Our checks made the caller the role's party, so the contract's Unauthorized can only be the
   // state: an OPEN job is rejected by its client, not by the evaluator.
   if (/^Unauthorized\(/.test(reason)) {
@@ -206,42 +176,95 @@ function refusal(err: unknown, action: string): unknown {
   return err;
 }
 
+interface ActionSpec<T> {
+  jobId: string;
+  walletId: string;
+  role: JobRole;
+  action: JobActionName;
+  keyed: Keyed;
+  /** The text the row takes with the result (the chain holds only its hash). */
+  text?: Partial<repo.JobChange>;
+  send: (job: JobRow, intentKey: string) => Promise<T>;
+  change: (result: T) => repo.JobChange;
+}
+
 /**
- * One action on a job: find it (404), authorise the caller's wallet for `role` (403), then, with
- * the row locked, send and record the change in the same database transaction.
+ * One action on a job: find it (404) and authorise the caller's wallet for its role (403), then
+ * under the job's claim: settle what a dead process left pending, catch up with the chain,
+ * refuse a status the action is not allowed in (400), record the action on the row, send it
+ * with no transaction open, and record the result in one statement.
  */
 async function act<T>(
   deps: Deps,
   m: MerchantRow,
   profile: ProfileName,
-  input: { jobId: string; walletId: string; role: JobRole; action: string },
-  send: (job: JobRow) => Promise<T>,
-  change: (result: T) => repo.JobChange,
+  spec: ActionSpec<T>,
 ): Promise<{ job: JobRow; result: T }> {
-  const found = await getJob(deps, profile, input.jobId);
-  await authorise(deps, m, found, input.role, input.walletId);
-  try {
-    return await inTransaction();
-  } catch (e) {
-    // Refused for the job's status: the chain may have moved without the row; catch up.
-    if (e instanceof DomainError && e.code === "job_wrong_status") {
-      await reconcile(deps, found).catch(() => {});
+  const found = await getJob(deps, profile, spec.jobId);
+  await authorise(deps, m, found, spec.role, spec.walletId);
+  return await withClaim(deps.sql, jobClaim(found), async () => {
+    let job = (await repo.find(deps.sql, found))!;
+    if (job.pendingAction) {
+      const earlier = await settlePending(deps, job);
+      // A dead process's transaction not yet decided: its recovery will tell.
+      if (earlier.inFlight) throw new DomainError("resource_busy");
+      job = earlier.row;
     }
-    throw e;
-  }
-  async function inTransaction() {
-    return await deps.sql.begin(async (db) => {
-      const job = (await repo.find(db, keyOf(deps, profile, input.jobId), { lock: true }))!;
-      let result: T;
-      try {
-        result = await send(job);
-      } catch (e) {
-        throw refusal(e, input.action);
+    const intentKey = intent(job, spec.action, spec.keyed);
+    // A keyed retry whose transactions were sent answers with them (whatever the status now).
+    const replay = spec.keyed.requestKey !== undefined &&
+      await deps.chain.transaction(profile, actionIntents(spec.action, intentKey).at(-1)!);
+    if (!replay) {
+      job = await reconcile(deps, job);
+      if (!ACTION_FROM[spec.action].includes(job.status)) {
+        throw wrongStatus(job.status, spec.action);
       }
-      await repo.update(db, job.id, change(result), deps.clock.now());
-      return { job, result };
-    }) as { job: JobRow; result: T };
-  }
+    }
+    await repo.markPending(deps.sql, job.id, {
+      action: spec.action,
+      intent: intentKey,
+      change: spec.text ?? {},
+    });
+    let result: T;
+    try {
+      result = await spec.send(job, intentKey);
+    } catch (e) {
+      await forgetUnlessInFlight(deps, profile, job, spec.action, intentKey);
+      const refused = refusal(e, spec.action);
+      // Refused for the job's status: the chain moved without the row; catch up.
+      if (refused instanceof DomainError && refused.code === "job_wrong_status") {
+        await reconcile(deps, job).catch(() => {});
+      }
+      throw refused;
+    }
+    const row = await repo.applyAction(
+      deps.sql,
+      job.id,
+      ACTION_FROM[spec.action],
+      { ...spec.change(result), ...spec.text },
+      intentKey,
+      deps.clock.now(),
+    );
+    return { job: row, result };
+  });
+}
+
+/**
+ * After a failed send: the pending record goes unless one of the action's transactions is still
+ * in flight (a receipt timeout): then the catch-up follows it.
+ */
+async function forgetUnlessInFlight(
+  deps: Deps,
+  profile: ProfileName,
+  job: JobRow,
+  action: JobActionName,
+  intentKey: string,
+) {
+  const txs = await Promise.all(
+    actionIntents(action, intentKey).map((k) => deps.chain.intent(profile, k)),
+  );
+  if (txs.some((t) => t && (t.status === "signed" || t.status === "broadcast"))) return;
+  await repo.clearPending(deps.sql, job.id, intentKey);
 }
 
 /**
@@ -277,26 +300,26 @@ export async function fund(
   input: { jobId: string; clientWalletId: string },
   requestKey?: string,
 ) {
-  const keyed = { merchantId: m.id, requestKey, input };
-  const { result } = await act(
-    deps,
-    m,
-    profile,
-    { jobId: input.jobId, walletId: input.clientWalletId, role: "client", action: "fund" },
-    (job) =>
+  const { result } = await act(deps, m, profile, {
+    jobId: input.jobId,
+    walletId: input.clientWalletId,
+    role: "client",
+    action: "fund",
+    keyed: { merchantId: m.id, requestKey, input },
+    send: (job, intentKey) =>
       deps.chain.jobs.fund(profile, {
         walletId: input.clientWalletId,
         client: job.client as `0x${string}`,
         jobId: BigInt(job.jobId),
         budget: job.budget,
-        intentKey: intent(job, "fund", keyed),
+        intentKey,
       }),
-    (r) => ({
+    change: (r) => ({
       status: "FUNDED",
       approveTxHash: r.approveTx?.txHash ?? null,
       fundTxHash: r.fundTx.txHash,
     }),
-  );
+  });
   return {
     jobId: input.jobId,
     status: "FUNDED" as const,
@@ -313,28 +336,24 @@ export async function submit(
   input: { jobId: string; providerWalletId: string; deliverableData: string },
   requestKey?: string,
 ) {
-  const keyed = { merchantId: m.id, requestKey, input };
   const deliverableHash = textHash(input.deliverableData);
-  const { result } = await act(
-    deps,
-    m,
-    profile,
-    { jobId: input.jobId, walletId: input.providerWalletId, role: "provider", action: "submit" },
-    (job) =>
+  const { result } = await act(deps, m, profile, {
+    jobId: input.jobId,
+    walletId: input.providerWalletId,
+    role: "provider",
+    action: "submit",
+    keyed: { merchantId: m.id, requestKey, input },
+    text: { deliverableData: input.deliverableData, deliverableHash },
+    send: (job, intentKey) =>
       deps.chain.jobs.act(profile, {
         walletId: input.providerWalletId,
         action: "submit",
         jobId: BigInt(job.jobId),
         hash: deliverableHash,
-        intentKey: intent(job, "submit", keyed),
+        intentKey,
       }),
-    (tx) => ({
-      status: "SUBMITTED",
-      submitTxHash: tx.txHash,
-      deliverableData: input.deliverableData,
-      deliverableHash,
-    }),
-  );
+    change: (tx) => ({ status: "SUBMITTED", submitTxHash: tx.txHash }),
+  });
   return {
     jobId: input.jobId,
     status: "SUBMITTED" as const,
@@ -353,31 +372,30 @@ export async function evaluate(
   input: { jobId: string; evaluatorWalletId: string; reason?: string },
   requestKey?: string,
 ) {
-  const keyed = { merchantId: m.id, requestKey, input };
   const reason = input.reason ??
     (action === "complete" ? DEFAULT_COMPLETE_REASON : DEFAULT_REJECT_REASON);
   const reasonHash = textHash(reason);
   const status = action === "complete" ? "COMPLETED" as const : "REJECTED" as const;
-  const { result } = await act(
-    deps,
-    m,
-    profile,
-    { jobId: input.jobId, walletId: input.evaluatorWalletId, role: "evaluator", action },
-    (job) =>
+  const { result } = await act(deps, m, profile, {
+    jobId: input.jobId,
+    walletId: input.evaluatorWalletId,
+    role: "evaluator",
+    action,
+    keyed: { merchantId: m.id, requestKey, input },
+    text: { reason, reasonHash },
+    send: (job, intentKey) =>
       deps.chain.jobs.act(profile, {
         walletId: input.evaluatorWalletId,
         action,
         jobId: BigInt(job.jobId),
         hash: reasonHash,
-        intentKey: intent(job, action, keyed),
+        intentKey,
       }),
-    (tx) => ({
+    change: (tx) => ({
       status,
-      reason,
-      reasonHash,
       ...(action === "complete" ? { completeTxHash: tx.txHash } : { rejectTxHash: tx.txHash }),
     }),
-  );
+  });
   return {
     jobId: input.jobId,
     status,
@@ -395,21 +413,21 @@ export async function refund(
   input: { jobId: string; clientWalletId: string },
   requestKey?: string,
 ) {
-  const keyed = { merchantId: m.id, requestKey, input };
-  const { result } = await act(
-    deps,
-    m,
-    profile,
-    { jobId: input.jobId, walletId: input.clientWalletId, role: "client", action: "refund" },
-    (job) =>
+  const { result } = await act(deps, m, profile, {
+    jobId: input.jobId,
+    walletId: input.clientWalletId,
+    role: "client",
+    action: "refund",
+    keyed: { merchantId: m.id, requestKey, input },
+    send: (job, intentKey) =>
       deps.chain.jobs.act(profile, {
         walletId: input.clientWalletId,
         action: "claimRefund",
         jobId: BigInt(job.jobId),
-        intentKey: intent(job, "refund", keyed),
+        intentKey,
       }),
-    (tx) => ({ status: "EXPIRED", refundTxHash: tx.txHash }),
-  );
+    change: (tx) => ({ status: "EXPIRED", refundTxHash: tx.txHash }),
+  });
   return {
     jobId: input.jobId,
     status: "EXPIRED" as const,

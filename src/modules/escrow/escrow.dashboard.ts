@@ -1,17 +1,17 @@
 /** The dashboard's view of the merchant's escrows (escrow.section.tsx). */
 import type { Deps } from "../../deps.ts";
 import { checksum } from "../../chain/address.ts";
-import type { MerchantRow } from "../merchants/merchants.types.ts";
 import { controlledWallet } from "../wallets/wallets.service.ts";
 import { countdown } from "./escrow.rules.ts";
-import { escrowView, listEscrows } from "./escrow.service.ts";
+import { type EscrowScope, escrowView, listEscrows } from "./escrow.service.ts";
 
 /**
  * The dashboard's list: each escrow with the actions the merchant may take as the wallets it
  * controls (release as depositor, confirm as beneficiary, dispute as either), while ACTIVE.
  */
-export async function dashboardEscrows(deps: Deps, m: MerchantRow) {
-  const rows = await listEscrows(deps, m.id, { limit: 50 });
+export async function dashboardEscrows(deps: Deps, scope: EscrowScope) {
+  const m = { id: scope.merchantId };
+  const rows = await listEscrows(deps, scope, { limit: 50 });
   const now = deps.clock.now();
   return await Promise.all(rows.map(async (e) => {
     const mine = async (address: string) => !!(await controlledWallet(deps, m.id, { address }));

@@ -17,7 +17,8 @@ export interface NewEscrow {
   now: Date;
 }
 
-export async function insert(sql: Db, e: NewEscrow): Promise<EscrowRow> {
+/** The escrow's row (null when it exists already: another process completed its creation). */
+export async function insert(sql: Db, e: NewEscrow): Promise<EscrowRow | null> {
   const [row] = await sql<EscrowRow[]>`
     insert into escrows (reference, merchant_id, chain_id, status, amount, depositor,
                          depositor_wallet_id, beneficiary, description, webhook_url, expires_at,
@@ -25,17 +26,21 @@ export async function insert(sql: Db, e: NewEscrow): Promise<EscrowRow> {
     values (${e.reference}, ${e.merchantId}, ${e.chainId}, 'ACTIVE', ${e.amount}, ${e.depositor},
             ${e.depositorWalletId}, ${e.beneficiary}, ${e.description}, ${e.webhookUrl},
             ${e.expiresAt}, ${e.txHash}, ${e.now}, ${e.now})
+    on conflict (reference) do nothing
     returning *`;
-  return row;
+  return row ?? null;
 }
 
+/** One of the merchant's escrows on one chain (the credential's environment). */
 export async function findForMerchant(
   sql: Db,
   merchantId: string,
+  chainId: number,
   reference: string,
 ): Promise<EscrowRow | null> {
   const [row] = await sql<EscrowRow[]>`
-    select * from escrows where merchant_id = ${merchantId} and reference = ${reference}`;
+    select * from escrows
+    where merchant_id = ${merchantId} and chain_id = ${chainId} and reference = ${reference}`;
   return row ?? null;
 }
 
@@ -54,10 +59,11 @@ export async function lockByReference(sql: Db, reference: string): Promise<Escro
 export async function listForMerchant(
   sql: Db,
   merchantId: string,
+  chainId: number,
   opts: { status?: EscrowStatus; limit: number },
 ): Promise<EscrowRow[]> {
   return await sql<EscrowRow[]>`
-    select * from escrows where merchant_id = ${merchantId}
+    select * from escrows where merchant_id = ${merchantId} and chain_id = ${chainId}
     ${opts.status ? sql`and status = ${opts.status}` : sql``}
     order by seq desc limit ${opts.limit}`;
 }
@@ -144,4 +150,74 @@ export async function disputeReason(
     select reason from escrow_dispute_reasons
     where reference = ${reference} and reason_hash = ${reasonHash.toLowerCase()}`;
   return row?.reason ?? null;
+}
+
+/** A creation's intent: every term of the escrow, recorded before its transaction is signed. */
+export interface CreateIntent {
+  reference: string;
+  merchantId: string;
+  chainId: number;
+  amount: bigint;
+  depositor: string;
+  depositorWalletId: string;
+  beneficiary: string;
+  description: string | null;
+  webhookUrl: string | null;
+  expiresAt: Date;
+  status: "pending" | "completed" | "abandoned";
+  createdAt: Date;
+}
+
+export async function insertCreate(
+  sql: Db,
+  c: Omit<CreateIntent, "status">,
+): Promise<void> {
+  await sql`
+    insert into escrow_creates (reference, merchant_id, chain_id, amount, depositor,
+      depositor_wallet_id, beneficiary, description, webhook_url, expires_at, status, created_at,
+      updated_at)
+    values (${c.reference}, ${c.merchantId}, ${c.chainId}, ${c.amount}, ${c.depositor},
+      ${c.depositorWalletId}, ${c.beneficiary}, ${c.description}, ${c.webhookUrl},
+      ${c.expiresAt}, 'pending', ${c.createdAt}, ${c.createdAt})`;
+}
+
+const CREATE = `reference, merchant_id, chain_id, amount, depositor, depositor_wallet_id,
+  beneficiary, description, webhook_url, expires_at, status, created_at`;
+
+export async function findCreate(sql: Db, reference: string): Promise<CreateIntent | null> {
+  const [row] = await sql<CreateIntent[]>`
+    select ${sql.unsafe(CREATE)} from escrow_creates where reference = ${reference}`;
+  return row ?? null;
+}
+
+/** Pending creations, oldest first (of one depositor wallet, when given). */
+export async function pendingCreates(
+  sql: Db,
+  opts: { depositorWalletId?: string; limit: number },
+): Promise<CreateIntent[]> {
+  return await sql<CreateIntent[]>`
+    select ${sql.unsafe(CREATE)} from escrow_creates where status = 'pending'
+    ${opts.depositorWalletId ? sql`and depositor_wallet_id = ${opts.depositorWalletId}` : sql``}
+    order by created_at, reference limit ${opts.limit}`;
+}
+
+/** Ends a pending creation; false when it was not pending any more. */
+export async function endCreate(
+  sql: Db,
+  reference: string,
+  status: "completed" | "abandoned",
+  error: string | null,
+  now: Date,
+): Promise<boolean> {
+  const rows = await sql`
+    update escrow_creates set status = ${status}, error = ${error}, updated_at = ${now}
+    where reference = ${reference} and status = 'pending' returning reference`;
+  return rows.length === 1;
+}
+
+/** Marks a creation completed whatever it was (its transaction was mined after all). */
+export async function completeCreate(sql: Db, reference: string, now: Date): Promise<void> {
+  await sql`
+    update escrow_creates set status = 'completed', error = null, updated_at = ${now}
+    where reference = ${reference} and status <> 'completed'`;
 }

@@ -108,3 +108,19 @@ export function pendingActions(
   if (e.status === "DISPUTED") return [...confirm, "resolve"];
   return [];
 }
+
+/** The intent of an escrow's create transaction. */
+export function createIntent(reference: string): string {
+  return `escrow:create:${reference}`;
+}
+
+/**
+ * Serialisation without a held connection (src/db/claims.ts): actions on one escrow take turns
+ * on `escrow:<reference>`; creations from one depositor wallet take turns on
+ * `escrow-depositor:<walletId>` (each sees the balance the one before left, and any creation a
+ * dead process left pending is settled first). A dead holder's claim lapses after `ttlMs`; a
+ * request waits at most `waitMs` for its turn (then 409 resource_busy).
+ */
+export const escrowClaim = (reference: string) => `escrow:${reference}`;
+export const depositorClaim = (walletId: string) => `escrow-depositor:${walletId}`;
+export const ESCROW_CLAIM = { ttlMs: 15_000, waitMs: 30_000 };

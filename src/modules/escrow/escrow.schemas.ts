@@ -59,8 +59,8 @@ export const disputeBody = z.object({
   reference,
   callerSCA: address(M.escrowCallerSCA)
     .describe("Must be depositor or beneficiary; a wallet you control"),
-  reason: z.string({ error: M.escrowReason }).max(1000, M.escrowReason)
-    .describe("Stored and sent in the webhook; empty becomes `No reason provided`"),
+  reason: z.string({ error: M.escrowReason }).max(1000, M.escrowReason).optional()
+    .describe("Stored and sent in the webhook; empty or missing becomes `No reason provided`"),
 });
 
 export const refundBody = z.object({ reference });

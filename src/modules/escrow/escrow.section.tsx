@@ -21,11 +21,22 @@ import {
   formBody,
   merchantOf,
   page,
+  sessionOf,
   single,
 } from "../dashboard/dashboard.http.tsx";
+import type { Context } from "hono";
+import { ApiError } from "../../http/errors.ts";
+import type { EscrowScope } from "./escrow.service.ts";
 import type { DashboardSection } from "../dashboard/section.ts";
 
 const ACTIONS: EscrowAction[] = ["release", "confirm", "dispute"];
+
+/** The signed-in merchant's escrows in the session's mode (test: testnet, live: production). */
+function dashboardScope(c: Context): EscrowScope {
+  const profile = sessionOf(c)?.profile;
+  if (!profile) throw new ApiError(401, M.notAuthenticated);
+  return { merchantId: merchantOf(c).id, profile };
+}
 
 export const escrowSection: DashboardSection = {
   id: "escrow",
@@ -54,18 +65,18 @@ export const escrowSection: DashboardSection = {
       const checked = await check(c, deps, single(await formBody(c)));
       if (!checked.ok) return checked.response;
       const { values } = checked;
-      const m = merchantOf(c);
+      const scope = dashboardScope(c);
       const caller = values.callerSCA.toLowerCase();
       const r = await attempt(async () => {
         switch (values.action as EscrowAction) {
           case "release":
-            await service.release(deps, m, values.reference, caller);
+            await service.release(deps, scope, values.reference, caller);
             return M.escrowReleased;
           case "confirm":
-            await service.confirm(deps, m, values.reference, caller);
+            await service.confirm(deps, scope, values.reference, caller);
             return M.escrowConfirmed;
           case "dispute":
-            await service.dispute(deps, m, {
+            await service.dispute(deps, scope, {
               reference: values.reference,
               callerSCA: caller,
               reason: values.reason ?? "",
@@ -101,7 +112,7 @@ async function check(c: DashContext, deps: Deps, values: Record<string, string>)
       }, 400),
     };
   }
-  const found = await attempt(() => service.getEscrow(deps, merchantOf(c), values.reference));
+  const found = await attempt(() => service.getEscrow(deps, dashboardScope(c), values.reference));
   if (!found.ok) {
     const notice = { kind: "error" as const, text: found.error.message };
     return { ok: false, response: render(c, deps, { notice }, found.error.status) };
@@ -115,7 +126,7 @@ async function render(
   extra: Partial<EscrowViewProps> = {},
   status?: ContentfulStatusCode,
 ) {
-  const escrows = await dashboardEscrows(deps, merchantOf(c));
+  const escrows = await dashboardEscrows(deps, dashboardScope(c));
   return page(c, {
     title: "Escrow",
     section: "escrow",

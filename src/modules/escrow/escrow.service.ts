@@ -1,39 +1,30 @@
 /**
  * Escrow: USDC held by EscrowVault between a depositor (one of the merchant's managed wallets) and
- * a beneficiary. Every action is checked here before anything is signed (wrong party, a wallet
- * the merchant does not control, wrong state, too early: refused, nothing broadcast), then sent
- * while the escrow's row is locked, so two concurrent actions on one escrow are serialised: the
- * second sees the first's result. The state change and its webhook event are written in one
- * transaction once the transaction is mined, by the action's apply function (escrow.apply.ts),
- * which the catch-up shares for an action mined without its commit (escrow.catchup.ts).
+ * a beneficiary. Every lookup, list and action is by merchant and the credential's environment
+ * (its chain): another environment's escrow is not found. Every action is checked before
+ * anything is signed (wrong party, a wallet the merchant does not control, wrong state, too
+ * early: refused, nothing broadcast), with the escrow claimed, so concurrent actions on one escrow
+ * take turns and each sees the state the one before left (escrow.act.ts). Creation:
+ * escrow.create.ts.
  */
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { checksum } from "../../chain/address.ts";
-import type { ProfileName } from "../../chain/profiles.ts";
-import type { TxRow } from "../../chain/index.ts";
-import { formatUsdc, usdcToNumber } from "../../money.ts";
-import type { MerchantRow } from "../merchants/merchants.types.ts";
 import { controlledWallet } from "../wallets/wallets.service.ts";
 import * as repo from "./escrow.repo.ts";
-import { refundExpiredQueue } from "./escrow.queues.ts";
-import { APPLY, event, profileOf } from "./escrow.apply.ts";
-import { catchUpEscrow } from "./escrow.catchup.ts";
-import type { CreateEscrowInput } from "./escrow.schemas.ts";
+import { profileOf } from "./escrow.apply.ts";
+import { act, type EscrowScope } from "./escrow.act.ts";
 import {
-  actionIntent,
   amountString,
-  type EscrowActionName,
   type EscrowOutcome,
   type EscrowRow,
   type EscrowStatus,
-  MAX_EXPIRY_SECONDS,
-  MIN_EXPIRY_SECONDS,
-  newEscrowReference,
   NO_REASON,
 } from "./escrow.rules.ts";
 
 export type { EscrowRow, EscrowStatus } from "./escrow.rules.ts";
+export type { EscrowScope } from "./escrow.act.ts";
+export { createEscrow } from "./escrow.create.ts";
 export { profileOf };
 
 /** The escrow record every response shows. */
@@ -67,94 +58,28 @@ export function escrowView(deps: Deps, e: EscrowRow) {
 }
 export type EscrowView = ReturnType<typeof escrowView>;
 
-/** Funds a new escrow from one of the merchant's managed wallets and waits for the receipt. */
-export async function createEscrow(
-  deps: Deps,
-  m: MerchantRow,
-  profile: ProfileName,
-  input: CreateEscrowInput,
-): Promise<EscrowRow> {
-  const wallet = await controlledWallet(deps, m.id, {
-    walletId: input.depositorWalletId,
-    address: input.depositorSCA,
-  });
-  if (!wallet) throw new DomainError("escrow_depositor_not_controlled");
-  if (wallet.address.toLowerCase() === input.beneficiarySCA) {
-    throw new DomainError("escrow_parties_invalid");
-  }
-  if (!deps.chain.has(profile)) throw new DomainError("chain_not_configured");
-  const now = deps.clock.now();
-  const expiresAt = expiryOf(input, now);
-  const balance = await deps.chain.usdcBalance(profile, wallet.address);
-  if (balance < input.amount) {
-    throw new DomainError("escrow_insufficient_balance", {
-      balance: formatUsdc(balance, { decimals: "fixed" }),
-    });
-  }
-  const reference = newEscrowReference();
-  const tx = await deps.chain.escrow.create(profile, {
-    depositorWalletId: wallet.walletId,
-    terms: {
+/** One of the merchant's escrows in the credential's environment; any other is not found. */
+export async function getEscrow(deps: Deps, scope: EscrowScope, reference: string) {
+  const e = deps.chain.has(scope.profile)
+    ? await repo.findForMerchant(
+      deps.sql,
+      scope.merchantId,
+      deps.chain.chainId(scope.profile),
       reference,
-      depositor: wallet.address,
-      beneficiary: input.beneficiarySCA,
-      amount: input.amount,
-      expiresAt: BigInt(expiresAt.getTime() / 1000),
-    },
-    intentKey: `escrow:create:${reference}`,
-  });
-  return await deps.sql.begin(async (db) => {
-    const row = await repo.insert(db, {
-      reference,
-      merchantId: m.id,
-      chainId: deps.chain.chainId(profile),
-      amount: input.amount,
-      depositor: wallet.address.toLowerCase(),
-      depositorWalletId: wallet.walletId,
-      beneficiary: input.beneficiarySCA,
-      description: input.description,
-      webhookUrl: input.webhookUrl,
-      expiresAt,
-      txHash: tx.txHash,
-      now: deps.clock.now(),
-    });
-    await event(deps, db, row, "escrow.created", {
-      reference,
-      amount: usdcToNumber(row.amount),
-      currency: row.currency,
-      txHash: tx.txHash,
-    });
-    // The automatic refund at expiry, enqueued with the escrow (a rollback drops it too).
-    await deps.queue.send(refundExpiredQueue, { reference }, { tx: db, startAfter: expiresAt });
-    return row;
-  });
-}
-
-/** Whole seconds (the contract's clock), between a minute and a year from now. */
-function expiryOf(input: CreateEscrowInput, now: Date): Date {
-  const ms = input.expiresAt !== undefined
-    ? Date.parse(input.expiresAt)
-    : now.getTime() + input.expiresInSeconds! * 1000;
-  const seconds = Math.floor(ms / 1000);
-  const ahead = seconds - now.getTime() / 1000;
-  if (!(ahead >= MIN_EXPIRY_SECONDS - 1 && ahead <= MAX_EXPIRY_SECONDS + 1)) {
-    throw new DomainError("escrow_expiry_invalid");
-  }
-  return new Date(seconds * 1000);
-}
-
-export async function getEscrow(deps: Deps, m: MerchantRow, reference: string) {
-  const e = await repo.findForMerchant(deps.sql, m.id, reference);
+    )
+    : null;
   if (!e) throw new DomainError("escrow_not_found");
   return e;
 }
 
+/** The merchant's escrows in the credential's environment, newest first. */
 export async function listEscrows(
   deps: Deps,
-  merchantId: string,
+  scope: EscrowScope,
   opts: { status?: EscrowStatus; limit?: number } = {},
 ) {
-  return await repo.listForMerchant(deps.sql, merchantId, {
+  if (!deps.chain.has(scope.profile)) return [];
+  return await repo.listForMerchant(deps.sql, scope.merchantId, deps.chain.chainId(scope.profile), {
     status: opts.status,
     limit: opts.limit ?? 50,
   });
@@ -164,81 +89,24 @@ function wrongState(e: Pick<EscrowRow, "status">, action: string): DomainError {
   return new DomainError("escrow_wrong_state", { escrowState: { status: e.status, action } });
 }
 
-/**
- * Runs one action on an escrow with its row locked: `check` refuses before anything is sent,
- * `send` broadcasts (with the action's intent, `escrow:<action>:<reference>`) and waits, then
- * the action's apply function writes the change and its event in the same transaction.
- * A revert that the checks could not foresee (the chain's clock, a state changed outside this
- * service) is mapped to the same refusal the checks give. A refusal for the escrow's state may
- * mean the row fell behind the chain (an action mined without its commit): the escrow is caught
- * up, and when that moved the row the action is tried once more on the row as it now is (a
- * resolution of an escrow whose dispute was caught up goes through; a release of one caught up
- * as disputed is refused with DISPUTED), so the answer and the row agree.
- */
-async function act(
-  deps: Deps,
-  reference: string,
-  merchantId: string | null,
-  steps: {
-    action: EscrowActionName;
-    check: (e: EscrowRow) => Promise<void> | void;
-    send: (e: EscrowRow, profile: ProfileName, intentKey: string) => Promise<TxRow>;
-  },
-  caughtUp = false,
-): Promise<TxRow> {
-  try {
-    return (await deps.sql.begin(async (db) => {
-      const e = await repo.lockByReference(db, reference);
-      if (!e || (merchantId !== null && e.merchantId !== merchantId)) {
-        throw new DomainError("escrow_not_found");
-      }
-      await steps.check(e);
-      const profile = profileOf(deps, e);
-      let tx;
-      try {
-        tx = await steps.send(e, profile, actionIntent(steps.action, reference));
-      } catch (err) {
-        const hint = err instanceof DomainError && err.code === "chain_reverted"
-          ? err.details.hint ?? ""
-          : "";
-        if (/NotExpired/.test(hint)) throw new DomainError("escrow_not_expired");
-        if (/NotActive|NotDisputed/.test(hint)) {
-          const onChain = await deps.chain.escrow.read(profile, reference);
-          throw new DomainError("escrow_wrong_state", {
-            escrowState: { status: onChain.status, action: steps.action },
-          });
-        }
-        throw err;
-      }
-      await APPLY[steps.action](deps, db, e, tx, deps.clock.now());
-      return tx;
-    })) as TxRow;
-  } catch (err) {
-    if (caughtUp || !(err instanceof DomainError) || err.code !== "escrow_wrong_state") throw err;
-    let caught: EscrowActionName[] = [];
-    try {
-      caught = await catchUpEscrow(deps, reference);
-    } catch (e) {
-      deps.log.warn("escrow catch-up failed", { reference, error: e });
-    }
-    if (!caught.length) throw err;
-    return await act(deps, reference, merchantId, steps, true);
-  }
-}
-
 async function partyWallet(deps: Deps, merchantId: string, address: string) {
   const w = await controlledWallet(deps, merchantId, { address });
   if (!w) throw new DomainError("escrow_wallet_not_controlled");
   return w;
 }
 
-export async function release(deps: Deps, m: MerchantRow, reference: string, caller: string) {
+export async function release(
+  deps: Deps,
+  scope: EscrowScope,
+  reference: string,
+  caller: string,
+) {
   let walletId = "";
-  await act(deps, reference, m.id, {
+  await act(deps, reference, scope, {
     action: "release",
     check: async (e) => {
       if (caller !== e.depositor) throw new DomainError("escrow_not_depositor");
-      walletId = (await partyWallet(deps, m.id, caller)).walletId;
+      walletId = (await partyWallet(deps, scope.merchantId, caller)).walletId;
       if (e.status !== "ACTIVE") throw wrongState(e, "release");
     },
     send: (e, profile, intentKey) =>
@@ -252,13 +120,18 @@ export async function release(deps: Deps, m: MerchantRow, reference: string, cal
   return await answer(deps, reference, "release");
 }
 
-export async function confirm(deps: Deps, m: MerchantRow, reference: string, caller: string) {
+export async function confirm(
+  deps: Deps,
+  scope: EscrowScope,
+  reference: string,
+  caller: string,
+) {
   let walletId = "";
-  await act(deps, reference, m.id, {
+  await act(deps, reference, scope, {
     action: "confirm",
     check: async (e) => {
       if (caller !== e.beneficiary) throw new DomainError("escrow_not_beneficiary");
-      walletId = (await partyWallet(deps, m.id, caller)).walletId;
+      walletId = (await partyWallet(deps, scope.merchantId, caller)).walletId;
       if (e.status !== "ACTIVE") throw wrongState(e, "confirm");
       if (e.confirmedAt) throw new DomainError("escrow_already_confirmed");
     },
@@ -277,22 +150,23 @@ export async function confirm(deps: Deps, m: MerchantRow, reference: string, cal
  * The reason is recorded (committed on its own) before the transaction is sent: the vault keeps
  * only its hash, and a dispute mined without its row's commit is caught up with this text.
  * One dispute per escrow can ever succeed on chain, so its intent is the escrow's: a dispute
- * sent again after a stop answers with the first one (its party and reason).
+ * sent again after a stop answers with the first one (its party and reason). A reason that is
+ * missing or blank is recorded as `No reason provided` (docs/decisions.md).
  */
 export async function dispute(
   deps: Deps,
-  m: MerchantRow,
-  input: { reference: string; callerSCA: string; reason: string },
+  scope: EscrowScope,
+  input: { reference: string; callerSCA: string; reason?: string },
 ) {
-  const reason = input.reason.trim() === "" ? NO_REASON : input.reason;
+  const reason = (input.reason ?? "").trim() === "" ? NO_REASON : input.reason!;
   let walletId = "";
-  const tx = await act(deps, input.reference, m.id, {
+  const tx = await act(deps, input.reference, scope, {
     action: "dispute",
     check: async (e) => {
       if (input.callerSCA !== e.depositor && input.callerSCA !== e.beneficiary) {
         throw new DomainError("escrow_not_party");
       }
-      walletId = (await partyWallet(deps, m.id, input.callerSCA)).walletId;
+      walletId = (await partyWallet(deps, scope.merchantId, input.callerSCA)).walletId;
       if (e.status !== "ACTIVE") throw wrongState(e, "dispute");
     },
     send: async (e, profile, intentKey) => {
@@ -328,10 +202,10 @@ export async function dispute(
 
 /**
  * Refund of an expired ACTIVE escrow to the depositor, sent by the operator (anyone may call the
- * vault's refund). `merchantId` null: the expiry job, for any merchant's escrow.
+ * vault's refund). `scope` null: the expiry job, for any merchant's escrow.
  */
-export async function refund(deps: Deps, merchantId: string | null, reference: string) {
-  await act(deps, reference, merchantId, {
+export async function refund(deps: Deps, scope: EscrowScope | null, reference: string) {
+  await act(deps, reference, scope, {
     action: "refund",
     check: (e) => {
       if (e.status !== "ACTIVE") throw wrongState(e, "refund");

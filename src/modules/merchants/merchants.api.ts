@@ -4,7 +4,7 @@ import { getCookie } from "hono/cookie";
 import type { Deps } from "../../deps.ts";
 import { presentQuery, readJsonObject } from "../../http/body.ts";
 import { parseOrThrow } from "../../http/contract.ts";
-import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
+import { type AuthEnv, guard, merchantOf, profileOf } from "../../http/auth.ts";
 import { idempotent } from "../../http/idempotency.ts";
 import { M } from "../../http/messages.ts";
 import {
@@ -73,7 +73,10 @@ export function merchantsApi(deps: Deps) {
   });
 
   app.get("/api/merchant/me", session, async (c) => {
-    return c.json({ success: true, ...(await service.profile(deps, merchantOf(c))) });
+    return c.json({
+      success: true,
+      ...(await service.profile(deps, merchantOf(c), profileOf(c))),
+    });
   });
 
   app.delete("/api/merchant/me", session, async (c) => {

@@ -116,15 +116,27 @@ export async function sessionMerchant(
   sessionId: string,
   merchantId: string,
   now: Date,
-): Promise<{ live: boolean; merchant: MerchantRow | null }> {
-  const [row] = await sql<(MerchantRow & { sessionLive: boolean })[]>`
-    select m.*, true as session_live from merchant_sessions s
+): Promise<{ live: boolean; merchant: MerchantRow | null; mode: "live" | "test" }> {
+  const [row] = await sql<(MerchantRow & { sessionLive: boolean; sessionMode: "live" | "test" })[]>`
+    select m.*, true as session_live, s.mode as session_mode from merchant_sessions s
     left join merchants m on m.id = s.merchant_id
     where s.id = ${sessionId} and s.merchant_id = ${merchantId}
       and s.revoked_at is null and s.expires_at > ${now}`;
-  if (!row) return { live: false, merchant: null };
-  const { sessionLive: _live, ...merchant } = row;
-  return { live: true, merchant: merchant.id ? merchant as MerchantRow : null };
+  if (!row) return { live: false, merchant: null, mode: "live" };
+  const { sessionLive: _live, sessionMode, ...merchant } = row;
+  return { live: true, merchant: merchant.id ? merchant as MerchantRow : null, mode: sessionMode };
+}
+
+/** Switches a live session between the dashboard's live and test mode. */
+export async function setSessionMode(
+  sql: Db,
+  sessionId: string,
+  mode: "live" | "test",
+): Promise<boolean> {
+  const rows = await sql`
+    update merchant_sessions set mode = ${mode} where id = ${sessionId} and revoked_at is null
+    returning id`;
+  return rows.length === 1;
 }
 
 export async function revokeSession(sql: Db, id: string, now: Date): Promise<void> {

@@ -19,7 +19,7 @@ import {
   PASSWORD_MAX_LENGTH,
   verifyPassword,
 } from "./merchants.rules.ts";
-import { computeStats, type PaymentSummaryRow, recentPayment } from "./merchants.stats.ts";
+import { computeStats, recentPayment } from "./merchants.stats.ts";
 import type { MerchantRow, WalletProvider } from "./merchants.types.ts";
 import * as payments from "../payments/payments.service.ts";
 import { createManagedWallet } from "../wallets/wallets.service.ts";
@@ -143,14 +143,22 @@ export async function sessionMerchant(
   return await repo.sessionMerchant(deps.sql, sessionId, merchantId, now);
 }
 
+/** The dashboard's test/live switch: the session's environment, as a key's prefix is a key's. */
+export async function setSessionMode(deps: Deps, sessionId: string, mode: "live" | "test") {
+  return await repo.setSessionMode(deps.sql, sessionId, mode);
+}
+
 export async function logout(deps: Deps, sessionId: string) {
   await repo.revokeSession(deps.sql, sessionId, deps.clock.now());
 }
 
-/** The profile: the merchant, payment stats over the 50 most recent, the 20 newest. */
-export async function profile(deps: Deps, m: MerchantRow) {
+/**
+ * The profile: the merchant, payment stats over the 50 most recent, the 20 newest, on `profile`'s
+ * chain (the session's mode: a test-mode session never sees live payments).
+ */
+export async function profile(deps: Deps, m: MerchantRow, chain: ProfileName) {
   const hint = await activeMerchantKeyHint(deps, m.id);
-  const recent = await recentPayments(deps, m.id, 50);
+  const recent = await payments.recentForMerchant(deps, m.id, 50, [chain]);
   return {
     merchant: {
       id: m.id,
@@ -164,15 +172,6 @@ export async function profile(deps: Deps, m: MerchantRow) {
     stats: computeStats(recent),
     recentPayments: recent.slice(0, 20).map((p) => recentPayment(p, deps.config.BASE_URL)),
   };
-}
-
-/** The merchant's payments on every chain, newest first, as the stats need them. */
-export async function recentPayments(
-  deps: Deps,
-  merchantId: string,
-  limit: number,
-): Promise<PaymentSummaryRow[]> {
-  return await payments.recentForMerchant(deps, merchantId, limit);
 }
 
 /** The dashboard JSON: full payment records on the key's chain, newest first. */

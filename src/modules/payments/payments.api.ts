@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import type { Deps } from "../../deps.ts";
 import { parseQuery, readJsonObject } from "../../http/body.ts";
-import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
+import { type AuthEnv, guard, merchantOf, profileOf } from "../../http/auth.ts";
 import { idempotent } from "../../http/idempotency.ts";
 import { M } from "../../http/messages.ts";
 import { usdcToNumber } from "../../money.ts";
@@ -31,13 +31,8 @@ export function paymentsApi(deps: Deps) {
   app.post("/api/merchant/payment-link", session, once, async (c) => {
     const merchant = merchantOf(c);
     const input = parseOrThrow(create, await readJsonObject(c), CREATE_HINTS);
-    const p = await service.createPayment(
-      deps,
-      merchant,
-      "link",
-      deps.chain.payoutProfile(),
-      input,
-    );
+    // The session's mode picks the chain, as a key's prefix does.
+    const p = await service.createPayment(deps, merchant, "link", profileOf(c), input);
     return c.json({
       success: true,
       reference: p.reference,
@@ -51,7 +46,7 @@ export function paymentsApi(deps: Deps) {
   });
 
   app.get("/api/merchant/payment-link", sessionRead, async (c) => {
-    const { rows } = await service.history(deps, merchantOf(c).id, deps.chain.profiles(), {
+    const { rows } = await service.history(deps, merchantOf(c).id, [profileOf(c)], {
       kind: "link",
       limit: 100,
     });

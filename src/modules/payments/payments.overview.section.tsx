@@ -4,6 +4,7 @@
  * `/dashboard/overview/live?v=<version>` and gets 204 until something it shows changed.
  */
 import type { Deps } from "../../deps.ts";
+import type { ProfileName } from "../../chain/profiles.ts";
 import { displayUsdc, formatUsdc, roundUsdcTo } from "../../money.ts";
 import * as payments from "./payments.service.ts";
 import { computeStats } from "../merchants/merchants.stats.ts";
@@ -22,6 +23,7 @@ import {
   type Merchant,
   merchantOf,
   page,
+  sessionOf,
 } from "../dashboard/dashboard.http.tsx";
 import { fingerprint, paymentItem } from "./payments.items.ts";
 import type { DashboardSection } from "../dashboard/section.ts";
@@ -41,24 +43,31 @@ export const overviewSection: DashboardSection = {
       return page(c, {
         title: "Overview",
         section: "overview",
-        body: <OverviewView live={await liveData(deps, m)} hasWallet={!!m.walletAddress} />,
+        body: (
+          <OverviewView live={await liveData(deps, m, modeOf(c))} hasWallet={!!m.walletAddress} />
+        ),
       });
     });
 
     app.get("/overview/live", async (c) => {
       if (!isPartial(c)) return c.redirect("/dashboard", 302);
-      const live = await liveData(deps, merchantOf(c));
+      const live = await liveData(deps, merchantOf(c), modeOf(c));
       if (c.req.query("v") === live.version) return c.body(null, 204);
       return fragment(c, <LiveRegion live={live} />);
     });
   },
 };
 
-async function liveData(deps: Deps, m: Merchant): Promise<LiveData> {
+/** The chain of the session's mode: the overview, like the API's profile, shows that one only. */
+function modeOf(c: Parameters<typeof merchantOf>[0]): ProfileName {
+  return sessionOf(c)?.profile ?? "production";
+}
+
+async function liveData(deps: Deps, m: Merchant, profile: ProfileName): Promise<LiveData> {
   // The rows the API's profile computes its stats from (merchants.service.profile).
   const [rows, days] = await Promise.all([
-    payments.recentForMerchant(deps, m.id, STATS_OVER),
-    payments.dailyVolume(deps, m.id, 30),
+    payments.recentForMerchant(deps, m.id, STATS_OVER, [profile]),
+    payments.dailyVolume(deps, m.id, 30, [profile]),
   ]);
   const data = {
     stats: stats(rows),

@@ -160,12 +160,14 @@ export async function dailyVolume(
   sql: Db,
   merchantId: string,
   since: Date,
+  chainIds: number[],
 ): Promise<{ day: Date; volume: bigint; count: number }[]> {
   return await sql<{ day: Date; volume: bigint; count: number }[]>`
     select date_trunc('day', settled_at, 'UTC') as day, sum(amount)::bigint as volume,
            count(*)::int as count
     from payments
     where merchant_id = ${merchantId} and status = 'SUCCESS' and settled_at >= ${since}
+      and chain_id = any(${chainIds})
     group by 1 order by 1`;
 }
 

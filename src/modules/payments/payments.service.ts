@@ -187,10 +187,12 @@ export async function dailyVolume(
   deps: Deps,
   merchantId: string,
   days = 30,
+  profiles: ProfileName[] = deps.chain.profiles(),
 ): Promise<{ day: string; volume: bigint; count: number }[]> {
   const today = Math.floor(deps.clock.now().getTime() / DAY_MS) * DAY_MS;
   const since = new Date(today - (days - 1) * DAY_MS);
-  const rows = await repo.dailyVolume(deps.sql, merchantId, since);
+  const chainIds = profiles.filter((p) => deps.chain.has(p)).map((p) => deps.chain.chainId(p));
+  const rows = await repo.dailyVolume(deps.sql, merchantId, since, chainIds);
   const byDay = new Map(rows.map((r) => [r.day.toISOString().slice(0, 10), r]));
   return Array.from({ length: days }, (_, i) => {
     const day = new Date(since.getTime() + i * DAY_MS).toISOString().slice(0, 10);
@@ -221,7 +223,7 @@ export async function settleFromLog(
     logIndex: number;
     blockNumber: bigint;
   },
-  opts: { autoSettled?: boolean } = {},
+  opts: { autoSettled?: boolean; received?: bigint } = {},
 ): Promise<"settled" | "unmatched"> {
   const p = await repo.lockByReference(tx, log.reference);
   const reason = !p
@@ -262,7 +264,8 @@ export async function settleFromLog(
         payload: {
           reference: p.reference,
           chainTxHash: log.txHash,
-          amount: usdcToNumber(p.amount),
+          // What the mint delivered (at least the payment's amount).
+          amount: usdcToNumber(opts.received ?? p.amount),
           settlementType: "CCTP_V2_AUTO_ROUTED",
           explorerUrl: deps.chain.explorerTxUrl(profile, log.txHash),
         },
@@ -287,7 +290,10 @@ export async function settleFromLog(
 
 /**
  * A cross-chain payment: the bridge's mint on the settlement chain paid `payTo` for the payment
- * its burn's hook data named. Settles like a PaymentSettled log, plus `payment.auto_settled`.
+ * its burn's hook data named. Settles like a PaymentSettled log, plus `payment.auto_settled`
+ * whose `amount` is what arrived. The shopper's burn covers the bridge fee, so what arrives is
+ * at least the payment's amount (a fee below the quoted maximum leaves the merchant a little
+ * more); less than the amount is recorded as an unmatched settlement, the payment stays open.
  */
 export async function settleBridged(
   deps: Deps,
@@ -302,7 +308,14 @@ export async function settleBridged(
     blockNumber: bigint;
   },
 ): Promise<"settled" | "unmatched"> {
-  return await settleFromLog(deps, tx, { ...mint, logIndex: 0 }, { autoSettled: true });
+  const p = await repo.lockByReference(tx, mint.reference);
+  const covered = !!p && mint.amount >= p.amount;
+  return await settleFromLog(
+    deps,
+    tx,
+    { ...mint, amount: covered ? p.amount : mint.amount, logIndex: 0 },
+    { autoSettled: true, received: mint.amount },
+  );
 }
 
 export { amountString };

@@ -1,13 +1,14 @@
 /**
- * /api/payroll/run (x-api-key: the merchant's key or a secret key with the payroll scope; the
- * key's prefix picks the chain) and the external wallet's sign requests under
- * /api/merchant/wallet/sign-requests (merchant cookie or key).
+ * /api/payroll/run (x-api-key: the merchant's key or a secret key with the payroll scope) and the
+ * external wallet's sign requests under /api/merchant/wallet/sign-requests (merchant cookie or
+ * key). The credential's environment (a key's prefix, a session's mode) picks the chain of a new
+ * batch, and only that chain's batches and sign requests are seen or acted on.
  */
 import { Hono } from "hono";
 import type { Deps } from "../../deps.ts";
 import { presentQuery, readJsonObject } from "../../http/body.ts";
 import { parseOrThrow } from "../../http/contract.ts";
-import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
+import { type AuthEnv, guard, merchantOf, profileOf } from "../../http/auth.ts";
 import { idempotent } from "../../http/idempotency.ts";
 import { M } from "../../http/messages.ts";
 import * as service from "./payroll.service.ts";
@@ -52,7 +53,7 @@ export function payrollApi(deps: Deps) {
     const r = await service.runBatch(
       deps,
       merchantOf(c),
-      c.get("auth").key!.profile,
+      profileOf(c),
       input,
       c.req.header("idempotency-key"),
     );
@@ -73,17 +74,26 @@ export function payrollApi(deps: Deps) {
 
   app.get("/api/payroll/run", payroll(false), async (c) => {
     const { batchRef } = parseOrThrow(batchQuery, presentQuery(c));
-    const r = await service.getBatch(deps, merchantOf(c).id, batchRef);
+    const r = await service.getBatch(deps, merchantOf(c).id, profileOf(c), batchRef);
     return c.json({ success: true, batch: service.batchView(deps, r.batch, r.recipients) });
   });
 
   app.get("/api/merchant/wallet/sign-requests", signing(false), async (c) => {
-    return c.json({ success: true, signRequests: await listSignRequests(deps, merchantOf(c)) });
+    return c.json({
+      success: true,
+      signRequests: await listSignRequests(deps, merchantOf(c), profileOf(c)),
+    });
   });
 
   app.post("/api/merchant/wallet/sign-requests/:id", signing(true), async (c) => {
     const { txHash } = parseOrThrow(signRequestBody, await readJsonObject(c));
-    const r = await submitSignRequest(deps, merchantOf(c), c.req.param("id"), txHash);
+    const r = await submitSignRequest(
+      deps,
+      merchantOf(c),
+      profileOf(c),
+      c.req.param("id"),
+      txHash,
+    );
     return c.json({ success: true, ...r });
   });
 

@@ -25,16 +25,16 @@ export async function insertBatch(
   b:
     & Omit<
       BatchRow,
-      "id" | "successCount" | "pendingSignatureCount" | "status" | "completedAt"
+      "successCount" | "pendingSignatureCount" | "status" | "completedAt"
     >
     & { requestKeyHash: string | null },
   recipients: NewRecipient[],
 ): Promise<BatchRow> {
   const [row] = await sql<BatchRow[]>`
-    insert into payroll_batches (merchant_id, batch_ref, profile, chain_id, payer_sca,
+    insert into payroll_batches (id, merchant_id, batch_ref, profile, chain_id, payer_sca,
       payer_wallet_kind, payer_wallet_id, total_amount, recipient_count, failed_count, status,
       webhook_url, description, request_key_hash, request_hash, created_at)
-    values (${b.merchantId}, ${b.batchRef}, ${b.profile}, ${b.chainId}, ${b.payerSca},
+    values (${b.id}, ${b.merchantId}, ${b.batchRef}, ${b.profile}, ${b.chainId}, ${b.payerSca},
       ${b.payerWalletKind}, ${b.payerWalletId}, ${b.totalAmount}, ${b.recipientCount},
       ${b.failedCount}, 'PROCESSING', ${b.webhookUrl}, ${b.description}, ${b.requestKeyHash},
       ${b.requestHash}, ${b.createdAt})
@@ -55,14 +55,16 @@ export async function insertBatch(
   return row;
 }
 
+/** One of the merchant's batches on one chain (the credential's environment). */
 export async function findByRef(
   sql: Db,
   merchantId: string,
+  chainId: number,
   batchRef: string,
 ): Promise<BatchRow | null> {
   const [row] = await sql<BatchRow[]>`
     select ${sql.unsafe(BATCH)} from payroll_batches
-    where merchant_id = ${merchantId} and batch_ref = ${batchRef}`;
+    where merchant_id = ${merchantId} and chain_id = ${chainId} and batch_ref = ${batchRef}`;
   return row ?? null;
 }
 
@@ -75,11 +77,12 @@ export async function findById(sql: Db, id: string): Promise<BatchRow | null> {
 export async function findByRequestKey(
   sql: Db,
   merchantId: string,
+  chainId: number,
   keyHash: string,
 ): Promise<BatchRow | null> {
   const [row] = await sql<BatchRow[]>`
     select ${sql.unsafe(BATCH)} from payroll_batches
-    where merchant_id = ${merchantId} and request_key_hash = ${keyHash}`;
+    where merchant_id = ${merchantId} and chain_id = ${chainId} and request_key_hash = ${keyHash}`;
   return row ?? null;
 }
 
@@ -196,24 +199,28 @@ const SIGN =
 export async function pendingSignRequests(
   sql: Db,
   merchantId: string,
+  chainId: number,
   limit = 500,
 ): Promise<SignRequestRow[]> {
   return await sql<SignRequestRow[]>`
     select ${sql.unsafe(SIGN)} from payroll_recipients r
     join payroll_batches b on b.id = r.batch_id
-    where b.merchant_id = ${merchantId} and r.status = 'PENDING_SIGNATURE'
+    where b.merchant_id = ${merchantId} and b.chain_id = ${chainId}
+      and r.status = 'PENDING_SIGNATURE'
     order by b.seq, r.idx limit ${limit}`;
 }
 
 export async function findSignRequest(
   sql: Db,
   merchantId: string,
+  chainId: number,
   requestId: string,
 ): Promise<SignRequestRow | null> {
   const [row] = await sql<SignRequestRow[]>`
     select ${sql.unsafe(SIGN)} from payroll_recipients r
     join payroll_batches b on b.id = r.batch_id
-    where b.merchant_id = ${merchantId} and r.request_id = ${requestId}`;
+    where b.merchant_id = ${merchantId} and b.chain_id = ${chainId}
+      and r.request_id = ${requestId}`;
   return row ?? null;
 }
 
@@ -243,37 +250,25 @@ export async function completeSignRequest(
   return row;
 }
 
-/** The merchant's batches, newest first. */
-export async function listBatches(sql: Db, merchantId: string, limit = 20): Promise<BatchRow[]> {
+/** The merchant's batches on one chain, newest first. */
+export async function listBatches(
+  sql: Db,
+  merchantId: string,
+  chainId: number,
+  limit = 20,
+): Promise<BatchRow[]> {
   return await sql<BatchRow[]>`
     select ${sql.unsafe(BATCH)} from payroll_batches
-    where merchant_id = ${merchantId} order by seq desc limit ${limit}`;
+    where merchant_id = ${merchantId} and chain_id = ${chainId} order by seq desc limit ${limit}`;
 }
 
-/** PROCESSING batches created before `before` (the sweep resumes them). */
-export async function stalled(sql: Db, before: Date): Promise<{ id: string }[]> {
+/** PROCESSING batches on these chains, oldest first (a worker's start and the sweep resume them). */
+export async function processing(
+  sql: Db,
+  chainIds: number[],
+  limit = 500,
+): Promise<{ id: string }[]> {
   return await sql<{ id: string }[]>`
-    select id from payroll_batches where status = 'PROCESSING' and created_at < ${before}
-    order by created_at limit 100`;
-}
-
-/** Serialises work on one batch across processes: a session lock on a reserved connection. */
-export async function withBatchLock<T>(
-  sql: Db & { reserve(): Promise<Db & { release(): void }> },
-  batchId: string,
-  fn: () => Promise<T>,
-): Promise<{ locked: false } | { locked: true; value: T }> {
-  const conn = await sql.reserve();
-  try {
-    const [{ ok }] = await conn<{ ok: boolean }[]>`
-      select pg_try_advisory_lock(5046, hashtext(${batchId})) as ok`;
-    if (!ok) return { locked: false };
-    try {
-      return { locked: true, value: await fn() };
-    } finally {
-      await conn`select pg_advisory_unlock(5046, hashtext(${batchId}))`.catch(() => {});
-    }
-  } finally {
-    conn.release();
-  }
+    select id from payroll_batches where status = 'PROCESSING' and chain_id = any(${chainIds})
+    order by created_at, seq limit ${limit}`;
 }

@@ -40,3 +40,14 @@ export function endState(
 }
 
 export const TERMINAL: BatchStatus[] = ["COMPLETED", "PARTIAL_FAILURE", "FAILED"];
+
+/**
+ * Work on a batch is serialised by a resource claim (src/db/claims.ts), which holds no connection
+ * while the batch's chunks are sent and awaited. It is taken before the batch's row is written, so
+ * a PROCESSING batch without a live claim is one nobody works on (its process died): the sweep
+ * and a worker's start resume it. A dead holder's claim lapses after the TTL, so a restart resumes
+ * within seconds; two workers on one batch at once would still pay nobody twice (every chunk is
+ * an intent), the claim only keeps them from doing the work twice.
+ */
+export const batchClaim = (batchId: string) => `payroll-batch:${batchId}`;
+export const BATCH_CLAIM_TTL_MS = 5_000;

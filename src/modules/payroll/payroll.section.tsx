@@ -2,10 +2,14 @@
  * Payroll in the dashboard: CSV upload → preview (every line checked with the API's rules) →
  * run (the batch starts at once; its panel polls itself so the progress bar moves) → history
  * with each recipient's result. External payer wallets: the pending sign requests, each sent
- * from the browser wallet and reported back here, where it is checked on chain.
+ * from the browser wallet and reported back here, where it is checked on chain. Everything is in
+ * the session's mode (test: testnet, live: production), like an API key's environment.
  */
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Deps } from "../../deps.ts";
+import type { ProfileName } from "../../chain/profiles.ts";
+import { ApiError } from "../../http/errors.ts";
+import { M } from "../../http/messages.ts";
 import { formatUsdc } from "../../money.ts";
 import {
   BatchPanel,
@@ -20,6 +24,7 @@ import {
   fragment,
   merchantOf,
   page,
+  sessionOf,
   single,
 } from "../dashboard/dashboard.http.tsx";
 import type { DashboardSection } from "../dashboard/section.ts";
@@ -29,6 +34,13 @@ import { parsePayrollCsv } from "./payroll.csv.ts";
 
 /** Recipients a batch's panel lists (the API has them all). */
 const SHOWN = 500;
+
+/** The chain of the session's mode: the only one whose batches the page shows or starts. */
+function profileOf(c: DashContext): ProfileName {
+  const p = sessionOf(c)?.profile;
+  if (!p) throw new ApiError(401, M.notAuthenticated);
+  return p;
+}
 
 export const payrollSection: DashboardSection = {
   id: "payroll",
@@ -57,7 +69,7 @@ export const payrollSection: DashboardSection = {
         service.runBatch(
           deps,
           m,
-          deps.chain.payoutProfile(),
+          profileOf(c),
           {
             recipients: parsed.recipients!,
             description: v.description?.trim() || null,
@@ -76,7 +88,7 @@ export const payrollSection: DashboardSection = {
 
     app.get("/payroll/batches/:ref", async (c) => {
       const r = await attempt(() =>
-        service.getBatch(deps, merchantOf(c).id, c.req.param("ref"), SHOWN)
+        service.getBatch(deps, merchantOf(c).id, profileOf(c), c.req.param("ref"), SHOWN)
       );
       if (!r.ok) return fragment(c, <p class="error">{r.error.message}</p>, r.error.status);
       return fragment(
@@ -92,7 +104,13 @@ export const payrollSection: DashboardSection = {
         return render(c, deps, { notice: { kind: "error", text: "Not a transaction hash." } }, 400);
       }
       const r = await attempt(() =>
-        submitSignRequest(deps, merchantOf(c), c.req.param("id"), txHash as `0x${string}`)
+        submitSignRequest(
+          deps,
+          merchantOf(c),
+          profileOf(c),
+          c.req.param("id"),
+          txHash as `0x${string}`,
+        )
       );
       return r.ok
         ? render(c, deps, {
@@ -134,9 +152,10 @@ async function render(
   status?: ContentfulStatusCode,
 ) {
   const m = merchantOf(c);
-  const rows = await service.listBatches(deps, m.id, 20);
+  const profile = profileOf(c);
+  const rows = await service.listBatches(deps, m.id, profile, 20);
   const batches = await Promise.all(rows.map(async (b) => {
-    const { recipients } = await service.getBatch(deps, m.id, b.batchRef, SHOWN);
+    const { recipients } = await service.getBatch(deps, m.id, profile, b.batchRef, SHOWN);
     return service.batchView(deps, b, recipients);
   }));
   return page(c, {
@@ -147,7 +166,7 @@ async function render(
       <PayrollView
         csrf={c.get("csrfToken")}
         batches={batches}
-        signRequests={await listSignRequests(deps, m)}
+        signRequests={await listSignRequests(deps, m, profile)}
         {...extra}
       />
     ),

@@ -36,18 +36,28 @@ function view(deps: Deps, r: repo.SignRequestRow) {
 }
 export type SignRequestView = ReturnType<typeof view>;
 
-export async function listSignRequests(deps: Deps, merchant: MerchantRow) {
-  const rows = await repo.pendingSignRequests(deps.sql, merchant.id);
+/** The merchant's pending sign requests in the credential's environment (`profile`). */
+export async function listSignRequests(deps: Deps, merchant: MerchantRow, profile: ProfileName) {
+  if (!deps.chain.has(profile)) return [];
+  const rows = await repo.pendingSignRequests(deps.sql, merchant.id, deps.chain.chainId(profile));
   return rows.map((r) => view(deps, r));
 }
 
+/**
+ * Reports the transaction that paid a sign request of the credential's environment (another
+ * environment's request is not found). The chain is read before anything is locked; the request,
+ * and the batch's end state when it was the last, are then written in one short transaction.
+ */
 export async function submitSignRequest(
   deps: Deps,
   merchant: MerchantRow,
+  profile: ProfileName,
   id: string,
   txHash: `0x${string}`,
 ) {
-  const req = UUID.test(id) ? await repo.findSignRequest(deps.sql, merchant.id, id) : null;
+  const req = UUID.test(id) && deps.chain.has(profile)
+    ? await repo.findSignRequest(deps.sql, merchant.id, deps.chain.chainId(profile), id)
+    : null;
   if (!req) throw new DomainError("sign_request_not_found");
   if (req.status !== "PENDING_SIGNATURE") throw new DomainError("sign_request_not_pending");
   if (await repo.signTxUsed(deps.sql, txHash)) throw new DomainError("sign_tx_reused");

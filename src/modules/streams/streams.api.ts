@@ -1,12 +1,13 @@
 /**
  * /api/payments/stream: create, list, stop, withdraw. `x-api-key` (merchant or secret key; the
- * key's prefix picks the chain), the stream rate-limit group, `Idempotency-Key` on the writes.
+ * key's prefix picks the chain, and only that chain's streams are seen or acted on), the stream
+ * rate-limit group, `Idempotency-Key` on the writes.
  */
 import { Hono } from "hono";
 import type { Deps } from "../../deps.ts";
 import { presentQuery, readJsonObject } from "../../http/body.ts";
 import { parseOrThrow } from "../../http/contract.ts";
-import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
+import { type AuthEnv, guard, merchantOf, profileOf } from "../../http/auth.ts";
 import { idempotent } from "../../http/idempotency.ts";
 import { ApiError } from "../../http/errors.ts";
 import { M } from "../../http/messages.ts";
@@ -45,11 +46,10 @@ export function streamsApi(deps: Deps) {
       });
     }
     const input = parseOrThrow(create, body);
-    const profile = c.get("auth").key!.profile;
     const r = await service.createStream(
       deps,
       merchantOf(c),
-      profile,
+      profileOf(c),
       input,
       c.req.header("idempotency-key"),
     );
@@ -87,13 +87,13 @@ export function streamsApi(deps: Deps) {
 
   app.get("/api/payments/stream", read, async (c) => {
     const q = parseOrThrow(listStreamsQuery, presentQuery(c));
-    const r = await service.listStreams(deps, merchantOf(c).id, q);
+    const r = await service.listStreams(deps, merchantOf(c).id, profileOf(c), q);
     return c.json({ success: true, ...r });
   });
 
   app.post("/api/payments/stream/stop", write, once, async (c) => {
     const input = parseOrThrow(stopStreamBody, await readJsonObject(c));
-    const r = await service.stopStream(deps, merchantOf(c), input);
+    const r = await service.stopStream(deps, merchantOf(c), profileOf(c), input);
     const totalStreamed = usdcToNumber(r.totalStreamed);
     const refunded = usdcToNumber(r.refundedToSender);
     return c.json({
@@ -117,6 +117,7 @@ export function streamsApi(deps: Deps) {
     const r = await service.withdrawStream(
       deps,
       merchantOf(c),
+      profileOf(c),
       input,
       c.req.header("idempotency-key"),
     );

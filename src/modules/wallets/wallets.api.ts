@@ -1,14 +1,14 @@
 /**
  * /api/wallets and /api/merchant/withdraw: the merchant's session, or its merchant or secret key
  * as `x-api-key` or `Authorization: Bearer`. Publishable keys and keys limited by scopes are
- * refused (403): these routes reach the merchant's money. A key's prefix picks the chain of a
- * withdrawal; a session withdraws on the payout chain.
+ * refused (403): these routes reach the merchant's money. The credential's environment (a key's
+ * prefix, a session's mode) is the only chain whose balances are shown and moved.
  */
 import { Hono } from "hono";
 import type { Deps } from "../../deps.ts";
 import { readJsonObject } from "../../http/body.ts";
 import { parseOrThrow } from "../../http/contract.ts";
-import { type AuthEnv, guard, merchantOf } from "../../http/auth.ts";
+import { type AuthEnv, guard, merchantOf, profileOf } from "../../http/auth.ts";
 import { idempotent } from "../../http/idempotency.ts";
 import * as service from "./wallets.service.ts";
 import { createWalletBody, WITHDRAW_HINTS, withdrawBody } from "./wallets.schemas.ts";
@@ -36,21 +36,21 @@ export function walletsApi(deps: Deps) {
   });
 
   app.get("/api/wallets", read, async (c) => {
-    return c.json({ success: true, wallets: await service.listWallets(deps, merchantOf(c)) });
+    const wallets = await service.listWallets(deps, merchantOf(c), [profileOf(c)]);
+    return c.json({ success: true, wallets });
   });
 
   app.get("/api/wallets/:id", read, async (c) => {
-    const wallet = await service.getWallet(deps, merchantOf(c), c.req.param("id"));
+    const wallet = await service.getWallet(deps, merchantOf(c), c.req.param("id"), [profileOf(c)]);
     return c.json({ success: true, wallet });
   });
 
   app.post("/api/merchant/withdraw", write, once, async (c) => {
     const input = parseOrThrow(withdrawBody, await readJsonObject(c), WITHDRAW_HINTS);
-    const profile = c.get("auth").key?.profile ?? deps.chain.payoutProfile();
     const r = await service.withdraw(
       deps,
       merchantOf(c),
-      profile,
+      profileOf(c),
       input,
       c.req.header("idempotency-key"),
     );

@@ -43,7 +43,8 @@ export const wallet = z.object({
 
 export const walletWithBalances = wallet.extend({
   balances: z.record(z.string(), usdc6.nullable()).describe(
-    "USDC per chain profile (testnet, production); null when that chain cannot be read now",
+    "USDC on the credential's chain only, keyed by its profile (a test key: `testnet`; a live " +
+      "key or a live-mode session: `production`); null when that chain cannot be read now",
   ),
 }).meta({ id: "MerchantWalletWithBalances" });
 
@@ -55,7 +56,9 @@ export const withdrawResponse = z.object({
   recipient: z.string(),
   status: z.literal("confirmed"),
   walletId: z.string(),
-  chain: z.string().describe("The chain profile the key selects (a session: production)"),
+  chain: z.string().describe(
+    "The chain of the credential's environment (a key's prefix; a session's mode)",
+  ),
 });
 
 const ok = z.literal(true);
@@ -83,7 +86,7 @@ export const walletsRoutes: RouteDoc[] = [
   {
     method: "get",
     path: "/api/wallets",
-    summary: "The merchant's managed wallets with their USDC per chain",
+    summary: "The merchant's managed wallets with their USDC on the credential's chain",
     tag,
     auth: [...auth],
     responses: {
@@ -112,7 +115,7 @@ export const walletsRoutes: RouteDoc[] = [
   {
     method: "post",
     path: "/api/merchant/withdraw",
-    summary: "Send USDC out of a managed wallet on the key's chain",
+    summary: "Send USDC out of a managed wallet on the credential's chain",
     tag,
     auth: [...auth],
     idempotent: true,

@@ -1,10 +1,13 @@
 /**
  * Merchant wallets: the managed wallets a merchant controls (the payout wallet among them), their
  * USDC per chain, and withdrawals out of them. Every lookup is scoped by merchant: another
- * merchant's wallet id is simply not found.
+ * merchant's wallet id is simply not found. A wallet's address is the same on every chain; what
+ * it holds is per chain, and the API shows and moves only the credential's chain's.
  */
 import { createHash } from "node:crypto";
+import { decodeFunctionData, erc20Abi } from "viem";
 import type { Deps } from "../../deps.ts";
+import { withClaim } from "../../db/claims.ts";
 import type { Db } from "../../db/client.ts";
 import { DomainError } from "../../errors.ts";
 import { checksum, lower } from "../../chain/address.ts";
@@ -25,7 +28,8 @@ export async function createManagedWallet(
   merchantId: string,
   opts: { label?: string | null; tx?: Db } = {},
 ): Promise<MerchantWalletRow> {
-  const w = await deps.chain.createWallet("merchant");
+  // Within the caller's transaction when it has one (verify holds the merchant's row lock).
+  const w = await deps.chain.createWallet("merchant", { db: opts.tx });
   return await repo.insert(opts.tx ?? deps.sql, {
     walletId: w.id,
     merchantId,
@@ -52,10 +56,17 @@ export async function createWallet(deps: Deps, m: MerchantRow, input: { label?: 
   return walletView(m, await createManagedWallet(deps, m.id, { label: input.label }));
 }
 
-export async function listWallets(deps: Deps, m: MerchantRow) {
+/**
+ * The merchant's wallets with their USDC on `profiles` (the API: the credential's chain only; the
+ * dashboard: every configured chain).
+ */
+export async function listWallets(deps: Deps, m: MerchantRow, profiles?: ProfileName[]) {
   const rows = await repo.listForMerchant(deps.sql, m.id);
   return await Promise.all(
-    rows.map(async (w) => ({ ...walletView(m, w), balances: await balances(deps, w.address) })),
+    rows.map(async (w) => ({
+      ...walletView(m, w),
+      balances: await balances(deps, w.address, profiles),
+    })),
   );
 }
 
@@ -65,9 +76,14 @@ export async function walletAddresses(deps: Pick<Deps, "sql">, merchantId: strin
   return rows.map((w) => ({ id: w.walletId, address: w.address.toLowerCase() }));
 }
 
-export async function getWallet(deps: Deps, m: MerchantRow, id: string) {
+export async function getWallet(
+  deps: Deps,
+  m: MerchantRow,
+  id: string,
+  profiles?: ProfileName[],
+) {
   const w = await find(deps, m.id, id);
-  return { ...walletView(m, w), balances: await balances(deps, w.address) };
+  return { ...walletView(m, w), balances: await balances(deps, w.address, profiles) };
 }
 
 /** The merchant's wallet, or wallet_not_found (also for another merchant's id). */
@@ -97,10 +113,14 @@ export async function controlledWallet(
   return null;
 }
 
-/** USDC (6 places) on every configured chain; null where the chain cannot be read now. */
-async function balances(deps: Deps, address: `0x${string}`): Promise<Balances> {
+/** USDC (6 places) on `profiles` (default every configured chain); null where unreadable now. */
+async function balances(
+  deps: Deps,
+  address: `0x${string}`,
+  profiles?: ProfileName[],
+): Promise<Balances> {
   const entries = await Promise.all(
-    deps.chain.profiles().map(async (p) => {
+    (profiles ?? deps.chain.profiles()).filter((p) => deps.chain.has(p)).map(async (p) => {
       try {
         return [p, formatUsdc(await deps.chain.usdcBalance(p, address), { decimals: "fixed" })];
       } catch (e) {
@@ -141,6 +161,11 @@ export interface WithdrawInput {
  * receipt. Without `walletId` the source is the payout wallet, which must be managed. With a
  * request key (the Idempotency-Key) the transfer's intent is derived from it and the request, so
  * a retry after a timeout finds the first transfer instead of sending a second.
+ *
+ * Under the wallet's claim (no connection held while waiting or sending): the balance on chain
+ * less the wallet's withdrawals still in flight (a dead process's, signed or broadcast) must
+ * cover the amount, else 400 with `balance` before anything is signed; a concurrent withdrawal
+ * waits and then sees what the first left.
  */
 export async function withdraw(
   deps: Deps,
@@ -152,35 +177,38 @@ export async function withdraw(
   const source = await withdrawSource(deps, m, input.walletId);
   if (!deps.chain.has(profile)) throw new DomainError("chain_not_configured");
   const to = lower(input.destinationAddress);
+  const family = `withdraw:${source.walletId}:`;
   const intentKey = requestKey === undefined
-    ? `withdraw:${source.walletId}:${crypto.randomUUID()}`
-    : `withdraw:${source.walletId}:${
-      sha256([m.id, requestKey, profile, input.amount, to].join("\n"))
-    }`;
-  const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
-  if (!earlier || earlier.status === "failed") {
-    const balance = await deps.chain.usdcBalance(profile, source.address);
-    if (balance < input.amount) throw insufficient(balance);
-  }
-  let row;
-  try {
-    row = await deps.chain.transferUsdc({
-      profile,
-      from: { walletId: source.walletId },
-      to,
-      amount: input.amount,
-      intentKey,
-    });
-  } catch (e) {
-    // Spent by a concurrent withdrawal between our check and the node's estimate.
-    if (
-      e instanceof DomainError && e.code === "chain_reverted" &&
-      /ERC20InsufficientBalance/.test(e.details.hint ?? "")
-    ) {
-      throw insufficient(await deps.chain.usdcBalance(profile, source.address));
+    ? `${family}${crypto.randomUUID()}`
+    : `${family}${sha256([m.id, requestKey, profile, input.amount, to].join("\n"))}`;
+  const row = await withClaim(deps.sql, usdcClaim(deps, profile, source.address), async () => {
+    const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
+    if (!earlier || earlier.status === "failed") {
+      const [balance, inFlight] = await Promise.all([
+        deps.chain.usdcBalance(profile, source.address),
+        transfersInFlight(deps, profile, family),
+      ]);
+      if (balance - inFlight < input.amount) throw insufficient(balance - inFlight);
     }
-    throw e;
-  }
+    try {
+      return await deps.chain.transferUsdc({
+        profile,
+        from: { walletId: source.walletId },
+        to,
+        amount: input.amount,
+        intentKey,
+      });
+    } catch (e) {
+      // Spent on chain outside the service between our check and the node's estimate.
+      if (
+        e instanceof DomainError && e.code === "chain_reverted" &&
+        /ERC20InsufficientBalance/.test(e.details.hint ?? "")
+      ) {
+        throw insufficient(await deps.chain.usdcBalance(profile, source.address));
+      }
+      throw e;
+    }
+  });
   return {
     txHash: row.txHash,
     explorerUrl: deps.chain.explorerTxUrl(profile, row.txHash),
@@ -190,6 +218,26 @@ export async function withdraw(
     walletId: source.walletId,
     chain: profile,
   };
+}
+
+/**
+ * The claim under which a managed wallet's USDC is spent by this service's checked actions
+ * (withdrawals, gateway deposits): one per wallet and chain.
+ */
+export function usdcClaim(deps: Pick<Deps, "chain">, profile: ProfileName, address: string) {
+  return `usdc:${deps.chain.chainId(profile)}:${lower(address)}`;
+}
+
+/** USDC the wallet's withdrawal transfers still in flight will move (`family`: their intents). */
+async function transfersInFlight(deps: Deps, profile: ProfileName, family: string) {
+  let total = 0n;
+  for (const tx of await deps.chain.openIntents(profile, family)) {
+    try {
+      const call = decodeFunctionData({ abi: erc20Abi, data: tx.data as `0x${string}` });
+      if (call.functionName === "transfer") total += call.args[1];
+    } catch { /* not a transfer: nothing to count */ }
+  }
+  return total;
 }
 
 async function withdrawSource(deps: Deps, m: MerchantRow, walletId: string | undefined) {
@@ -202,7 +250,7 @@ async function withdrawSource(deps: Deps, m: MerchantRow, walletId: string | und
 
 function insufficient(balance: bigint): DomainError {
   return new DomainError("withdraw_insufficient_balance", {
-    balance: formatUsdc(balance, { decimals: "fixed" }),
+    balance: formatUsdc(balance > 0n ? balance : 0n, { decimals: "fixed" }),
   });
 }
 

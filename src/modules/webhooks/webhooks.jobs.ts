@@ -10,8 +10,10 @@ import { deliverWebhookQueue } from "./webhooks.queues.ts";
 export const deliverWebhookJob = defineJob<{ deliveryId: string }, Deps>({
   ...deliverWebhookQueue,
   work: { localConcurrency: 8 },
-  handler: async ({ deliveryId }, { deps }) => {
-    await attemptDelivery(deps, deliveryId);
+  // The job is the attempt's owner: run again after its worker died (pg-boss saw its heartbeat
+  // stop), it takes the dead run's claim over at once.
+  handler: async ({ deliveryId }, { deps, jobId }) => {
+    await attemptDelivery(deps, deliveryId, `job:${jobId}`);
   },
 });
 

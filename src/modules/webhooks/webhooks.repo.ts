@@ -17,6 +17,7 @@ export interface DeliveryRow {
   lastError: string | null;
   nextAttemptAt: Date | null;
   claimedUntil: Date | null;
+  claimedBy: string | null;
   createdAt: Date;
   updatedAt: Date;
   deliveredAt: Date | null;
@@ -53,22 +54,27 @@ export async function insertDelivery(
 
 /**
  * Claims the next attempt of a due delivery for `leaseMs`: one worker per attempt, whatever
- * number of processes run the job. Returns null when it is not due, done, or claimed.
+ * number of processes run the job. `owner` may take over its own claim (a pg-boss job run again
+ * after its worker died). Returns null when it is not due, done, or claimed by another; otherwise
+ * the delivery, and `interrupted`: an attempt was claimed before and never finished.
  */
 export async function claimAttempt(
   sql: Db,
   id: string,
   now: Date,
   leaseMs: number,
-): Promise<DeliveryRow | null> {
-  const [row] = await sql<DeliveryRow[]>`
-    update webhook_deliveries
-    set claimed_until = ${new Date(
-    now.getTime() + leaseMs,
-  )}, attempts = attempts + 1, updated_at = ${now}
-    where id = ${id} and status = 'pending' and next_attempt_at <= ${now}
-      and (claimed_until is null or claimed_until <= ${now})
-    returning *`;
+  owner: string,
+): Promise<(DeliveryRow & { interrupted: boolean; priorUpdatedAt: Date }) | null> {
+  const [row] = await sql<(DeliveryRow & { interrupted: boolean; priorUpdatedAt: Date })[]>`
+    update webhook_deliveries d
+    set claimed_until = ${new Date(now.getTime() + leaseMs)}, claimed_by = ${owner},
+        attempts = d.attempts + 1, updated_at = ${now}
+    from (select id, claimed_until, updated_at from webhook_deliveries where id = ${id} for update)
+      prior
+    where d.id = prior.id and d.status = 'pending' and d.next_attempt_at <= ${now}
+      and (d.claimed_until is null or d.claimed_until <= ${now} or d.claimed_by = ${owner})
+    returning d.*, prior.claimed_until is not null as interrupted,
+              prior.updated_at as prior_updated_at`;
   return row ?? null;
 }
 
@@ -76,6 +82,11 @@ export async function recordAttempt(sql: Db, a: AttemptRow): Promise<void> {
   await sql`
     insert into webhook_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, outcome)
     values (${a.deliveryId}, ${a.attempt}, ${a.startedAt}, ${a.durationMs}, ${a.statusCode}, ${a.error}, ${a.outcome})`;
+}
+
+/** One more failure in the current round (an attempt that was interrupted). */
+export async function countFailure(sql: Db, id: string): Promise<void> {
+  await sql`update webhook_deliveries set round_failures = round_failures + 1 where id = ${id}`;
 }
 
 export async function finishAttempt(
@@ -94,7 +105,7 @@ export async function finishAttempt(
     update webhook_deliveries
     set status = ${f.status}, last_status_code = ${f.statusCode}, last_error = ${f.error},
         next_attempt_at = ${f.nextAttemptAt}, round_failures = ${f.roundFailures},
-        claimed_until = null, updated_at = ${f.now},
+        claimed_until = null, claimed_by = null, updated_at = ${f.now},
         delivered_at = case when ${f.status} = 'delivered' then ${f.now}::timestamptz else delivered_at end
     where id = ${id}`;
 }
@@ -109,11 +120,11 @@ export async function reopen(
   const [row] = merchantId
     ? await sql<DeliveryRow[]>`
         update webhook_deliveries set status = 'pending', next_attempt_at = ${now}, round_failures = 0,
-          claimed_until = null, updated_at = ${now}
+          claimed_until = null, claimed_by = null, updated_at = ${now}
         where id = ${id} and merchant_id = ${merchantId} returning *`
     : await sql<DeliveryRow[]>`
         update webhook_deliveries set status = 'pending', next_attempt_at = ${now}, round_failures = 0,
-          claimed_until = null, updated_at = ${now}
+          claimed_until = null, claimed_by = null, updated_at = ${now}
         where id = ${id} returning *`;
   return row ?? null;
 }

@@ -61,12 +61,24 @@ export function validateWebhookUrl(deps: Pick<Deps, "config">, raw: unknown): st
 
 export type AttemptOutcome = "delivered" | "retry" | "undelivered";
 
-/** One attempt, if the delivery is due and no other worker holds it. */
-export async function attemptDelivery(deps: Deps, id: string): Promise<AttemptOutcome | null> {
+/** What an attempt cut short by its worker's death is recorded as. */
+export const INTERRUPTED_ERROR = "interrupted: the worker stopped before the receiver answered";
+
+/**
+ * One attempt, if the delivery is due and no other worker holds it. `owner` names who attempts
+ * (`job:<id>` for the delivery job: the same job run again after its worker died takes its own
+ * claim over at once); by default a one-off owner (the sweep, a replay).
+ */
+export async function attemptDelivery(
+  deps: Deps,
+  id: string,
+  owner = `once:${crypto.randomUUID()}`,
+): Promise<AttemptOutcome | null> {
   const timeoutMs = deps.config.WEBHOOK_TIMEOUT_MS;
   const startedAt = deps.clock.now();
-  const d = await repo.claimAttempt(deps.sql, id, startedAt, timeoutMs + 15_000);
+  const d = await repo.claimAttempt(deps.sql, id, startedAt, timeoutMs + 15_000, owner);
   if (!d) return null;
+  if (d.interrupted) await recordInterrupted(deps, d);
   const secret = await merchantSecrets.webhookSecret(deps, d.merchantId);
   const check = checkWebhookUrl(d.url, deps.config.WEBHOOK_TARGETS);
   const result = check.ok && secret
@@ -128,6 +140,32 @@ export async function attemptDelivery(deps: Deps, id: string): Promise<AttemptOu
     ms: result.durationMs,
   });
   return outcome;
+}
+
+/**
+ * The previous attempt was claimed and never finished (its worker died mid-request): it is
+ * recorded once, as a failure of the round, under the attempt number it had.
+ */
+async function recordInterrupted(
+  deps: Deps,
+  d: repo.DeliveryRow & { priorUpdatedAt: Date },
+): Promise<void> {
+  const attempt = d.attempts - 1;
+  deps.log.warn("webhook attempt interrupted; attempting again", { deliveryId: d.id, attempt });
+  await deps.sql.begin(async (tx) => {
+    await repo.recordAttempt(tx, {
+      deliveryId: d.id,
+      attempt,
+      // The claim's time: when the interrupted attempt started.
+      startedAt: d.priorUpdatedAt,
+      durationMs: 0,
+      statusCode: null,
+      error: INTERRUPTED_ERROR,
+      outcome: "failed",
+    });
+    await repo.countFailure(tx, d.id);
+  });
+  d.roundFailures += 1;
 }
 
 /** Attempts every due delivery (the safety net behind the per-attempt jobs). */

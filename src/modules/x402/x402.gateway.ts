@@ -11,8 +11,10 @@ import type { ProfileName } from "../../chain/profiles.ts";
 import { formatUsdc } from "../../money.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
 import { controlledWallet } from "../wallets/wallets.service.ts";
-import { x402Profile } from "./x402.service.ts";
-import * as repo from "./x402.repo.ts";
+import { x402Profile } from "./x402.context.ts";
+import { payerClaim, withdrawableNow } from "./x402.claims.ts";
+import { withClaim } from "../../db/claims.ts";
+import { usdcClaim } from "../wallets/wallets.service.ts";
 import * as bridge from "../bridge/bridge.service.ts";
 import { isSupportedSource } from "../bridge/bridge.rules.ts";
 import { SOURCE_CHAINS, type SourceChainName } from "../../chain/profiles.ts";
@@ -74,27 +76,32 @@ export async function deposit(
   const intentKey = w
     ? requestIntent("x402-deposit", sender, requestKey, [m.id, input.amount])
     : requestIntent("x402-deposit-agent", sender, requestKey, [m.id, source, input.amount]);
-  const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
-  if (!earlier || earlier.status === "failed") {
-    const balance = await deps.chain.usdcBalance(profile, source);
-    if (balance < input.amount) {
-      throw new DomainError("x402_deposit_insufficient", { balance: usdc(balance) });
+  // Under the source's USDC claim (merchant withdrawals take it too): the balance checked is the
+  // one the deposit spends. The intent is recorded before broadcast and derived from the
+  // Idempotency-Key, so a crash leaves a deposit the chain's recovery finishes and a retry finds.
+  const tx = await withClaim(deps.sql, usdcClaim(deps, profile, source), async () => {
+    const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
+    if (!earlier || earlier.status === "failed") {
+      const balance = await deps.chain.usdcBalance(profile, source);
+      if (balance < input.amount) {
+        throw new DomainError("x402_deposit_insufficient", { balance: usdc(balance) });
+      }
     }
-  }
-  const now = BigInt(Math.floor(deps.clock.now().getTime() / 1000));
-  const tx = w
-    ? await deps.chain.gateway.depositFromWallet(profile, {
-      walletId: w.walletId,
-      amount: input.amount,
-      validBefore: now + DEPOSIT_WINDOW_SECONDS,
-      intentKey,
-    })
-    : await deps.chain.gateway.depositFromAccount(profile, {
-      ownerWalletId: sender,
-      account: source,
-      amount: input.amount,
-      intentKey,
-    });
+    const now = BigInt(Math.floor(deps.clock.now().getTime() / 1000));
+    return w
+      ? await deps.chain.gateway.depositFromWallet(profile, {
+        walletId: w.walletId,
+        amount: input.amount,
+        validBefore: now + DEPOSIT_WINDOW_SECONDS,
+        intentKey,
+      })
+      : await deps.chain.gateway.depositFromAccount(profile, {
+        ownerWalletId: sender,
+        account: source,
+        amount: input.amount,
+        intentKey,
+      });
+  });
   return {
     txHash: tx.txHash,
     explorerUrl: deps.chain.explorerTxUrl(profile, tx.txHash),
@@ -164,6 +171,8 @@ export async function withdraw(
     // Bridged out of the testnet chain only (the messenger's source); start the other end now.
     if (profile !== "testnet") throw new DomainError("x402_destination_unsupported");
     await deps.chain.ensure(route.chain);
+    // The bridge fee must leave something to mint: refused before anything is withdrawn.
+    await bridge.quoteOutbound(deps, { amount: input.amount, toChain: route.chain });
   }
   const intentKey = requestIntent("x402-withdraw", m.managedWalletId, requestKey, [
     m.id,
@@ -171,22 +180,21 @@ export async function withdraw(
     input.destinationChain,
     recipient,
   ]);
-  const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
-  const chainId = deps.chain.chainId(profile);
   const exceeds = (can: bigint) =>
     new DomainError("x402_withdraw_exceeds", { withdrawable: usdc(can > 0n ? can : 0n) });
   const walletId = m.managedWalletId;
-  // Under the payer's lock (the one paid calls are claimed under) until the withdrawal is mined,
-  // as the payer withdrawal does: two withdrawals, or a withdrawal and a paid call of this
-  // wallet in flight, never count on the same balance (a second one is a 400, not a revert).
-  const tx = await deps.sql.begin(async (db) => {
-    await repo.lockPayer(db, chainId, seller);
+  // Under the payer's claim (the one paid calls reserve under) until the withdrawal is mined, as
+  // the payer withdrawal does: two withdrawals, or a withdrawal and a paid call of this wallet in
+  // flight, never count on the same balance (a second one is a 400, not a revert).
+  const claim = payerClaim(deps.chain.chainId(profile), seller);
+  const tx = await withClaim(deps.sql, claim, async () => {
+    const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
     if (!earlier || earlier.status === "failed") {
-      const [b, pending] = await Promise.all([
-        deps.chain.gateway.balance(profile, seller),
-        repo.pendingAmount(db, chainId, seller),
+      const can = await withdrawableNow(deps, profile, seller, [
+        `x402-withdraw:${walletId}:`,
+        `x402-payer-withdraw:${walletId}:`,
       ]);
-      if (b.withdrawable - pending < input.amount) throw exceeds(b.withdrawable - pending);
+      if (can < input.amount) throw exceeds(can);
     }
     try {
       return await deps.chain.gateway.withdraw(profile, {

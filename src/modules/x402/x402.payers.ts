@@ -16,7 +16,8 @@ import { getListing } from "./x402.listings.ts";
 import { encodeGatewayProof, nowSeconds } from "./x402.rules.ts";
 import { type X402Deps, x402Profile } from "./x402.context.ts";
 import { gatewayView, requestIntent, SOURCE_CHAIN } from "./x402.gateway.ts";
-import * as repo from "./x402.repo.ts";
+import { payerClaim, withdrawableNow } from "./x402.claims.ts";
+import { withClaim } from "../../db/claims.ts";
 import type { Address, MerchantAgent, X402AgentPort } from "./x402.types.ts";
 
 const usdc = (units: bigint) => formatUsdc(units, { decimals: "fixed" });
@@ -172,21 +173,20 @@ export async function withdrawPayer(
     input.amount,
     recipient,
   ]);
-  const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
-  const chainId = deps.chain.chainId(profile);
   const exceeds = (can: bigint) =>
     new DomainError("x402_withdraw_exceeds", { withdrawable: usdc(can > 0n ? can : 0n) });
-  // Under the payer's lock, the one paid calls are claimed under, until the withdrawal is mined:
+  // Under the payer's claim, the one paid calls reserve under, until the withdrawal is mined:
   // two withdrawals, or a withdrawal and a paid call in flight (PENDING, its upstream already
-  // called), never count on the same balance.
-  const tx = await deps.sql.begin(async (db) => {
-    await repo.lockPayer(db, chainId, payer.address);
+  // called), never count on the same balance; the check holds no connection while it waits.
+  const claim = payerClaim(deps.chain.chainId(profile), payer.address);
+  const tx = await withClaim(deps.sql, claim, async () => {
+    const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
     if (!earlier || earlier.status === "failed") {
-      const [b, pending] = await Promise.all([
-        deps.chain.gateway.balance(profile, payer.address),
-        repo.pendingAmount(db, chainId, payer.address),
+      const can = await withdrawableNow(deps, profile, payer.address, [
+        `x402-payer-withdraw:${sender}:`,
+        ...(payer.kind === "wallet" ? [`x402-withdraw:${sender}:`] : []),
       ]);
-      if (b.withdrawable - pending < input.amount) throw exceeds(b.withdrawable - pending);
+      if (can < input.amount) throw exceeds(can);
     }
     try {
       return payer.kind === "wallet"

@@ -106,11 +106,6 @@ const PAYMENT_COLUMNS = (sql: Db) =>
   sql`id, listing_id, listing_slug, merchant_id, scheme, chain_id, payer, payee, amount, nonce,
       agent_id, status, error, upstream_status, tx_hash, created_at, settled_at`;
 
-/** Serialises claims of one payer (in the caller's transaction). */
-export async function lockPayer(sql: Db, chainId: number, payer: string): Promise<void> {
-  await sql`select pg_advisory_xact_lock(5402, hashtext(${`${chainId}:${payer}`}))`;
-}
-
 /** What the payer has in flight (PENDING attempts): not yet spent on chain, already promised. */
 export async function pendingAmount(sql: Db, chainId: number, payer: string): Promise<bigint> {
   const [row] = await sql<{ total: bigint }[]>`

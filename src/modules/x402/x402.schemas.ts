@@ -53,7 +53,7 @@ const PROOF_DOC = 'Proof: base64 of JSON { x402Version: 1, scheme: "gateway", ne
   "Its timestamp is validAfter (at most 5 minutes old).";
 
 export const payBody = z.object({
-  slug: z.string({ error: M.x402ListingNotFound }).min(1, M.x402ListingNotFound).max(63)
+  slug: z.string({ error: M.x402ProofSlug }).min(1, M.x402ProofSlug).max(63, M.x402ProofSlug)
     .describe("Marketplace listing id: selects the upstream API and the price"),
   method: z.enum(METHODS, { error: M.x402Method }),
   paymentProof: z.string({ error: M.x402ProofField }).max(16_384, M.x402ProofInvalid).optional()
@@ -70,7 +70,7 @@ export const verifyBody = z.object({
 });
 
 /** An agent of the merchant's: `8004:{chainId}:{tokenId}` or the bare token id. */
-export const PAYER_AGENT_ID = /^(?:8004:(?:0|[1-9][0-9]{0,18}):)?[1-9][0-9]{0,77}$/;
+export const PAYER_AGENT_ID = /^(?:8004:(?:0|[1-9][0-9]{0,18}):)?(?:0|[1-9][0-9]{0,77})$/;
 
 const payerAgentId = (text: string) =>
   z.string({ error: text }).regex(PAYER_AGENT_ID, text)
@@ -205,7 +205,8 @@ export const x402Routes: RouteDoc[] = [
   {
     method: "get",
     path: "/api/x402/facilitator/supported",
-    summary: "x402 facilitator: the scheme (`exact`) and networks we verify and settle",
+    summary:
+      "x402 facilitator: the schemes (`exact`, `batch-settlement`) and networks we verify and settle",
     tag: facilitatorTag,
     auth: [],
     responses: {
@@ -216,6 +217,8 @@ export const x402Routes: RouteDoc[] = [
             x402Version: z.number(),
             scheme: z.string(),
             network: z.string(),
+            extra: z.record(z.string(), z.unknown()).optional()
+              .describe("batch-settlement: the receiverAuthorizer a seller may delegate to"),
           })),
           extensions: z.array(z.string()),
           signers: z.record(z.string(), z.array(z.string())),
@@ -227,7 +230,8 @@ export const x402Routes: RouteDoc[] = [
   {
     method: "post",
     path: "/api/x402/facilitator/verify",
-    summary: "x402 facilitator: verify an `exact` EIP-3009 payment against requirements",
+    summary: "x402 facilitator: verify an `exact` payment, or a `batch-settlement` deposit, " +
+      "voucher or refund, against requirements",
     tag: facilitatorTag,
     auth: ["bearer"],
     body: facilitatorBody,
@@ -238,6 +242,8 @@ export const x402Routes: RouteDoc[] = [
           isValid: z.boolean(),
           invalidReason: z.string().optional(),
           payer: z.string().optional(),
+          extra: z.record(z.string(), z.unknown()).optional()
+            .describe("batch-settlement: the channel's on-chain state"),
         }),
       },
       ...errors([400, 401, 403, 429, 500]),
@@ -246,7 +252,8 @@ export const x402Routes: RouteDoc[] = [
   {
     method: "post",
     path: "/api/x402/facilitator/settle",
-    summary: "x402 facilitator: settle an `exact` EIP-3009 payment on chain (once per nonce)",
+    summary: "x402 facilitator: settle an `exact` payment (once per nonce), or a " +
+      "`batch-settlement` deposit, voucher (recorded; claimed in batches), claim, settle or refund",
     tag: facilitatorTag,
     auth: ["bearer"],
     body: facilitatorBody,
@@ -260,6 +267,8 @@ export const x402Routes: RouteDoc[] = [
           transaction: z.string(),
           network: z.string(),
           amount: z.string().optional(),
+          extra: z.record(z.string(), z.unknown()).optional()
+            .describe("batch-settlement: chargedAmount and the channel's state"),
         }),
       },
       ...errors([400, 401, 403, 429, 500]),

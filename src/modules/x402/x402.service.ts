@@ -24,6 +24,8 @@ import type { Address, AgentPayments, X402PaymentRecord } from "./x402.types.ts"
 import { UPSTREAM_TIMEOUT_MS, type X402Deps, x402Profile, ZERO_ADDRESS } from "./x402.context.ts";
 import { getListing, paymentRequirements } from "./x402.listings.ts";
 import { settleOne } from "./x402.settler.ts";
+import { payerClaim } from "./x402.claims.ts";
+import { withClaim } from "../../db/claims.ts";
 
 export type { ListingRow } from "./x402.repo.ts";
 
@@ -237,9 +239,10 @@ export async function pay(deps: X402Deps, input: PayInput): Promise<PayOutcome> 
 }
 
 /**
- * Claims (payer, nonce) as PENDING, under the payer's lock: the gateway total read there, less
- * what its other PENDING attempts promised, must cover the value, so concurrent proofs cannot
- * overspend it.
+ * Claims (payer, nonce) as PENDING under the payer's claim, held only for this reservation (never
+ * across the upstream call or the settlement): the gateway total less what its other PENDING
+ * attempts promised must cover the value, so concurrent proofs cannot overspend it, and a
+ * withdrawal (which holds the claim until mined) is waited for.
  */
 async function claim(
   deps: Deps,
@@ -249,14 +252,13 @@ async function claim(
 ): Promise<X402PaymentRecord> {
   const a = v.proof.payload.authorization;
   let total = 0n;
-  const result = await deps.sql.begin(async (tx) => {
-    await repo.lockPayer(tx, v.chainId, a.from);
-    // Read under the lock: a settlement mined since our first look is in the chain's total, and
-    // one not yet recorded is still PENDING here, so the check can only err on the safe side.
+  const result = await withClaim(deps.sql, payerClaim(v.chainId, a.from), async () => {
+    // The promised first, then the chain: a settlement mined between the two reads is counted
+    // twice (a safe refusal at worst), never not at all.
+    const pending = await repo.pendingAmount(deps.sql, v.chainId, a.from);
     total = await gatewayTotal(deps, a.from);
-    const pending = await repo.pendingAmount(tx, v.chainId, a.from);
     if (total - pending < a.value) return "insufficient" as const;
-    const row = await repo.claimAttempt(tx, {
+    const row = await repo.claimAttempt(deps.sql, {
       listingId: listing.id,
       listingSlug: listing.slug,
       merchantId: listing.merchantId,

@@ -15,6 +15,8 @@ import type { HttpMethod } from "./x402.rules.ts";
 import * as standard from "./x402.standard.ts";
 import type { X402Deps } from "./x402.context.ts";
 import { facilitatorBody } from "./x402.schemas.ts";
+import { channelAwareCall } from "./x402.channels.ts";
+import { channelSettle, channelVerify, withChannelKinds } from "./x402.channels.facilitator.ts";
 
 const EXPOSE = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE";
 
@@ -35,7 +37,8 @@ export function x402StandardApi(x: X402Deps) {
     const url = new URL(c.req.url);
     const method = c.req.method as HttpMethod;
     const headerAgent = c.req.header("x-agent-id")?.trim();
-    const r = await standard.standardCall(x, {
+    // The batch-settlement scheme (x402.channels.ts) answers its payments; its 402 offers it.
+    const r = await channelAwareCall(x, {
       slug: c.req.param("slug"),
       method,
       resourceUrl: `${deps.config.BASE_URL}${url.pathname}`,
@@ -60,16 +63,25 @@ export function x402StandardApi(x: X402Deps) {
     return c.body(r.body.buffer as ArrayBuffer, r.status as 200);
   });
 
-  app.get("/api/x402/facilitator/supported", anyone, (c) => c.json(standard.supported(x)));
+  app.get(
+    "/api/x402/facilitator/supported",
+    anyone,
+    async (c) => c.json(await withChannelKinds(x, standard.supported(x))),
+  );
 
   app.post("/api/x402/facilitator/verify", seller, async (c) => {
     const body = parseOrThrow(facilitatorBody, await readJsonObject(c));
-    return c.json(await standard.facilitatorVerify(x, body));
+    return c.json(
+      (await channelVerify(x, body)) ?? await standard.facilitatorVerify(x, body),
+    );
   });
 
   app.post("/api/x402/facilitator/settle", seller, async (c) => {
     const body = parseOrThrow(facilitatorBody, await readJsonObject(c));
-    return c.json(await standard.facilitatorSettle(x, merchantOf(c), body));
+    return c.json(
+      (await channelSettle(x, merchantOf(c), body)) ??
+        await standard.facilitatorSettle(x, merchantOf(c), body),
+    );
   });
 
   return app;

@@ -4,7 +4,7 @@
 export const AgenticCommerce = {
   contractName: "AgenticCommerce",
   compilerVersion: "0.8.37+commit.f401782d.Emscripten.clang",
-  inputHash: "ea540b6db163360ee004ae1958e2511817a7e505801d566ad86bd0af422bd4a9",
+  inputHash: "85c7294869f5ed71b0dad0ed4c75a3081d79cb4444ece320f32986147871fdef",
   abi: [
     {
       "inputs": [

@@ -1,0 +1,311 @@
+/**
+ * `deno task container:check`: the container deployment, run for real on this machine's Docker.
+ * Builds the image, brings compose.yaml + compose.dev.yaml up (Compose v2, or Debian's v1 with
+ * `--compatibility`), waits for both web replicas and the worker to be healthy, and checks what
+ * an operator relies on: a merchant signs up (the code from the worker's logged mail), a payment
+ * link made through one replica is listed and rendered by the other, mail queued while the worker
+ * is killed is sent exactly once after it is back, ports listen on 127.0.0.1 only, every process
+ * is non-root, and the web role starts in production with values of its own; then that each role
+ * starts offline (network none) and that production refuses the development secrets. Tears everything down (`down -v`) whatever happened. Exit 1 on any failure.
+ *
+ * Base images that cannot be pulled are built locally by the stand-in tool
+ * (../shared/tools/container-stand-ins/make-stand-ins.sh, or CONTAINER_STAND_INS).
+ * CONTAINER_CHECK_DOCKERFILE=<path> checks another Dockerfile; CONTAINER_CHECK_KEEP=1 leaves the
+ * deployment up for a look (`docker-compose -p settlement-check … down -v` afterwards).
+ */
+import {
+  composeCommand,
+  freePortPair,
+  inspect,
+  log,
+  must,
+  published,
+  run,
+  tail,
+  until,
+} from "./container/docker.ts";
+import { checkMailOnce, devEnv, type Http, http, merchantFlow } from "./container/flow.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const PROJECT = "settlement-check";
+const IMAGE = "settlement:check";
+const DOCKERFILE = Deno.env.get("CONTAINER_CHECK_DOCKERFILE") ?? "Dockerfile";
+const STAND_INS = Deno.env.get("CONTAINER_STAND_INS") ??
+  new URL("../../shared/tools/container-stand-ins/make-stand-ins.sh", import.meta.url).pathname;
+
+async function baseImages(): Promise<void> {
+  const deno = /^ARG DENO_VERSION=(\S+)/m.exec(await Deno.readTextFile(`${ROOT}Dockerfile`))?.[1];
+  const pg = /image: postgres:(\S+)/.exec(await Deno.readTextFile(`${ROOT}compose.yaml`))?.[1];
+  if (!deno || !pg) throw new Error("cannot read the base image versions");
+  const missing = [];
+  for (const image of [`denoland/deno:${deno}`, `postgres:${pg}`]) {
+    if ((await run(["docker", "image", "inspect", image])).code === 0) continue;
+    const pull = await run(["docker", "pull", image], { timeoutMs: 180_000 });
+    if (pull.code !== 0) missing.push(image);
+  }
+  if (!missing.length) return log(`base images present: denoland/deno:${deno}, postgres:${pg}`);
+  log(`cannot pull ${missing.join(", ")}: building local stand-ins (${STAND_INS})`);
+  await must(["bash", STAND_INS, deno, pg], { timeoutMs: 600_000 });
+}
+
+async function buildImage(): Promise<{ seconds: number; mb: number }> {
+  const t = performance.now();
+  await must(["docker", "build", "-q", "-f", DOCKERFILE, "-t", IMAGE, "."], {
+    cwd: ROOT,
+    timeoutMs: 900_000,
+  });
+  const seconds = Math.round((performance.now() - t) / 1000);
+  const size = Number(
+    (await must(["docker", "image", "inspect", "-f", "{{.Size}}", IMAGE])).trim(),
+  );
+  const mb = Math.round(size / 1e6);
+  log(`built ${IMAGE} from ${DOCKERFILE} in ${seconds} s: ${mb} MB`);
+  return { seconds, mb };
+}
+
+type Compose = (args: string[], timeoutMs?: number) => Promise<string>;
+
+/** Compose without the development values must refuse to start and name what is missing. */
+async function composeRefusesMissingValues(cmd: string[]): Promise<void> {
+  // An empty env file (v1 wants a regular file), so that neither compose.dev.env nor an
+  // operator's .env in this directory supplies anything.
+  const empty = await Deno.makeTempFile({ prefix: "container-check-", suffix: ".env" });
+  const r = await run([...cmd, "--env-file", empty, "-f", "compose.yaml", "config", "-q"], {
+    cwd: ROOT,
+  }).finally(() => Deno.remove(empty));
+  if (r.code === 0 || !/POSTGRES_PASSWORD|JWT_SECRET/.test(r.err + r.out)) {
+    throw new Error(`compose.yaml without values should refuse: exit ${r.code}\n${r.err}${r.out}`);
+  }
+  const named = /POSTGRES_PASSWORD|JWT_SECRET|[A-Z_]+ \(/.exec(r.err + r.out)?.[0];
+  log(`compose.yaml with no values refuses to start (first missing: ${named})`);
+}
+
+/** Both web replicas and the worker healthy, deploy done; fails fast on a crashing container. */
+async function waitHealthy(compose: Compose) {
+  const ids = async (service: string) =>
+    (await compose(["ps", "-q", service])).trim().split("\n").filter(Boolean);
+  return await until("web ×2 and worker healthy", 240_000, async () => {
+    const deploy = await inspect(await ids("deploy"));
+    for (const d of deploy) {
+      if (d.status === "exited" && d.exitCode !== 0) {
+        throw new Error(`deploy exited ${d.exitCode}:\n${await logsOf(d.id)}`);
+      }
+    }
+    const web = await inspect(await ids("web"));
+    const worker = await inspect(await ids("worker"));
+    for (const c of [...web, ...worker]) {
+      if (c.restarts > 0 || c.status === "exited" || c.status === "restarting") {
+        throw new Error(
+          `${c.name} is ${c.status} (restarts ${c.restarts}):\n${await logsOf(c.id)}`,
+        );
+      }
+    }
+    const healthy = (cs: typeof web) => cs.filter((c) => c.health === "healthy").length;
+    if (web.length === 2 && healthy(web) === 2 && worker.length === 1 && healthy(worker) === 1) {
+      const postgres = (await ids("postgres"))[0];
+      return { web: web.map((c) => c.id), worker: worker[0].id, postgres };
+    }
+    return undefined;
+  });
+}
+
+async function logsOf(id: string, lines = 30): Promise<string> {
+  const r = await run(["docker", "logs", "--tail", String(lines), id]);
+  return tail(r.out + r.err, lines);
+}
+
+/** Every role loads all its code with no network at all and gets as far as the database. */
+async function offlineRoles(): Promise<void> {
+  const db = "postgres://check:check@127.0.0.1:9/check";
+  const cases: [string, string[]][] = [
+    ["web", ["web"]],
+    ["worker", ["worker"]],
+    ["all", ["all"]],
+    ["migrate", [
+      "--entrypoint",
+      "deno",
+      IMAGE,
+      "run",
+      "--cached-only",
+      "-A",
+      "src/cli/migrate.ts",
+    ]],
+  ];
+  await Promise.all(cases.map(async ([name, args]) => {
+    const tailArgs = args[0] === "--entrypoint" ? args : [IMAGE, ...args];
+    const r = await run([
+      "docker",
+      "run",
+      "--rm",
+      "--network",
+      "none",
+      "-e",
+      "APP_ENV=development",
+      "-e",
+      `DATABASE_URL=${db}`,
+      ...tailArgs,
+    ], { timeoutMs: 90_000 });
+    const text = r.out + r.err;
+    if (!/ECONNREFUSED/.test(text) || /Download|Could not resolve|not a dependency/.test(text)) {
+      throw new Error(`${name} offline: expected only the database refusal\n${tail(text, 15)}`);
+    }
+  }));
+  log(
+    "offline (network none): web, worker, all and migrate load everything and reach the database",
+  );
+}
+
+/** The image's service refuses production with the compose development secrets, naming each. */
+async function productionRefusal(): Promise<void> {
+  const env = devEnv(ROOT);
+  const vars: Record<string, string> = {
+    APP_ENV: "production",
+    BASE_URL: "https://pay.example.com",
+    SMTP_URL: "smtp://mail.example.com:587",
+    DATABASE_URL: `postgres://settlement:${env.POSTGRES_PASSWORD}@postgres:5432/settlement`,
+    TESTNET_RPC_URL: "https://rpc-testnet.example.com",
+    PRODUCTION_RPC_URL: "https://rpc.example.com",
+  };
+  const named = ["JWT_SECRET", "WALLET_MASTER_KEY", "METRICS_TOKEN", "TESTNET_OPERATOR_KEY"];
+  for (const k of [...named, "PRODUCTION_OPERATOR_KEY"]) vars[k] = env[k];
+  const flags = Object.entries(vars).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
+  const r = await run(["docker", "run", "--rm", "--network", "none", ...flags, IMAGE, "web"], {
+    timeoutMs: 60_000,
+  });
+  const text = r.out + r.err;
+  const unnamed = [...named, "DATABASE_URL"].filter((v) => !text.includes(`- ${v}: `));
+  if (r.code !== 78 || unnamed.length) {
+    throw new Error(
+      `production with development secrets: exit ${r.code}, unnamed ${unnamed}\n${text}`,
+    );
+  }
+  log(`APP_ENV=production with the development values: exit 78 naming ${named.join(", ")}, …`);
+}
+
+const PROD_CONTAINER = `${PROJECT}-production-web`;
+
+/**
+ * The image in production with values of its own: the database password changed to a random
+ * one (the compose development password is refused too), random secrets and operator keys, the
+ * same database and chains: the web role starts and /readyz answers 200.
+ */
+async function productionStart(postgres: string): Promise<void> {
+  const hex = () =>
+    Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, "0"))
+      .join("");
+  const password = hex();
+  await must(["docker", "exec", "-i", postgres, "psql", "-U", "settlement", "-d", "settlement"], {
+    stdin: `alter role settlement password '${password}';\n`,
+  });
+  const vars: Record<string, string> = {
+    APP_ENV: "production",
+    DATABASE_URL: `postgres://settlement:${password}@postgres:5432/settlement`,
+    JWT_SECRET: hex(),
+    WALLET_MASTER_KEY: hex(),
+    METRICS_TOKEN: hex(),
+    BASE_URL: "https://pay.example.com",
+    SMTP_URL: "smtp://mail.example.com:587",
+    TESTNET_RPC_URL: "http://chain-testnet:8545",
+    PRODUCTION_RPC_URL: "http://chain-production:8545",
+    TESTNET_OPERATOR_KEY: `0x${hex()}`,
+    PRODUCTION_OPERATOR_KEY: `0x${hex()}`,
+  };
+  const flags = Object.entries(vars).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
+  await must([
+    "docker",
+    "run",
+    "-d",
+    "--name",
+    PROD_CONTAINER,
+    "--network",
+    `${PROJECT}_default`,
+    "-p",
+    "127.0.0.1::3000",
+    ...flags,
+    IMAGE,
+    "web",
+  ]);
+  const web = http(`http://127.0.0.1:${(await published(PROD_CONTAINER)).port}`);
+  const ready = await until("the production web role ready", 90_000, async () => {
+    const [s] = await inspect([PROD_CONTAINER]);
+    if (s.status === "exited") throw new Error(`it exited ${s.exitCode}:\n${await logsOf(s.id)}`);
+    return await web.call("GET", "/readyz").then(
+      (r) => r.status === 200 ? r : undefined,
+      () => undefined,
+    );
+  });
+  if (ready.json.status !== "ready") throw new Error(`production /readyz: ${ready.text}`);
+  log("APP_ENV=production with values of its own: the web role starts and /readyz answers 200");
+}
+
+async function main(): Promise<void> {
+  const t0 = performance.now();
+  log(`docker ${(await must(["docker", "version", "-f", "{{.Server.Version}}"])).trim()}`);
+  const { cmd, label } = await composeCommand();
+  log(label);
+  await baseImages();
+  const build = await buildImage();
+  await composeRefusesMissingValues(cmd);
+
+  const first = freePortPair();
+  const env = {
+    SETTLEMENT_IMAGE: IMAGE,
+    WEB_PORTS: `${first}-${first + 1}`,
+    BIND_ADDRESS: "127.0.0.1",
+  };
+  const files = ["--env-file", "compose.dev.env", "-f", "compose.yaml", "-f", "compose.dev.yaml"];
+  const compose: Compose = (args, timeoutMs) =>
+    must([...cmd, ...files, "-p", PROJECT, ...args], { cwd: ROOT, env, timeoutMs });
+  await run(["docker", "rm", "-f", "-v", PROD_CONTAINER]);
+  await compose(["down", "-v", "--remove-orphans"]);
+  try {
+    const t = performance.now();
+    await compose(["up", "-d"], 300_000);
+    const ids = await waitHealthy(compose);
+    log(
+      `up: 2 web replicas and the worker healthy in ${
+        Math.round((performance.now() - t) / 1000)
+      } s`,
+    );
+    for (const id of [...ids.web, ids.worker]) {
+      const uid = (await must(["docker", "exec", id, "id", "-u"])).trim();
+      if (uid === "0") throw new Error(`container ${id.slice(0, 12)} runs as root`);
+    }
+    const urls: Http[] = [];
+    for (const id of ids.web) {
+      const p = await published(id);
+      if (p.host !== "127.0.0.1") throw new Error(`web publishes on ${p.host}, not 127.0.0.1`);
+      urls.push(http(`http://127.0.0.1:${p.port}`));
+    }
+    log(`non-root (uid 1993) everywhere; web on ${urls.map((u) => u.base).join(" and ")} only`);
+    await merchantFlow(urls[0], urls[1], ids.worker);
+    await checkMailOnce(urls, ids.worker, ids.postgres);
+    await productionStart(ids.postgres);
+    await offlineRoles();
+    await productionRefusal();
+  } catch (e) {
+    const ps = await run([...cmd, ...files, "-p", PROJECT, "ps"], { cwd: ROOT, env });
+    console.error(ps.out + ps.err);
+    throw e;
+  } finally {
+    if (Deno.env.get("CONTAINER_CHECK_KEEP") !== "1") {
+      // Not a compose service: it would keep the project's network from being removed.
+      await run(["docker", "rm", "-f", "-v", PROD_CONTAINER]);
+      await compose(["down", "-v", "--remove-orphans"], 180_000).catch((e) =>
+        console.error(`teardown failed: ${e}`)
+      );
+      log("torn down (down -v)");
+    }
+  }
+  const total = Math.round((performance.now() - t0) / 1000);
+  log(`passed in ${total} s (image ${build.mb} MB, built in ${build.seconds} s)`);
+}
+
+if (import.meta.main) {
+  try {
+    await main();
+  } catch (e) {
+    log(`FAILED: ${e instanceof Error ? e.message : e}`);
+    Deno.exit(1);
+  }
+}

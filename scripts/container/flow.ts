@@ -1,0 +1,188 @@
+/**
+ * What the container check does through the API, as an operator trying the deployment would:
+ * sign a merchant up (the verification code is in the worker's logged mail: development has no
+ * SMTP), make a payment link on one web replica and find it on the other, and queue mail while
+ * the worker is killed, then see each sent exactly once when it is back.
+ */
+import { inspect, log, must, run, until } from "./docker.ts";
+
+export interface Http {
+  base: string;
+  call(
+    method: string,
+    path: string,
+    opts?: { body?: unknown; cookie?: string },
+  ): Promise<
+    { status: number; type: string; text: string; json: Record<string, unknown>; res: Response }
+  >;
+}
+
+export function http(base: string): Http {
+  return {
+    base,
+    async call(method, path, opts = {}) {
+      const headers: Record<string, string> = {};
+      if (opts.body !== undefined) headers["content-type"] = "application/json";
+      if (opts.cookie) headers.cookie = opts.cookie;
+      const res = await fetch(`${base}${path}`, {
+        method,
+        headers,
+        body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+        redirect: "manual",
+        signal: AbortSignal.timeout(30_000),
+      });
+      const text = await res.text();
+      let json: Record<string, unknown> = {};
+      try {
+        json = JSON.parse(text);
+      } catch { /* not JSON */ }
+      return { status: res.status, type: res.headers.get("content-type") ?? "", text, json, res };
+    },
+  };
+}
+
+function expect(ok: boolean, what: string, detail = ""): void {
+  if (!ok) throw new Error(`${what}${detail ? `: ${detail.slice(0, 600)}` : ""}`);
+}
+
+/** compose.dev.env as a map (the check sends its secrets to a production start, to be refused). */
+export function devEnv(root: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of Deno.readTextFileSync(`${root}compose.dev.env`).split("\n")) {
+    const m = /^([A-Z0-9_]+)=(.*)$/.exec(line.trim());
+    if (m) out[m[1]] = m[2];
+  }
+  return out;
+}
+
+const MAIL_LOG = "mail (dev mailbox; no SMTP_URL)";
+const PASSWORD = "container check passphrase";
+const run_id = Date.now().toString(36);
+let counter = 0;
+
+/** Every mail the worker logged (all its lives: `docker logs` spans restarts), by recipient. */
+async function loggedMail(worker: string): Promise<Map<string, string[]>> {
+  const r = await run(["docker", "logs", worker]);
+  const out = new Map<string, string[]>();
+  for (const line of (r.out + "\n" + r.err).split("\n")) {
+    if (!line.includes(MAIL_LOG)) continue;
+    try {
+      const entry = JSON.parse(line) as { msg: string; to: string; text: string };
+      if (entry.msg !== MAIL_LOG) continue;
+      out.set(entry.to, [...out.get(entry.to) ?? [], entry.text]);
+    } catch { /* not a log line of ours */ }
+  }
+  return out;
+}
+
+/** Rows of the dev mailbox per recipient, read with psql in the postgres container. */
+async function mailbox(postgres: string): Promise<Map<string, number>> {
+  const out = await must([
+    "docker",
+    "exec",
+    postgres,
+    "psql",
+    "-U",
+    "settlement",
+    "-d",
+    "settlement",
+    "-Atc",
+    "select to_address || ' ' || count(*) from dev_mailbox group by to_address",
+  ]);
+  return new Map(
+    out.trim().split("\n").filter(Boolean).map((l) => {
+      const [to, n] = l.split(" ");
+      return [to, Number(n)];
+    }),
+  );
+}
+
+async function signup(web: Http): Promise<string> {
+  const email = `check-${run_id}-${counter++}@example.com`;
+  const r = await web.call("POST", "/api/merchant/signup", {
+    body: { email, password: PASSWORD, businessName: "Container Check" },
+  });
+  expect(r.status === 201, `signup on ${web.base}: ${r.status}`, r.text);
+  return email;
+}
+
+/** Sign up on A, verify on B, sign in on A, make a link on A, list it and open it on B. */
+export async function merchantFlow(a: Http, b: Http, worker: string): Promise<void> {
+  const email = await signup(a);
+  const text = await until(
+    `the verification mail to ${email} in the worker's log`,
+    60_000,
+    async () => (await loggedMail(worker)).get(email)?.[0],
+  );
+  const code = /code is ([A-Z0-9]{6})\./.exec(text)?.[1];
+  expect(!!code, "no code in the mail", text);
+  const verified = await b.call("POST", "/api/merchant/verify", { body: { email, code } });
+  expect(verified.status === 200, `verify on ${b.base}: ${verified.status}`, verified.text);
+  const login = await a.call("POST", "/api/merchant/login", {
+    body: { email, password: PASSWORD },
+  });
+  expect(login.status === 200, `login on ${a.base}: ${login.status}`, login.text);
+  const cookie = login.res.headers.getSetCookie().map((c) => c.split(";")[0])
+    .find((c) => c.startsWith("merchant_token="));
+  expect(!!cookie, "no merchant_token cookie from login");
+
+  const link = await a.call("POST", "/api/merchant/payment-link", {
+    cookie,
+    body: { amount: "12.50", description: "Container check" },
+  });
+  expect(link.status === 201, `payment link on ${a.base}: ${link.status}`, link.text);
+  expect(link.type.startsWith("application/json"), "payment link content type", link.type);
+  const reference = link.json.reference as string;
+  const list = await b.call("GET", "/api/merchant/payment-link", { cookie });
+  expect(list.status === 200, `list on ${b.base}: ${list.status}`, list.text);
+  const links = (list.json.links ?? []) as Array<{ reference: string; amount: number }>;
+  expect(
+    links.some((l) => l.reference === reference && l.amount === 12.5),
+    `the link made on ${a.base} is not listed on ${b.base}`,
+    list.text,
+  );
+  const page = await b.call("GET", `/checkout/${reference}`);
+  expect(page.status === 200 && page.type.startsWith("text/html"), `checkout page: ${page.status}`);
+  log(`merchant ${email}: link ${reference} made on ${a.base}, listed and rendered on ${b.base}`);
+}
+
+/**
+ * The worker is killed; mail queued meanwhile stays queued (web keeps answering), and after
+ * `docker start` each message is sent exactly once: one row in the mailbox, one log line.
+ */
+export async function checkMailOnce(webs: Http[], worker: string, postgres: string) {
+  await must(["docker", "kill", worker]);
+  await until("the worker to be down", 30_000, async () => {
+    const [s] = await inspect([worker]);
+    return s.status === "exited" ? true : undefined;
+  });
+  const queued: string[] = [];
+  for (let i = 0; i < 6; i++) queued.push(await signup(webs[i % 2]));
+  const ready = await webs[0].call("GET", "/readyz");
+  expect(ready.status === 200, `web /readyz while the worker is down: ${ready.status}`);
+  const early = await mailbox(postgres);
+  expect(queued.every((e) => !early.has(e)), "mail was sent with no worker running");
+  log(`worker killed; ${queued.length} signups answered 201 and their mail is queued`);
+
+  await must(["docker", "start", worker]);
+  await until("the worker healthy again", 120_000, async () => {
+    const [s] = await inspect([worker]);
+    if (s.status === "exited") throw new Error(`the worker exited again (${s.exitCode})`);
+    return s.health === "healthy" ? true : undefined;
+  });
+  const rows = await until("every queued mail in the mailbox", 120_000, async () => {
+    const m = await mailbox(postgres);
+    return queued.every((e) => m.has(e)) ? m : undefined;
+  });
+  const logged = await loggedMail(worker);
+  const wrong = [...rows.keys()].filter((e) => e.startsWith(`check-${run_id}-`))
+    .filter((e) => rows.get(e) !== 1 || logged.get(e)?.length !== 1);
+  expect(
+    wrong.length === 0,
+    "mail not sent exactly once",
+    wrong.map((e) => `${e}: ${rows.get(e)} rows, ${logged.get(e)?.length ?? 0} log lines`).join(
+      "; ",
+    ),
+  );
+  log(`worker back: each of the ${queued.length} queued mails sent exactly once`);
+}

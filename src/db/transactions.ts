@@ -1,0 +1,119 @@
+/**
+ * Transactions that stay safe when PostgreSQL ends their session under them (the
+ * `idle_in_transaction_session_timeout` backstop, a restart, a network cut).
+ *
+ * postgres.js 3.4.9 does not cope with that on its own (porsager/postgres#1155, #1208): the
+ * callback of `sql.begin` keeps running after `begin` rejected, and its next statement is written
+ * to the dead connection, which throws an uncatchable TypeError that takes the process down; or,
+ * once the pool reconnected that connection for a queued query, the statement runs there, outside
+ * any transaction, as do the COMMIT or ROLLBACK `begin` sends when the callback settles (possibly
+ * into another caller's transaction).
+ *
+ * So every transaction's callback receives a guarded handle: once its connection is known gone
+ * (a statement of it failed with a connection error, or `begin` rejected with one), every further
+ * statement through the handle never runs and never settles, and the callback's own end is never
+ * passed on to `begin`, so no COMMIT or ROLLBACK is sent. The abandoned callback is left waiting
+ * on promises nothing references, and is collected. The caller of `begin` has its error at once.
+ */
+import type postgres from "postgres";
+
+const GONE = new Set([
+  "CONNECTION_CLOSED",
+  "CONNECTION_DESTROYED",
+  "CONNECTION_ENDED",
+  "25P03", // idle_in_transaction_session_timeout
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+]);
+
+/** An error that means the session is gone (not a refused statement in a live session). */
+export function connectionGone(e: unknown): boolean {
+  return e instanceof Error && GONE.has((e as { code?: string }).code ?? "");
+}
+
+interface TxState {
+  gone: boolean;
+}
+
+/** A promise that never settles, new each time (a shared one would keep every waiter alive). */
+function never<T>(): Promise<T> {
+  return new Promise<T>(() => {});
+}
+
+// deno-lint-ignore no-explicit-any
+type AnyFn = (...args: any[]) => any;
+
+/** `sql` with `begin` guarded as above; everything else is the pool itself. */
+// deno-lint-ignore no-explicit-any
+export function guardTransactions<S extends postgres.Sql<any>>(sql: S): S {
+  const begin = sql.begin.bind(sql) as AnyFn;
+  const guarded = async (...args: unknown[]) => {
+    const fn = args.pop() as AnyFn;
+    const state: TxState = { gone: false };
+    const body = async (tx: unknown) => {
+      let result;
+      try {
+        result = await fn(guardHandle(tx as AnyFn, state));
+      } catch (e) {
+        if (connectionGone(e)) state.gone = true;
+        if (state.gone) return await never();
+        throw e;
+      }
+      if (state.gone) return await never();
+      return result;
+    };
+    try {
+      return await begin(...args, body);
+    } catch (e) {
+      if (connectionGone(e)) state.gone = true;
+      throw e;
+    }
+  };
+  return new Proxy(sql, {
+    get(target, prop, receiver) {
+      if (prop === "begin") return guarded;
+      return Reflect.get(target, prop, receiver);
+    },
+  });
+}
+
+function guardHandle(tx: AnyFn, state: TxState): AnyFn {
+  return new Proxy(tx, {
+    apply(target, thisArg, args) {
+      if (state.gone) return never();
+      return watch(Reflect.apply(target, thisArg, args), state);
+    },
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (prop === "unsafe" || prop === "file") {
+        return (...args: unknown[]) =>
+          state.gone ? never() : watch((value as AnyFn).apply(target, args), state);
+      }
+      if (prop === "savepoint") {
+        throw new Error("savepoints are not guarded; add them to src/db/transactions.ts first");
+      }
+      return value;
+    },
+  });
+}
+
+/**
+ * Marks the transaction gone as soon as a statement of it fails with a connection error, before
+ * whoever awaits the statement runs. Only an awaited statement runs (postgres.js executes a query
+ * on `then`), so a fragment interpolated into another statement is left alone.
+ */
+function watch<T>(q: T, state: TxState): T {
+  if (typeof (q as { then?: unknown })?.then !== "function") return q;
+  const then = (q as { then: AnyFn }).then;
+  Object.defineProperty(q, "then", {
+    configurable: true,
+    writable: true,
+    value: (onFulfilled?: AnyFn, onRejected?: AnyFn) =>
+      then.call(q, onFulfilled, (e: unknown) => {
+        if (connectionGone(e)) state.gone = true;
+        if (onRejected) return onRejected(e);
+        throw e;
+      }),
+  });
+  return q;
+}

@@ -1,0 +1,39 @@
+/**
+ * One payer's gateway balance is spent by paid calls and withdrawals; the payer's claim
+ * (src/db/claims.ts: a row, not a held connection) serialises the decisions about it. A paid call
+ * holds it only to reserve (its PENDING attempt, one statement) and never across the upstream
+ * call or the settlement; a withdrawal holds it until mined, so a paid call reserving meanwhile
+ * waits and then counts on what the withdrawal left, and a withdrawal never takes what paid calls
+ * in flight (PENDING) will settle.
+ */
+import type { Deps } from "../../deps.ts";
+import type { ProfileName } from "../../chain/profiles.ts";
+import * as repo from "./x402.repo.ts";
+import type { Address } from "./x402.types.ts";
+
+export const payerClaim = (chainId: number, payer: string) =>
+  `x402-payer:${chainId}:${payer.toLowerCase()}`;
+
+/**
+ * What the payer may withdraw now (under its claim): the vault's withdrawable, less its paid
+ * calls in flight and the withdrawals a dead process left in flight (signed or broadcast, found
+ * among the intents of `families`). The paid calls are read first: a settlement mined between
+ * the two reads is then counted twice (a safe answer), never not at all.
+ */
+export async function withdrawableNow(
+  deps: Deps,
+  profile: ProfileName,
+  payer: Address,
+  families: string[],
+): Promise<bigint> {
+  const pending = await repo.pendingAmount(deps.sql, deps.chain.chainId(profile), payer);
+  const [balance, open] = await Promise.all([
+    deps.chain.gateway.balance(profile, payer),
+    Promise.all(families.map((f) => deps.chain.openIntents(profile, f))),
+  ]);
+  const inFlight = open.flat().reduce(
+    (sum, tx) => sum + deps.chain.gateway.withdrawnBy(profile, tx, payer),
+    0n,
+  );
+  return balance.withdrawable - pending - inFlight;
+}

@@ -1,0 +1,232 @@
+/**
+ * Crash safety of the actions that lock funds in a contract (issue 23, item 3): a job's fund
+ * (approve, then fund into AgenticCommerce) and a gateway deposit (into GatewayVault), each sent
+ * through a second process of the deployment that SIGKILLs itself before the broadcast, after it
+ * (anvil mines at once), or after the receipt was recorded. The surviving process (the chain's
+ * transaction recovery, then the jobs' catch-up once the dead process's claim lapsed) ends every
+ * case in a complete record, the money moved once, or in nothing locked.
+ */
+import assert from "node:assert/strict";
+import { startTestService, type TestService } from "../helpers/service.ts";
+import { startCrashWorker } from "../helpers/processes.ts";
+import { api, createMerchant } from "../helpers/accounts.ts";
+import { catchUpPending, getJob, onChain } from "../../src/modules/commerce/commerce.service.ts";
+
+const USDC = 1_000_000n;
+const POINTS = ["record", "broadcast", "receipt"] as const;
+
+/** Sends `body` to `path` through a worker that dies at `at` on an intent matching `intent`. */
+async function throughDyingWorker(
+  svc: TestService,
+  opts: { intent: string; at: string; path: string; headers: Record<string, string> },
+  body: unknown,
+) {
+  const started = await startCrashWorker(svc, "money-worker", {
+    KILL_INTENT: opts.intent,
+    KILL_AT: opts.at,
+  });
+  const worker = started.child;
+  try {
+    const answer = await fetch(`${started.baseUrl}${opts.path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...opts.headers },
+      body: JSON.stringify(body),
+    }).then((r) => r.status, () => null);
+    const status = await worker.status;
+    assert.equal(status.signal, "SIGKILL", "the worker died by its own SIGKILL");
+    assert.equal(answer, null, "no answer got out");
+  } finally {
+    worker.stdout.cancel().catch(() => {});
+    try {
+      worker.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await worker.status;
+  }
+}
+
+/**
+ * The surviving process's transaction recovery, twice (as on two of its runs): the first
+ * re-broadcasts a transaction left signed, the next records its receipt.
+ */
+async function recover(svc: TestService, profile: "production" | "testnet") {
+  await svc.deps.chain.recover(profile, { minAgeMs: 0 });
+  await svc.deps.chain.recover(profile, { minAgeMs: 0 });
+}
+
+/** As after the claims' time to live: a dead owner's claims lapse (the database's clock). */
+async function lapseClaims(svc: TestService) {
+  await svc.db.sql`
+    update resource_claims set expires_at = clock_timestamp() - interval '1 second'`;
+}
+
+Deno.test("job fund: killed before broadcast, after it, after the receipt → FUNDED once", async (t) => {
+  const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
+  const call = api(svc);
+  const chain = svc.deps.chain;
+  const profile = "production" as const;
+  try {
+    const a = await createMerchant(svc);
+    const key = { "x-api-key": a.apiKey };
+    const wallet = async () => {
+      const r = await call("POST", "/api/wallets", { headers: key, body: {} });
+      assert.equal(r.status, 201, r.text);
+      return r.json.wallet as { id: string; address: `0x${string}` };
+    };
+    const client = await wallet();
+    const provider = await wallet();
+    const evaluator = await wallet();
+    await chain.mintUsdc({ profile, to: client.address, amount: 100n * USDC });
+    const escrow = chain.jobs.address(profile);
+    const create = async () => {
+      const r = await call("POST", "/api/jobs/create", {
+        headers: key,
+        body: {
+          clientWalletId: client.id,
+          provider: provider.address,
+          evaluator: evaluator.address,
+          budget: "2",
+          expiresInSeconds: 3600,
+          description: "crash",
+        },
+      });
+      assert.equal(r.status, 201, r.text);
+      return r.json.jobId as string;
+    };
+    const fundThroughWorker = async (jobId: string, intentSuffix: string, at: string) => {
+      await throughDyingWorker(svc, {
+        intent: `^job:\\d+:0x[0-9a-f]+:${jobId}:fund:.*:${intentSuffix}$`,
+        at,
+        path: "/api/jobs/fund",
+        headers: key,
+      }, { jobId, clientWalletId: client.id });
+      const left = await getJob(svc.deps, profile, jobId);
+      assert.equal(left.status, "OPEN", "the dead process recorded no result");
+      assert.equal(left.pendingAction, "fund", "the action was recorded before its transactions");
+      return left.pendingIntent!;
+    };
+
+    for (const at of POINTS) {
+      await t.step(`the fund transaction: killed at ${at} → FUNDED with its hashes`, async () => {
+        const jobId = await create();
+        const [clientBefore, escrowBefore] = await Promise.all([
+          chain.usdcBalance(profile, client.address),
+          chain.usdcBalance(profile, escrow),
+        ]);
+        const intent = await fundThroughWorker(jobId, "fund", at);
+
+        // The surviving process: its transaction recovery (re-broadcasts a signed transaction,
+        // records a receipt), then the catch-up once the dead owner's claim has lapsed.
+        await recover(svc, profile);
+        assert.equal(await catchUpPending(svc.deps), 0, "a live claim is left alone");
+        await lapseClaims(svc);
+        assert.equal(await catchUpPending(svc.deps), 1);
+
+        const row = await getJob(svc.deps, profile, jobId);
+        const [approve, fund] = await Promise.all([
+          chain.intent(profile, `${intent}:approve`),
+          chain.intent(profile, `${intent}:fund`),
+        ]);
+        assert.equal(fund?.status, "confirmed");
+        assert.equal(row.status, "FUNDED");
+        assert.equal(row.pendingAction, null);
+        assert.equal(row.approveTxHash, approve!.txHash);
+        assert.equal(row.fundTxHash, fund!.txHash);
+        assert.equal((await onChain(svc.deps, row)).status, "FUNDED");
+        assert.equal(await chain.usdcBalance(profile, client.address), clientBefore - 2n * USDC);
+        assert.equal(await chain.usdcBalance(profile, escrow), escrowBefore + 2n * USDC);
+        assert.equal(await catchUpPending(svc.deps), 0, "nothing left to settle");
+        const again = await call("POST", "/api/jobs/fund", {
+          headers: key,
+          body: { jobId, clientWalletId: client.id },
+        });
+        assert.equal(again.status, 400, again.text);
+        assert.equal(await chain.usdcBalance(profile, escrow), escrowBefore + 2n * USDC);
+      });
+    }
+
+    await t.step("killed before the approval is broadcast: nothing locked", async () => {
+      const jobId = await create();
+      const clientBefore = await chain.usdcBalance(profile, client.address);
+      const escrowBefore = await chain.usdcBalance(profile, escrow);
+      const intent = await fundThroughWorker(jobId, "approve", "record");
+      await recover(svc, profile);
+      await lapseClaims(svc);
+      assert.equal(await catchUpPending(svc.deps), 1);
+      const row = await getJob(svc.deps, profile, jobId);
+      assert.equal(row.status, "OPEN");
+      assert.equal(row.pendingAction, null);
+      assert.equal(row.fundTxHash, null);
+      assert.equal(await chain.intent(profile, `${intent}:fund`), null, "no fund was ever signed");
+      assert.equal((await onChain(svc.deps, row)).status, "OPEN");
+      assert.equal(await chain.usdcBalance(profile, client.address), clientBefore);
+      assert.equal(await chain.usdcBalance(profile, escrow), escrowBefore);
+      // The job is still fundable, once.
+      const r = await call("POST", "/api/jobs/fund", {
+        headers: key,
+        body: { jobId, clientWalletId: client.id },
+      });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(await chain.usdcBalance(profile, escrow), escrowBefore + 2n * USDC);
+    });
+  } finally {
+    await svc.close();
+  }
+});
+
+Deno.test("gateway deposit: killed before broadcast, after it, after the receipt → deposited once", async (t) => {
+  const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
+  const call = api(svc);
+  const chain = svc.deps.chain;
+  const profile = "testnet" as const;
+  try {
+    const a = await createMerchant(svc);
+    const r = await call("POST", "/api/wallets", { headers: { "x-api-key": a.apiKey }, body: {} });
+    const w = r.json.wallet as { id: string; address: `0x${string}` };
+    await chain.mintUsdc({ profile, to: w.address, amount: 20n * USDC });
+    const vault = chain.gateway.vaultAddress(profile);
+
+    for (const [i, at] of POINTS.entries()) {
+      await t.step(`killed at ${at}: the deposit completes once; a retry finds it`, async () => {
+        const idem = `deposit-crash-${i}`;
+        const headers = { "x-api-key": a.apiKey, "idempotency-key": idem };
+        const body = { walletId: w.id, amount: "1" };
+        const [gatewayBefore, walletBefore, vaultBefore] = await Promise.all([
+          chain.gateway.balance(profile, w.address),
+          chain.usdcBalance(profile, w.address),
+          chain.usdcBalance(profile, vault),
+        ]);
+        await throughDyingWorker(svc, {
+          intent: `^x402-deposit:${w.id}:`,
+          at,
+          path: "/api/x402/gateway/deposit",
+          headers,
+        }, body);
+        const [tx] = await svc.db.sql<{ intentKey: string; status: string; txHash: string }[]>`
+          select intent_key, status, tx_hash from chain_transactions
+          where intent_key like ${`x402-deposit:${w.id}:%`} order by created_at desc limit 1`;
+        assert.ok(tx, "the deposit's intent was recorded before its broadcast");
+
+        await recover(svc, profile);
+        const mined = (await chain.intent(profile, tx.intentKey))!;
+        assert.equal(mined.status, "confirmed");
+        const gateway = await chain.gateway.balance(profile, w.address);
+        assert.equal(gateway.available, gatewayBefore.available + USDC, "in the gateway balance");
+        assert.equal(await chain.usdcBalance(profile, w.address), walletBefore - USDC);
+        assert.equal(await chain.usdcBalance(profile, vault), vaultBefore + USDC);
+
+        // The retry with the same Idempotency-Key (its in-progress record released, as after its
+        // owner died) answers with the first transaction and deposits nothing more.
+        await svc.db.sql`delete from idempotency_keys`;
+        await lapseClaims(svc);
+        const retry = await call("POST", "/api/x402/gateway/deposit", { headers, body });
+        assert.equal(retry.status, 200, retry.text);
+        assert.equal(retry.json.txHash, mined.txHash);
+        const after = await chain.gateway.balance(profile, w.address);
+        assert.equal(after.available, gatewayBefore.available + USDC, "deposited once");
+        assert.equal(await chain.usdcBalance(profile, vault), vaultBefore + USDC);
+      });
+    }
+  } finally {
+    await svc.close();
+  }
+});
