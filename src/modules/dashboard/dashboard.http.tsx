@@ -8,6 +8,8 @@ import { html } from "hono/html";
 import type { Child } from "hono/jsx";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Auth } from "../../http/auth.ts";
+import type { ProfileName } from "../../chain/profiles.ts";
+import type { KeyEnvironment } from "../keys/keys.rules.ts";
 import { assetUrl } from "../../http/assets.ts";
 import type { CsrfEnv } from "../../http/csrf.ts";
 import { ApiError } from "../../http/errors.ts";
@@ -42,6 +44,23 @@ export function merchantOf(c: Context): Merchant {
   const m = sessionOf(c)?.merchant;
   if (!m) throw new ApiError(401, M.notAuthenticated);
   return m;
+}
+
+/**
+ * The session's mode ("test" or "live", DESIGN §11): the dashboard's counterpart of a key's
+ * prefix. Every section reads and acts on this environment's records only.
+ */
+export function modeOf(c: Context): KeyEnvironment {
+  const env = sessionOf(c)?.environment;
+  if (!env) throw new ApiError(401, M.notAuthenticated);
+  return env;
+}
+
+/** The chain of the session's mode (testnet in test mode, production in live mode). */
+export function dashProfileOf(c: Context): ProfileName {
+  const p = sessionOf(c)?.profile;
+  if (!p) throw new ApiError(401, M.notAuthenticated);
+  return p;
 }
 
 /** Texts the page script shows, from the catalog, handed over as data attributes. */
