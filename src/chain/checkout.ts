@@ -21,6 +21,9 @@ import {
 } from "viem";
 import { PaymentRouter, TestUSDC } from "./contracts/artifacts/index.ts";
 import type { ChainRuntime } from "./runtime.ts";
+import type { ProfileName } from "./profiles.ts";
+import type { TxRequest } from "./sender.ts";
+import type { TxRow } from "./transactions.repo.ts";
 
 export interface OrderInput {
   reference: string;
@@ -240,4 +243,79 @@ export function payWithAuthorizationData(
       s,
     }],
   });
+}
+
+/** What the checkout operations need from the chain module (a slice of `Chain`). */
+export interface CheckoutChain {
+  runtime(profile: ProfileName): ChainRuntime;
+  contract(profile: ProfileName, name: "PaymentRouter"): `0x${string}`;
+  /** The live transaction an intent already has, if any. */
+  transaction(profile: ProfileName, intentKey: string): Promise<TxRow | null>;
+  sender: { submit(req: TxRequest): Promise<TxRow> };
+}
+
+/**
+ * Relays the payer's authorization from the operator: signs the order, records and broadcasts
+ * once per `intentKey` (a second call, concurrent or later, gets the same transaction). Does not
+ * wait for the receipt; the log watcher settles the payment.
+ */
+export async function relayAuthorization(
+  chain: CheckoutChain,
+  profile: ProfileName,
+  req: {
+    order: OrderInput;
+    auth: AuthorizationWindow;
+    signature: `0x${string}`;
+    intentKey: string;
+  },
+): Promise<TxRow> {
+  const rt = chain.runtime(profile);
+  const done = await chain.transaction(profile, req.intentKey);
+  if (done) return done;
+  const signed = await signOrder(rt, req.order);
+  try {
+    return await chain.sender.submit({
+      profile,
+      from: "relayer",
+      to: chain.contract(profile, "PaymentRouter"),
+      data: payWithAuthorizationData(signed, req.auth, req.signature),
+      intentKey: req.intentKey,
+    });
+  } catch (e) {
+    // A concurrent relay of the same intent may have been mined while this one estimated
+    // gas (which then reverts with AlreadySettled): that one is the answer.
+    const winner = await chain.transaction(profile, req.intentKey);
+    if (winner) return winner;
+    throw e;
+  }
+}
+
+/** Hosted checkout: the signed order, the payer's permit or authorization, the relay. */
+export function checkoutOps(chain: CheckoutChain) {
+  return {
+    /** The service's signature over a payment order: what makes it payable on chain. */
+    order: (profile: ProfileName, input: OrderInput): Promise<SignedOrder> =>
+      signOrder(chain.runtime(profile), input),
+    permit: (profile: ProfileName, p: { owner: `0x${string}`; value: bigint; deadline: bigint }) =>
+      permitTypedData(chain.runtime(profile), p),
+    calldata: (signed: SignedOrder, deadline: bigint, permitSignature: `0x${string}`) =>
+      payWithPermitData(signed, deadline, permitSignature),
+    receipt: (profile: ProfileName, hash: `0x${string}`) =>
+      receiptStatus(chain.runtime(profile), hash),
+    inspect: (profile: ProfileName, hash: `0x${string}`) =>
+      inspectPayment(chain.runtime(profile), hash),
+    routerAddress: (profile: ProfileName) => chain.contract(profile, "PaymentRouter"),
+    /** The EIP-3009 ReceiveWithAuthorization a payer signs for a gasless payment of `order`. */
+    authorization: (profile: ProfileName, order: OrderInput, w: AuthorizationWindow) =>
+      authorizationTypedData(chain.runtime(profile), order, w),
+    /** Whether `signature` is `w.from`'s authorization for exactly this order. */
+    authorizedBy: (
+      profile: ProfileName,
+      order: OrderInput,
+      w: AuthorizationWindow,
+      signature: `0x${string}`,
+    ) => authorizationSignedBy(chain.runtime(profile), order, w, signature),
+    relay: (profile: ProfileName, req: Parameters<typeof relayAuthorization>[2]) =>
+      relayAuthorization(chain, profile, req),
+  };
 }

@@ -16,6 +16,9 @@ import {
 import { EscrowVault } from "./contracts/artifacts/index.ts";
 import { bytes32ToReference, referenceToBytes32 } from "./checkout.ts";
 import type { ChainRuntime } from "./runtime.ts";
+import type { ProfileName } from "./profiles.ts";
+import type { TxRequest } from "./sender.ts";
+import type { TxRow } from "./transactions.repo.ts";
 
 export const ESCROW_CHAIN_STATUSES = [
   "NONE",
@@ -207,4 +210,90 @@ export async function readEscrow(rt: ChainRuntime, reference: string): Promise<E
 /** The latest block's timestamp (unix seconds): the clock the vault's expiry checks use. */
 export async function chainTime(rt: ChainRuntime): Promise<bigint> {
   return (await rt.client.getBlock({ blockTag: "latest" })).timestamp;
+}
+
+/** What the escrow operations need from the chain module (a slice of `Chain`). */
+export interface EscrowChain {
+  runtime(profile: ProfileName): ChainRuntime;
+  contract(profile: ProfileName, name: "EscrowVault"): `0x${string}`;
+  /** The live transaction an intent already has, if any. */
+  transaction(profile: ProfileName, intentKey: string): Promise<TxRow | null>;
+  walletAccount(walletId: string): Promise<LocalAccount>;
+  sender: {
+    send(req: TxRequest, wait?: { timeoutMs?: number }): Promise<TxRow>;
+    wait(profile: ProfileName, row: TxRow, timeoutMs?: number): Promise<TxRow>;
+  };
+}
+
+/**
+ * Funds a new escrow: the depositor's managed wallet signs an EIP-3009 authorization bound to
+ * every term, the operator relays it (the depositor needs no gas). Waits for the receipt.
+ */
+export async function createEscrow(
+  chain: EscrowChain,
+  profile: ProfileName,
+  req: { depositorWalletId: string; terms: EscrowTerms; intentKey: string },
+): Promise<TxRow> {
+  const rt = chain.runtime(profile);
+  const done = await chain.transaction(profile, req.intentKey);
+  if (done) return await chain.sender.wait(profile, done);
+  const account = await chain.walletAccount(req.depositorWalletId);
+  const data = await createEscrowData(rt, account, req.terms, {
+    validAfter: 0n,
+    validBefore: req.terms.expiresAt,
+  });
+  return await chain.sender.send({
+    profile,
+    from: "operator",
+    to: chain.contract(profile, "EscrowVault"),
+    data,
+    intentKey: req.intentKey,
+  });
+}
+
+/** EscrowVault: create, a party's action, the arbiter's resolution, and the vault's view. */
+export function escrowOps(chain: EscrowChain) {
+  return {
+    create: (profile: ProfileName, req: Parameters<typeof createEscrow>[2]) =>
+      createEscrow(chain, profile, req),
+    /** A party's transaction from its managed wallet (refund: from the operator). */
+    act: async (
+      profile: ProfileName,
+      req: {
+        action: EscrowAction;
+        reference: string;
+        walletId?: string;
+        reason?: string;
+        intentKey: string;
+      },
+    ): Promise<TxRow> =>
+      await chain.sender.send({
+        profile,
+        from: req.walletId ? { walletId: req.walletId } : "operator",
+        to: chain.contract(profile, "EscrowVault"),
+        data: escrowActionData(req.action, req.reference, req.reason),
+        intentKey: req.intentKey,
+      }),
+    /** The arbiter (the chain's operator) settles a dispute. */
+    resolve: async (
+      profile: ProfileName,
+      req: { reference: string; released: boolean; intentKey: string },
+    ): Promise<TxRow> =>
+      await chain.sender.send({
+        profile,
+        from: "operator",
+        to: chain.contract(profile, "EscrowVault"),
+        data: resolveData(req.reference, req.released),
+        intentKey: req.intentKey,
+      }),
+    /** What a recorded EscrowVault call did: its function, and a dispute's reason hash or a
+     * resolution's outcome (recovering an action from its transaction). */
+    decode: (data: Hex) => decodeEscrowCall(data),
+    /** keccak256 of a dispute's reason text: what the vault keeps of it. */
+    reasonHash: (reason: string) => reasonHash(reason),
+    read: (profile: ProfileName, reference: string) =>
+      readEscrow(chain.runtime(profile), reference),
+    /** The latest block's timestamp: the vault's clock for expiry. */
+    time: (profile: ProfileName) => chainTime(chain.runtime(profile)),
+  };
 }

@@ -41,32 +41,9 @@ import {
   type SiweRequest,
   verifySiwe,
 } from "./siwe.ts";
-import {
-  authorizationSignedBy,
-  authorizationTypedData,
-  type AuthorizationWindow,
-  inspectPayment,
-  type OrderInput,
-  payWithAuthorizationData,
-  payWithPermitData,
-  permitTypedData,
-  receiptStatus,
-  type SignedOrder,
-  signOrder,
-} from "./checkout.ts";
-
+import { checkoutOps } from "./checkout.ts";
 import { type UsdcTransfer, usdcTransfers } from "./activity.ts";
-import {
-  chainTime,
-  createEscrowData,
-  decodeEscrowCall,
-  type EscrowAction,
-  escrowActionData,
-  type EscrowTerms,
-  readEscrow,
-  reasonHash,
-  resolveData,
-} from "./escrow.ts";
+import { escrowOps } from "./escrow.ts";
 import { chainReadiness, type OperatorGas, operatorGas } from "./health.ts";
 import { type WalletChain, walletChain } from "./wallet-chains.ts";
 
@@ -491,133 +468,11 @@ export class Chain {
   /** ERC-8183 jobs (AgenticCommerce): create, fund, submit, complete, reject, refund. */
   readonly jobs = jobOps(this);
 
-  // ---- hosted checkout ------------------------------------------------------------------------
+  /** Hosted checkout: signed orders, permits, authorizations and their relay (checkout.ts). */
+  readonly checkout = checkoutOps(this);
 
-  readonly checkout = {
-    /** The service's signature over a payment order: what makes it payable on chain. */
-    order: (profile: ProfileName, input: OrderInput): Promise<SignedOrder> =>
-      signOrder(this.runtime(profile), input),
-    permit: (profile: ProfileName, p: { owner: `0x${string}`; value: bigint; deadline: bigint }) =>
-      permitTypedData(this.runtime(profile), p),
-    calldata: (signed: SignedOrder, deadline: bigint, permitSignature: `0x${string}`) =>
-      payWithPermitData(signed, deadline, permitSignature),
-    receipt: (profile: ProfileName, hash: `0x${string}`) =>
-      receiptStatus(this.runtime(profile), hash),
-    inspect: (profile: ProfileName, hash: `0x${string}`) =>
-      inspectPayment(this.runtime(profile), hash),
-    routerAddress: (profile: ProfileName) => this.contract(profile, "PaymentRouter"),
-    /** The EIP-3009 ReceiveWithAuthorization a payer signs for a gasless payment of `order`. */
-    authorization: (profile: ProfileName, order: OrderInput, w: AuthorizationWindow) =>
-      authorizationTypedData(this.runtime(profile), order, w),
-    /** Whether `signature` is `w.from`'s authorization for exactly this order. */
-    authorizedBy: (
-      profile: ProfileName,
-      order: OrderInput,
-      w: AuthorizationWindow,
-      signature: `0x${string}`,
-    ) => authorizationSignedBy(this.runtime(profile), order, w, signature),
-    /**
-     * Relays the payer's authorization from the operator: signs the order, records and
-     * broadcasts once per `intentKey` (a second call, concurrent or later, gets the same
-     * transaction). Does not wait for the receipt; the log watcher settles the payment.
-     */
-    relay: async (
-      profile: ProfileName,
-      req: {
-        order: OrderInput;
-        auth: AuthorizationWindow;
-        signature: `0x${string}`;
-        intentKey: string;
-      },
-    ): Promise<TxRow> => {
-      const rt = this.runtime(profile);
-      const done = await this.transaction(profile, req.intentKey);
-      if (done) return done;
-      const signed = await signOrder(rt, req.order);
-      try {
-        return await this.sender.submit({
-          profile,
-          from: "relayer",
-          to: this.contract(profile, "PaymentRouter"),
-          data: payWithAuthorizationData(signed, req.auth, req.signature),
-          intentKey: req.intentKey,
-        });
-      } catch (e) {
-        // A concurrent relay of the same intent may have been mined while this one estimated
-        // gas (which then reverts with AlreadySettled): that one is the answer.
-        const winner = await this.transaction(profile, req.intentKey);
-        if (winner) return winner;
-        throw e;
-      }
-    },
-  };
-
-  // ---- escrow (EscrowVault) --------------------------------------------------------------
-
-  readonly escrow = {
-    /**
-     * Funds a new escrow: the depositor's managed wallet signs an EIP-3009 authorization bound
-     * to every term, the operator relays it (the depositor needs no gas). Waits for the receipt.
-     */
-    create: async (
-      profile: ProfileName,
-      req: { depositorWalletId: string; terms: EscrowTerms; intentKey: string },
-    ): Promise<TxRow> => {
-      const rt = this.runtime(profile);
-      const done = await this.transaction(profile, req.intentKey);
-      if (done) return await this.sender.wait(profile, done);
-      const account = await this.walletAccount(req.depositorWalletId);
-      const data = await createEscrowData(rt, account, req.terms, {
-        validAfter: 0n,
-        validBefore: req.terms.expiresAt,
-      });
-      return await this.sender.send({
-        profile,
-        from: "operator",
-        to: this.contract(profile, "EscrowVault"),
-        data,
-        intentKey: req.intentKey,
-      });
-    },
-    /** A party's transaction from its managed wallet (refund: from the operator). */
-    act: async (
-      profile: ProfileName,
-      req: {
-        action: EscrowAction;
-        reference: string;
-        walletId?: string;
-        reason?: string;
-        intentKey: string;
-      },
-    ): Promise<TxRow> =>
-      await this.sender.send({
-        profile,
-        from: req.walletId ? { walletId: req.walletId } : "operator",
-        to: this.contract(profile, "EscrowVault"),
-        data: escrowActionData(req.action, req.reference, req.reason),
-        intentKey: req.intentKey,
-      }),
-    /** The arbiter (the chain's operator) settles a dispute. */
-    resolve: async (
-      profile: ProfileName,
-      req: { reference: string; released: boolean; intentKey: string },
-    ): Promise<TxRow> =>
-      await this.sender.send({
-        profile,
-        from: "operator",
-        to: this.contract(profile, "EscrowVault"),
-        data: resolveData(req.reference, req.released),
-        intentKey: req.intentKey,
-      }),
-    /** What a recorded EscrowVault call did: its function, and a dispute's reason hash or a
-     * resolution's outcome (recovering an action from its transaction). */
-    decode: (data: Hex) => decodeEscrowCall(data),
-    /** keccak256 of a dispute's reason text: what the vault keeps of it. */
-    reasonHash: (reason: string) => reasonHash(reason),
-    read: (profile: ProfileName, reference: string) => readEscrow(this.runtime(profile), reference),
-    /** The latest block's timestamp: the vault's clock for expiry. */
-    time: (profile: ProfileName) => chainTime(this.runtime(profile)),
-  };
+  /** EscrowVault: create, release/confirm/dispute/refund, resolve, read (escrow.ts). */
+  readonly escrow = escrowOps(this);
 
   /**
    * The newest transaction of an intent family (`prefix`) whose signed bytes carry `hex` (e.g. a
