@@ -1,0 +1,140 @@
+/**
+ * x402 payment authorizations on the chain: the EIP-712 domain a payer signs over (GatewayVault's,
+ * or the token's for the `exact` scheme), whether a signature is the payer's (checked the way the
+ * contract will), whether a nonce was used and which transaction paid with it, and a managed
+ * wallet's signature of an authorization.
+ */
+import { type Hex, type PublicClient, recoverTypedDataAddress } from "viem";
+import { GatewayVault, TestUSDC } from "./contracts/artifacts/index.ts";
+import { TRANSFER_WITH_AUTHORIZATION_TYPES, usdcDomain } from "./eip3009.ts";
+import type { ProfileName } from "./profiles.ts";
+import type { GatewayChain } from "./gateway.ts";
+
+export const GATEWAY_DOMAIN_NAME = "GatewayVault";
+export const GATEWAY_DOMAIN_VERSION = "1";
+
+/** An EIP-3009-shaped authorization: the x402 payload's `authorization`. */
+export type TransferAuthorization = {
+  from: `0x${string}`;
+  to: `0x${string}`;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: Hex;
+};
+
+/** Which contract's EIP-712 domain an authorization is signed over. */
+export type AuthorizationTarget = "gateway" | "usdc";
+
+export const gatewayVault = (chain: GatewayChain, p: ProfileName) =>
+  chain.contract(p, "GatewayVault");
+export const gatewayClient = (chain: GatewayChain, p: ProfileName): PublicClient =>
+  chain.runtime(p).client as PublicClient;
+
+/** The EIP-712 domain payers sign over (GatewayVault's, or the token's for `exact`). */
+export const gatewayDomain = (chain: GatewayChain, p: ProfileName, target: AuthorizationTarget) =>
+  target === "usdc" ? usdcDomain(chain.runtime(p)) : {
+    name: GATEWAY_DOMAIN_NAME,
+    version: GATEWAY_DOMAIN_VERSION,
+    chainId: chain.runtime(p).chainId,
+    verifyingContract: gatewayVault(chain, p),
+  } as const;
+
+/** Whether `signature` is `a.from`'s TransferWithAuthorization (EOA or ERC-1271). */
+export async function transferSignedBy(
+  chain: GatewayChain,
+  p: ProfileName,
+  target: AuthorizationTarget,
+  a: TransferAuthorization,
+  signature: Hex,
+): Promise<boolean> {
+  const typed = {
+    domain: gatewayDomain(chain, p, target),
+    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+    primaryType: "TransferWithAuthorization" as const,
+    message: a,
+  };
+  // An EOA's signature is checked here; anything else (an ERC-1271 smart account) by the
+  // node, as the contract will.
+  try {
+    const signer = await recoverTypedDataAddress({ ...typed, signature });
+    if (signer.toLowerCase() === a.from.toLowerCase()) return true;
+  } catch { /* not a plain ECDSA signature */ }
+  try {
+    return await gatewayClient(chain, p).verifyTypedData({
+      address: a.from,
+      domain: gatewayDomain(chain, p, target),
+      types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+      primaryType: "TransferWithAuthorization",
+      message: a,
+      signature,
+    });
+  } catch {
+    return false;
+  }
+}
+
+/** Whether the contract already used `nonce` for `from`. */
+export async function authorizationNonceUsed(
+  chain: GatewayChain,
+  p: ProfileName,
+  target: AuthorizationTarget,
+  from: `0x${string}`,
+  nonce: Hex,
+): Promise<boolean> {
+  return await gatewayClient(chain, p).readContract({
+    address: target === "usdc" ? chain.contract(p, "TestUSDC") : gatewayVault(chain, p),
+    abi: target === "usdc" ? TestUSDC.abi : GatewayVault.abi,
+    functionName: "authorizationState",
+    args: [from, nonce],
+  });
+}
+
+/**
+ * The transaction that paid with `from`'s `nonce` on the contract, whoever sent it (our relay,
+ * or anyone who relayed the proof directly): the vault's PaymentTransferred log, or the
+ * token's AuthorizationUsed for `exact`. Null when no payment used it.
+ */
+export async function paidWithNonce(
+  chain: GatewayChain,
+  p: ProfileName,
+  target: AuthorizationTarget,
+  from: `0x${string}`,
+  nonce: Hex,
+): Promise<Hex | null> {
+  const logs = target === "usdc"
+    ? await gatewayClient(chain, p).getContractEvents({
+      address: chain.contract(p, "TestUSDC"),
+      abi: TestUSDC.abi,
+      eventName: "AuthorizationUsed",
+      args: { authorizer: from, nonce },
+      fromBlock: 0n,
+    })
+    : await gatewayClient(chain, p).getContractEvents({
+      address: gatewayVault(chain, p),
+      abi: GatewayVault.abi,
+      eventName: "PaymentTransferred",
+      args: { from, nonce },
+      fromBlock: 0n,
+    });
+  return logs.find((l) => !l.removed)?.transactionHash ?? null;
+}
+
+/**
+ * A managed wallet's signature of a gateway payment authorization: its own (`a.from` is the
+ * wallet), or, for an agent's smart account, its owner's (the account answers ERC-1271 for
+ * what its owner signs). Signs only; nothing is sent.
+ */
+export async function signAuthorization(
+  chain: GatewayChain,
+  p: ProfileName,
+  req: { signerWalletId: string; authorization: TransferAuthorization },
+): Promise<Hex> {
+  const account = await chain.walletAccount(req.signerWalletId);
+  return await account.signTypedData({
+    domain: gatewayDomain(chain, p, "gateway"),
+    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+    primaryType: "TransferWithAuthorization",
+    message: req.authorization,
+  });
+}

@@ -1,0 +1,231 @@
+/**
+ * GatewayVault balances: reading them, deposits (from a managed wallet by a relayed
+ * ReceiveWithAuthorization, or from an agent's smart account) and withdrawals.
+ */
+import {
+  decodeFunctionData,
+  encodeFunctionData,
+  type Hex,
+  keccak256,
+  parseSignature,
+  stringToHex,
+} from "viem";
+import { AgentAccount, GatewayVault, TestUSDC } from "./contracts/artifacts/index.ts";
+import { RECEIVE_WITH_AUTHORIZATION_TYPES, usdcDomain } from "./eip3009.ts";
+import type { ProfileName } from "./profiles.ts";
+import type { Signer } from "./sender.ts";
+import type { TxRow } from "./transactions.repo.ts";
+import type { GatewayBalance, GatewayChain } from "./gateway.ts";
+import { gatewayClient, gatewayVault } from "./gateway-authorization.ts";
+
+/** available + withdrawing: what payment authorizations can spend. */
+export async function totalBalance(
+  chain: GatewayChain,
+  p: ProfileName,
+  account: `0x${string}`,
+): Promise<bigint> {
+  return await gatewayClient(chain, p).readContract({
+    address: gatewayVault(chain, p),
+    abi: GatewayVault.abi,
+    functionName: "totalBalance",
+    args: [account],
+  });
+}
+
+export async function gatewayBalance(
+  chain: GatewayChain,
+  p: ProfileName,
+  account: `0x${string}`,
+): Promise<GatewayBalance> {
+  const [b, withdrawable] = await Promise.all([
+    gatewayClient(chain, p).readContract({
+      address: gatewayVault(chain, p),
+      abi: GatewayVault.abi,
+      functionName: "balanceOf",
+      args: [account],
+    }),
+    gatewayClient(chain, p).readContract({
+      address: gatewayVault(chain, p),
+      abi: GatewayVault.abi,
+      functionName: "withdrawable",
+      args: [account],
+    }),
+  ]);
+  return { available: b.available, withdrawing: b.withdrawing, withdrawable };
+}
+
+/**
+ * Deposits from a managed wallet: it signs a ReceiveWithAuthorization to the vault and the
+ * operator relays it (the wallet needs no gas). Waits for the receipt.
+ */
+export async function depositFromWallet(
+  chain: GatewayChain,
+  p: ProfileName,
+  req: { walletId: string; amount: bigint; intentKey: string; validBefore: bigint },
+): Promise<TxRow> {
+  const account = await chain.walletAccount(req.walletId);
+  const nonce = keccakIntent(req.intentKey);
+  const signature = await account.signTypedData({
+    domain: usdcDomain(chain.runtime(p)),
+    types: RECEIVE_WITH_AUTHORIZATION_TYPES,
+    primaryType: "ReceiveWithAuthorization",
+    message: {
+      from: account.address,
+      to: gatewayVault(chain, p),
+      value: req.amount,
+      validAfter: 0n,
+      validBefore: req.validBefore,
+      nonce,
+    },
+  });
+  const { v, r, s, yParity } = parseSignature(signature);
+  return await chain.send({
+    profile: p,
+    from: "relayer", // permissionless relay: one of the relayer pool (sender.ts)
+    to: gatewayVault(chain, p),
+    data: encodeFunctionData({
+      abi: GatewayVault.abi,
+      functionName: "depositWithAuthorization",
+      args: [
+        account.address,
+        req.amount,
+        0n,
+        req.validBefore,
+        nonce,
+        Number(v ?? BigInt(yParity + 27)),
+        r,
+        s,
+      ],
+    }),
+    intentKey: req.intentKey,
+  });
+}
+
+/**
+ * Deposits from an agent's smart account into its own gateway balance: the owner wallet has
+ * the account approve the vault and deposit, in one `executeBatch` transaction (both or
+ * neither; no allowance is left behind). Waits for the receipt; once per `intentKey`.
+ */
+export async function depositFromAccount(
+  chain: GatewayChain,
+  p: ProfileName,
+  req: { ownerWalletId: string; account: `0x${string}`; amount: bigint; intentKey: string },
+): Promise<TxRow> {
+  return await chain.send({
+    profile: p,
+    from: { walletId: req.ownerWalletId },
+    to: req.account,
+    data: encodeFunctionData({
+      abi: AgentAccount.abi,
+      functionName: "executeBatch",
+      args: [[
+        {
+          target: chain.contract(p, "TestUSDC"),
+          value: 0n,
+          data: encodeFunctionData({
+            abi: TestUSDC.abi,
+            functionName: "approve",
+            args: [gatewayVault(chain, p), req.amount],
+          }),
+        },
+        {
+          target: gatewayVault(chain, p),
+          value: 0n,
+          data: encodeFunctionData({
+            abi: GatewayVault.abi,
+            functionName: "deposit",
+            args: [req.amount],
+          }),
+        },
+      ]],
+    }),
+    intentKey: req.intentKey,
+  });
+}
+
+/**
+ * An agent's smart account withdraws from its gateway balance (the vault pays `msg.sender`'s
+ * balance, so the account itself calls it, through `execute` sent by its owner wallet).
+ */
+export async function withdrawFromAccount(chain: GatewayChain, p: ProfileName, req: {
+  ownerWalletId: string;
+  account: `0x${string}`;
+  amount: bigint;
+  to: `0x${string}`;
+  intentKey: string;
+}): Promise<TxRow> {
+  return await chain.send({
+    profile: p,
+    from: { walletId: req.ownerWalletId },
+    to: req.account,
+    data: encodeFunctionData({
+      abi: AgentAccount.abi,
+      functionName: "execute",
+      args: [
+        gatewayVault(chain, p),
+        0n,
+        encodeFunctionData({
+          abi: GatewayVault.abi,
+          functionName: "withdraw",
+          args: [req.amount, req.to],
+        }),
+      ],
+    }),
+    intentKey: req.intentKey,
+  });
+}
+
+/**
+ * What a recorded transaction withdraws from `account`'s gateway balance: the account's own
+ * call to the vault, or its smart account's `execute` of one (sent by its owner); 0n for any
+ * other transaction.
+ */
+export function withdrawnBy(
+  chain: GatewayChain,
+  p: ProfileName,
+  tx: { fromAddress: string; toAddress: string | null; data: string },
+  account: `0x${string}`,
+): bigint {
+  const own = lower(account);
+  const to = tx.toAddress ? lower(tx.toAddress) : null;
+  try {
+    let data = tx.data as Hex;
+    if (to === own) {
+      const call = decodeFunctionData({ abi: AgentAccount.abi, data });
+      if (
+        call.functionName !== "execute" || lower(call.args[0]) !== lower(gatewayVault(chain, p))
+      ) return 0n;
+      data = call.args[2];
+    } else if (!(to === lower(gatewayVault(chain, p)) && lower(tx.fromAddress) === own)) return 0n;
+    const call = decodeFunctionData({ abi: GatewayVault.abi, data });
+    return call.functionName === "withdraw" ? call.args[0] : 0n;
+  } catch {
+    return 0n; // not a call we know
+  }
+}
+
+/** The account's own withdrawal (`from` must be the balance's owner). Waits for the receipt. */
+export async function withdrawFromVault(
+  chain: GatewayChain,
+  p: ProfileName,
+  req: { from: Signer; amount: bigint; to: `0x${string}`; intentKey: string },
+): Promise<TxRow> {
+  return await chain.send({
+    profile: p,
+    from: req.from,
+    to: gatewayVault(chain, p),
+    data: encodeFunctionData({
+      abi: GatewayVault.abi,
+      functionName: "withdraw",
+      args: [req.amount, req.to],
+    }),
+    intentKey: req.intentKey,
+  });
+}
+
+const lower = (a: string) => a.toLowerCase();
+
+/** A deterministic EIP-3009 nonce per intent, so a retried deposit signs the same nonce. */
+function keccakIntent(intentKey: string): Hex {
+  return keccak256(stringToHex(intentKey));
+}
