@@ -31,6 +31,7 @@ import { payrollOps } from "./payroll.ts";
 import { agentOps } from "./agents.ts";
 import { jobOps } from "./commerce.ts";
 import { ChainUnavailableError } from "./errors.ts";
+import { DomainError } from "../errors.ts";
 import type { ReadinessCheck } from "../readiness.ts";
 import type { TxRow } from "./transactions.repo.ts";
 import * as txRepo from "./transactions.repo.ts";
@@ -269,6 +270,13 @@ export class Chain {
 
   chainId(profile: ProfileName): number {
     return this.runtime(profile).chainId;
+  }
+
+  /** The settlement profile whose chain has this id (a recorded row's `chainId`). */
+  profileOf(chainId: number): ProfileName {
+    const found = this.profiles().find((p) => this.chainId(p) === chainId);
+    if (!found) throw new DomainError("chain_not_configured");
+    return found;
   }
 
   contract(profile: ProfileName, name: ContractName): `0x${string}` {

@@ -102,9 +102,13 @@ export function describeUrl(url: string): string {
   return u.toString();
 }
 
+/** A PostgreSQL error, with this SQLSTATE when `code` is given. */
 export function isPgError(e: unknown, code?: string): e is postgres.PostgresError {
   return e instanceof postgres.PostgresError && (code === undefined || e.code === code);
 }
+
+/** A unique constraint refused the row (SQLSTATE 23505): someone recorded it first. */
+export const isUniqueViolation = (e: unknown): e is postgres.PostgresError => isPgError(e, "23505");
 
 /** One round trip to the database (`deno task doctor`). */
 export async function ping(sql: Sql): Promise<void> {

@@ -5,7 +5,7 @@
  * (testnet), where they pay, for every credential (docs/decisions.md). The record's payment figures come from the agent's
  * stored payment history (agents.payments.ts); the registry holds the authoritative feedback.
  */
-import { createHash } from "node:crypto";
+import { sha256 } from "../../codec.ts";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { checksum, lower } from "../../chain/address.ts";
@@ -39,12 +39,6 @@ export function agentProfile(deps: Deps): ProfileName {
   return "testnet";
 }
 
-function profileOf(deps: Deps, a: Pick<AgentRow, "chainId">): ProfileName {
-  const p = deps.chain.profiles().find((n) => deps.chain.chainId(n) === a.chainId);
-  if (!p) throw new DomainError("chain_not_configured");
-  return p;
-}
-
 export async function deployAgent(
   deps: Deps,
   m: MerchantRow,
@@ -53,7 +47,7 @@ export async function deployAgent(
 ) {
   const row = await beginAgent(deps, m, input, requestKey);
   const { agent, registerTxHash } = await finishAgent(deps, row);
-  const profile = profileOf(deps, agent);
+  const profile = deps.chain.profileOf(agent.chainId);
   return {
     agent: await agentView(deps, agent),
     agentId: agentIdentifier(agent.chainId, agent.tokenId!),
@@ -109,9 +103,7 @@ function registryOf(deps: Deps, profile: ProfileName): string {
 
 /** A UUID (v4 layout) derived from the merchant, the Idempotency-Key and the request's content. */
 function requestId(merchantId: string, requestKey: string, input: DeployAgentInput): string {
-  const h = createHash("sha256")
-    .update(["agent-deploy", merchantId, requestKey, JSON.stringify(input)].join("\n"))
-    .digest("hex");
+  const h = sha256(["agent-deploy", merchantId, requestKey, JSON.stringify(input)].join("\n"));
   const variant = ((parseInt(h[16], 16) & 0x3) | 0x8).toString(16);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${
     h.slice(20, 32)
@@ -124,7 +116,7 @@ function requestId(merchantId: string, requestKey: string, input: DeployAgentInp
  * missing and repeats nothing.
  */
 async function finishAgent(deps: Deps, row: AgentRow) {
-  const d = await deps.chain.agents.deploy(profileOf(deps, row), {
+  const d = await deps.chain.agents.deploy(deps.chain.profileOf(row.chainId), {
     ownerWalletId: row.ownerWalletId,
     owner: row.ownerAddress as `0x${string}`,
     salt: row.salt as `0x${string}`,
@@ -170,7 +162,7 @@ export async function resumeProvisioning(
 
 /** The spec's Agent resource (plus the full identifier, chain and registration). */
 export async function agentView(deps: Deps, a: AgentRow) {
-  const profile = profileOf(deps, a);
+  const profile = deps.chain.profileOf(a.chainId);
   const tokenId = a.tokenId ?? "";
   const [balance, history] = await Promise.all([
     deps.chain.usdcBalance(profile, a.scaAddress as `0x${string}`),
@@ -217,7 +209,7 @@ export function agentBasicView(deps: Deps, a: AgentRow) {
     ownerNode: checksum(a.ownerAddress),
     metadataURI: a.metadataUri,
     status: a.status,
-    chain: profileOf(deps, a),
+    chain: deps.chain.profileOf(a.chainId),
   };
 }
 export type AgentBasicView = ReturnType<typeof agentBasicView>;
@@ -302,7 +294,7 @@ export async function ownAgent(
 /** GET /api/agent/reputation: the estimate from stored payments, beside the registry's view. */
 export async function reputation(deps: Deps, m: MerchantRow, agentId: string) {
   const a = await merchantAgent(deps, m, agentId);
-  const profile = profileOf(deps, a);
+  const profile = deps.chain.profileOf(a.chainId);
   const id = agentIdentifier(a.chainId, a.tokenId!);
   const [history, onChain] = await Promise.all([
     agentPayments(deps, id, { recent: RECENT_PAYMENTS }),
@@ -343,7 +335,7 @@ export async function listAgents(deps: Deps, m: MerchantRow): Promise<AgentView[
 
 /** The registry's view of an agent (tests and operators comparing it with ours). */
 export async function onChain(deps: Deps, a: AgentRow) {
-  const profile = profileOf(deps, a);
+  const profile = deps.chain.profileOf(a.chainId);
   return {
     identity: await deps.chain.agents.read(profile, BigInt(a.tokenId!)),
     accountOwner: await deps.chain.agents.accountOwner(profile, a.scaAddress as `0x${string}`),

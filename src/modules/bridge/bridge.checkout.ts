@@ -4,6 +4,7 @@
  * payee, the reference as hook data), and the quote the page shows before the shopper confirms.
  * The relay and the report are in bridge.shopper.ts.
  */
+import { jsonSafe } from "../../codec.ts";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import type { CheckoutBurn, SourceChainName } from "../../chain/index.ts";
@@ -75,9 +76,6 @@ export function burnFor(
     hookData: paymentHookData(p.reference),
   };
 }
-
-const jsonSafe = (value: unknown) =>
-  JSON.parse(JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? v.toString() : v)));
 
 /**
  * What the page shows before the shopper confirms: the fee, the burn, the shopper's balance on

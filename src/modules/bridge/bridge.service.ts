@@ -3,6 +3,7 @@
  * checkout, outbound for x402 withdrawals), the chain descriptors, the status view and the
  * bridge form's data. The steps that move a transfer are in bridge.steps.ts.
  */
+import { isUniqueViolation } from "../../db/client.ts";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { PROFILE_DEFS, SOURCE_CHAINS, type SourceChainName } from "../../chain/profiles.ts";
@@ -126,7 +127,7 @@ export async function startTransfer(
     await deps.queue.send(burnQueue, { reference: row.reference }, { tx });
     return row;
   }).catch((e) => {
-    if ((e as { code?: string }).code === "23505" && opts.paymentReference) {
+    if (isUniqueViolation(e) && opts.paymentReference) {
       throw new DomainError("bridge_payment_not_bridgeable", {
         hint: "A transfer for this payment is already under way.",
       });

@@ -6,6 +6,7 @@
  * hash). Either way a transfer row with the payment's hook data goes through the same steps as
  * every other transfer: burn (or read back) → attest → mint → the payment settles.
  */
+import { isUniqueViolation } from "../../db/client.ts";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { burnNonce, fromBytes32, hookText, type SourceChainName } from "../../chain/index.ts";
@@ -85,7 +86,7 @@ export async function relayShopperBurn(deps: Deps, reference: string, input: Sho
     await deps.queue.send(burnQueue, { reference: row.reference }, { tx });
     return row;
   }).catch(async (e) => {
-    if ((e as { code?: string }).code !== "23505") throw e;
+    if (!isUniqueViolation(e)) throw e;
     // A concurrent relay of the same authorization won: answer its transfer.
     const won = await findSameAuthorization(deps, p.reference, a.from, a.nonce);
     if (won) return null;

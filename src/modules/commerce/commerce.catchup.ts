@@ -13,7 +13,6 @@
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { withClaim } from "../../db/claims.ts";
-import type { ProfileName } from "../../chain/profiles.ts";
 import * as repo from "./commerce.repo.ts";
 import {
   actionIntents,
@@ -24,12 +23,6 @@ import {
 } from "./commerce.rules.ts";
 
 const ZERO = `0x${"0".repeat(64)}`;
-
-export function profileOf(deps: Deps, row: Pick<JobRow, "chainId">): ProfileName {
-  const p = deps.chain.profiles().find((n) => deps.chain.chainId(n) === row.chainId);
-  if (!p) throw new DomainError("chain_not_configured");
-  return p;
-}
 
 /** The claim that serialises every action on one job (src/db/claims.ts). */
 export const jobClaim = (row: Pick<JobRow, "chainId" | "contractAddress" | "jobId">) =>
@@ -42,7 +35,7 @@ export const jobClaim = (row: Pick<JobRow, "chainId" | "contractAddress" | "jobI
  */
 export async function reconcile(deps: Deps, row: JobRow): Promise<JobRow> {
   if (!chainIsAhead(row.status, "COMPLETED")) return row; // an end: nothing moves it
-  const profile = profileOf(deps, row);
+  const profile = deps.chain.profileOf(row.chainId);
   const chain = await deps.chain.jobs.read(profile, BigInt(row.jobId));
   if (!chainIsAhead(row.status, chain.status)) return row;
   const change: repo.JobChange = { status: chain.status };
@@ -75,7 +68,7 @@ export async function settlePending(
   row: JobRow,
 ): Promise<{ row: JobRow; inFlight: boolean }> {
   if (!row.pendingAction || !row.pendingIntent) return { row, inFlight: false };
-  const profile = profileOf(deps, row);
+  const profile = deps.chain.profileOf(row.chainId);
   const keys = actionIntents(row.pendingAction, row.pendingIntent);
   const txs = await Promise.all(keys.map((k) => deps.chain.intent(profile, k)));
   if (txs.some((t) => t && (t.status === "signed" || t.status === "broadcast"))) {

@@ -9,7 +9,7 @@
  * sent), the action is recorded on the row, sent with no transaction open, and its result
  * recorded in one statement (commerce.catchup.ts finishes what a crash leaves).
  */
-import { createHash } from "node:crypto";
+import { bigintJson, sha256 } from "../../codec.ts";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { withClaim } from "../../db/claims.ts";
@@ -33,14 +33,14 @@ import {
   type JobStatus,
   ROLE_ERRORS,
 } from "./commerce.rules.ts";
-import { jobClaim, profileOf, reconcile, settlePending } from "./commerce.catchup.ts";
+import { jobClaim, reconcile, settlePending } from "./commerce.catchup.ts";
 
 export type { JobRow } from "./commerce.rules.ts";
 export { catchUpPending, reconcile } from "./commerce.catchup.ts";
 
 /** The job record every response shows. */
 export function jobView(deps: Deps, j: JobRow) {
-  const profile = profileOf(deps, j);
+  const profile = deps.chain.profileOf(j.chainId);
   const link = (h: string | null) => h === null ? null : deps.chain.explorerTxUrl(profile, h);
   return {
     jobId: j.jobId,
@@ -288,10 +288,9 @@ interface Keyed {
 }
 
 /** A request body as text for a digest (amounts are bigint). */
-const canonical = (input: unknown) =>
-  JSON.stringify(input, (_, v) => typeof v === "bigint" ? v.toString() : v);
+const canonical = (input: unknown) => bigintJson(input);
 
-const digest = (parts: string[]) => createHash("sha256").update(parts.join("\n")).digest("hex");
+const digest = (parts: string[]) => sha256(parts.join("\n"));
 
 export async function fund(
   deps: Deps,
@@ -438,5 +437,5 @@ export async function refund(
 
 /** The contract's view of a job (operators, tests comparing it with ours). */
 export async function onChain(deps: Deps, job: JobRow) {
-  return await deps.chain.jobs.read(profileOf(deps, job), BigInt(job.jobId));
+  return await deps.chain.jobs.read(deps.chain.profileOf(job.chainId), BigInt(job.jobId));
 }

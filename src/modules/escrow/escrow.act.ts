@@ -15,7 +15,7 @@ import { withClaim } from "../../db/claims.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 import type { TxRow } from "../../chain/index.ts";
 import * as repo from "./escrow.repo.ts";
-import { APPLY, profileOf } from "./escrow.apply.ts";
+import { APPLY } from "./escrow.apply.ts";
 import { catchUpEscrow } from "./escrow.catchup.ts";
 import {
   actionIntent,
@@ -74,7 +74,7 @@ export async function act(
       if (!e || !inScope(deps, e, scope)) throw new DomainError("escrow_not_found");
       try {
         await steps.check(e);
-        const profile = profileOf(deps, e);
+        const profile = deps.chain.profileOf(e.chainId);
         const tx = await sendMapped(deps, e, profile, steps);
         await applyOnce(deps, steps.action, reference, tx);
         return tx;

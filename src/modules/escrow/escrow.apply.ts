@@ -8,20 +8,12 @@
  */
 import type { Deps } from "../../deps.ts";
 import type { Db } from "../../db/client.ts";
-import { DomainError } from "../../errors.ts";
 import { checksum } from "../../chain/address.ts";
-import type { ProfileName } from "../../chain/profiles.ts";
 import type { TxRow } from "../../chain/index.ts";
 import { usdcToNumber } from "../../money.ts";
 import { emit } from "../webhooks/webhooks.service.ts";
 import * as repo from "./escrow.repo.ts";
 import { type EscrowActionName, type EscrowRow, NO_REASON } from "./escrow.rules.ts";
-
-export function profileOf(deps: Deps, e: Pick<EscrowRow, "chainId">): ProfileName {
-  const found = deps.chain.profiles().find((n) => deps.chain.chainId(n) === e.chainId);
-  if (!found) throw new DomainError("chain_not_configured");
-  return found;
-}
 
 export async function event(
   deps: Deps,
@@ -76,7 +68,7 @@ export const applyDispute: Apply = async (deps, db, e, tx, at) => {
     reason,
     txHash: tx.txHash,
     disputedAt: at.toISOString(),
-    explorerUrl: deps.chain.explorerTxUrl(profileOf(deps, e), tx.txHash),
+    explorerUrl: deps.chain.explorerTxUrl(deps.chain.profileOf(e.chainId), tx.txHash),
   });
 };
 

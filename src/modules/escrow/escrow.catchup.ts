@@ -10,7 +10,7 @@
  */
 import type { Deps } from "../../deps.ts";
 import * as repo from "./escrow.repo.ts";
-import { APPLY, profileOf } from "./escrow.apply.ts";
+import { APPLY } from "./escrow.apply.ts";
 import {
   actionIntent,
   ESCROW_ACTIONS,
@@ -34,7 +34,7 @@ function behind(e: Pick<EscrowRow, "reference" | "status" | "confirmedAt">, mine
 export async function catchUpEscrow(deps: Deps, reference: string): Promise<EscrowActionName[]> {
   const found = await repo.findByReference(deps.sql, reference);
   if (!found || !pendingActions(found).length) return [];
-  const profile = profileOf(deps, found);
+  const profile = deps.chain.profileOf(found.chainId);
   // Every action's intent: a dispute caught up may be followed by its resolution.
   const mined = await deps.chain.confirmedIntents(
     profile,
@@ -78,7 +78,7 @@ export async function catchUpOpen(deps: Deps, opts: { pageSize?: number } = {}):
       if (!chainIds.has(chainId)) continue;
       const rows = page.filter((e) => e.chainId === chainId);
       const mined = await deps.chain.confirmedIntents(
-        profileOf(deps, { chainId }),
+        deps.chain.profileOf(chainId),
         rows.flatMap((e) => pendingActions(e).map((a) => actionIntent(a, e.reference))),
       );
       for (const e of rows.filter((e) => behind(e, mined))) {

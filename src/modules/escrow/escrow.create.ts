@@ -25,7 +25,7 @@ import type { MerchantRow } from "../merchants/merchants.types.ts";
 import { controlledWallet } from "../wallets/wallets.service.ts";
 import * as repo from "./escrow.repo.ts";
 import { refundExpiredQueue } from "./escrow.queues.ts";
-import { event, profileOf } from "./escrow.apply.ts";
+import { event } from "./escrow.apply.ts";
 import type { CreateEscrowInput } from "./escrow.schemas.ts";
 import {
   createIntent,
@@ -168,7 +168,7 @@ async function settle(deps: Deps, reference: string): Promise<Settled> {
   const c = await repo.findCreate(deps.sql, reference);
   if (!c || c.status !== "pending") return c?.status === "abandoned" ? "abandoned" : "completed";
   if (!deps.chain.profiles().some((p) => deps.chain.chainId(p) === c.chainId)) return "pending";
-  const profile = profileOf(deps, c);
+  const profile = deps.chain.profileOf(c.chainId);
   let tx = await deps.chain.intent(profile, createIntent(reference));
   if (!tx || tx.status === "failed" || tx.status === "reverted") {
     await abandon(deps, c, tx ? `transaction ${tx.status}` : "nothing was sent");

@@ -12,7 +12,6 @@ import { DomainError } from "../../errors.ts";
 import { checksum } from "../../chain/address.ts";
 import { controlledWallet } from "../wallets/wallets.service.ts";
 import * as repo from "./escrow.repo.ts";
-import { profileOf } from "./escrow.apply.ts";
 import { act, type EscrowScope } from "./escrow.act.ts";
 import {
   amountString,
@@ -25,11 +24,10 @@ import {
 export type { EscrowRow, EscrowStatus } from "./escrow.rules.ts";
 export type { EscrowScope } from "./escrow.act.ts";
 export { createEscrow } from "./escrow.create.ts";
-export { profileOf };
 
 /** The escrow record every response shows. */
 export function escrowView(deps: Deps, e: EscrowRow) {
-  const profile = profileOf(deps, e);
+  const profile = deps.chain.profileOf(e.chainId);
   return {
     reference: e.reference,
     status: e.status,
@@ -196,7 +194,7 @@ export async function dispute(
       disputeTxHash: e.disputeTxHash!,
     },
     txHash,
-    explorerUrl: deps.chain.explorerTxUrl(profileOf(deps, e), txHash),
+    explorerUrl: deps.chain.explorerTxUrl(deps.chain.profileOf(e.chainId), txHash),
   };
 }
 
@@ -261,12 +259,12 @@ async function answer(deps: Deps, reference: string, done: Done) {
   return {
     escrow: escrowView(deps, e),
     txHash,
-    explorerUrl: deps.chain.explorerTxUrl(profileOf(deps, e), txHash),
+    explorerUrl: deps.chain.explorerTxUrl(deps.chain.profileOf(e.chainId), txHash),
     done,
   };
 }
 
 /** The contract's view, for operators and tests comparing it with ours. */
 export async function onChain(deps: Deps, e: EscrowRow) {
-  return await deps.chain.escrow.read(profileOf(deps, e), e.reference);
+  return await deps.chain.escrow.read(deps.chain.profileOf(e.chainId), e.reference);
 }

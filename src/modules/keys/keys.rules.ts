@@ -3,7 +3,8 @@
  * environment, then 48 random hex characters. Only its SHA-256 is stored; the first 16 random
  * characters are a lookup handle (indexed), the hash is compared in constant time.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { sha256 } from "../../codec.ts";
+import { timingSafeEqual } from "node:crypto";
 import { Buffer } from "node:buffer";
 import type { ProfileName } from "../../chain/profiles.ts";
 
@@ -50,7 +51,7 @@ export function generateKey(kind: KeyKind, environment: KeyEnvironment): string 
 }
 
 export function hashKey(raw: string): string {
-  return createHash("sha256").update(raw).digest("hex");
+  return sha256(raw);
 }
 
 export function sameHash(a: string, b: string): boolean {

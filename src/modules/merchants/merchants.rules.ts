@@ -1,5 +1,6 @@
 /** Pure rules for merchant accounts: passwords (scrypt), verification codes, hints. */
-import { createHash, scrypt, timingSafeEqual } from "node:crypto";
+import { sha256 } from "../../codec.ts";
+import { scrypt, timingSafeEqual } from "node:crypto";
 import { Buffer } from "node:buffer";
 
 const SCRYPT = { N: 16384, r: 8, p: 1, keylen: 32 };
@@ -60,7 +61,7 @@ export function newVerificationCode(): string {
 }
 
 export function hashCode(merchantKeyMaterial: string, code: string): string {
-  return createHash("sha256").update(`${merchantKeyMaterial}:${code.toUpperCase()}`).digest("hex");
+  return sha256(`${merchantKeyMaterial}:${code.toUpperCase()}`);
 }
 
 export function sameCodeHash(a: string, b: string): boolean {

@@ -3,7 +3,7 @@
  * Sign-In with Ethereum message. The challenge is stored (hash of the exact message, address,
  * expiry) and consumed on first use, whatever the outcome.
  */
-import { createHash } from "node:crypto";
+import { sha256 } from "../../codec.ts";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { M } from "../../http/messages.ts";
@@ -121,8 +121,4 @@ export async function linkWallet(
       walletAddress: displayAddress(updated.walletAddress),
     },
   };
-}
-
-function sha256(s: string): string {
-  return createHash("sha256").update(s).digest("hex");
 }

@@ -2,13 +2,14 @@
  * The payer's side of hosted checkout: what the page shows, what the payer signs, the gasless
  * relay, and for the fallback the router call to send and a payer-reported transaction to watch.
  */
+import { jsonSafe } from "../../codec.ts";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { checksum, isAddress, lower } from "../../chain/address.ts";
 import { displayUsdc, formatUsdc } from "../../money.ts";
 import * as repo from "./payments.repo.ts";
 import { effectiveStatus, type PaymentRow, REFERENCE_PATTERN } from "./payments.rules.ts";
-import { checkoutUrl, profileOf } from "./payments.service.ts";
+import { checkoutUrl } from "./payments.service.ts";
 import type { ProfileName } from "../../chain/index.ts";
 import { checkSubmittedQueue } from "./payments.queues.ts";
 import type { RelayInput } from "./payments.schemas.ts";
@@ -23,7 +24,7 @@ export async function loadPayment(deps: Deps, reference: string): Promise<Paymen
 
 /** What the hosted page shows. */
 export function checkoutView(deps: Deps, p: PaymentRow) {
-  const profile = profileOf(deps, p);
+  const profile = deps.chain.profileOf(p.chainId);
   const rt = deps.chain.runtime(profile);
   const now = deps.clock.now();
   return {
@@ -75,7 +76,7 @@ const DEV_FAUCET_USDC = 100_000_000n;
 export async function devFaucet(deps: Deps, reference: string, addressRaw: unknown) {
   const p = await loadPayment(deps, reference);
   if (!p) throw new DomainError("payment_not_found");
-  const profile = profileOf(deps, p);
+  const profile = deps.chain.profileOf(p.chainId);
   if (!devFaucetAvailable(deps, profile)) throw new DomainError("dev_faucet_unavailable");
   const to = payerAddress(addressRaw);
   const amount = p.amount > DEV_FAUCET_USDC ? p.amount : DEV_FAUCET_USDC;
@@ -124,7 +125,7 @@ function orderOf(p: PaymentRow) {
 export async function payData(deps: Deps, reference: string, payerRaw: unknown) {
   const p = await payable(deps, reference);
   const payer = payerAddress(payerRaw);
-  const profile = profileOf(deps, p);
+  const profile = deps.chain.profileOf(p.chainId);
   const deadline = unixSeconds(deps.clock.now()) + BigInt(PERMIT_TTL_SECONDS);
   const expiry = unixSeconds(p.expiresAt);
   const authorization = deps.chain.checkout.authorization(profile, orderOf(p), {
@@ -149,10 +150,6 @@ export async function payData(deps: Deps, reference: string, payerRaw: unknown) 
   };
 }
 
-function jsonSafe(value: unknown) {
-  return JSON.parse(JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? v.toString() : v)));
-}
-
 /**
  * Gasless checkout: relays the payer's EIP-3009 authorization from the operator. Every field is
  * checked against the payment first (a refusal signs and broadcasts nothing); the intent key is
@@ -160,7 +157,7 @@ function jsonSafe(value: unknown) {
  */
 export async function relayPayment(deps: Deps, reference: string, input: RelayInput) {
   const p = await payable(deps, reference);
-  const profile = profileOf(deps, p);
+  const profile = deps.chain.profileOf(p.chainId);
   const order = orderOf(p);
   const a = input.authorization;
   const expected = deps.chain.checkout.authorization(profile, order, {
@@ -215,7 +212,7 @@ export async function payCall(deps: Deps, reference: string, body: Record<string
   if (typeof deadline !== "string" || !/^\d{1,12}$/.test(deadline)) {
     throw new DomainError("permit_signature_invalid");
   }
-  const profile = profileOf(deps, p);
+  const profile = deps.chain.profileOf(p.chainId);
   const signed = await deps.chain.checkout.order(profile, orderOf(p));
   return {
     to: deps.chain.checkout.routerAddress(profile),
@@ -253,7 +250,7 @@ async function watchSubmitted(deps: Deps, paymentId: string, txHash: string) {
 export async function checkSubmitted(deps: Deps, paymentId: string): Promise<"again" | "done"> {
   const p = await repo.findById(deps.sql, paymentId);
   if (!p || p.status !== "PENDING" || !p.submittedTxHash) return "done";
-  const profile = profileOf(deps, p);
+  const profile = deps.chain.profileOf(p.chainId);
   const seen = await deps.chain.checkout.inspect(profile, p.submittedTxHash as `0x${string}`);
   if (seen.status === null) return "again";
   if (seen.status === "reverted" && seen.reference === p.reference) {

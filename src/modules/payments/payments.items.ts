@@ -3,6 +3,7 @@
  * rows (amounts from bigint base units, never floats), plus a fingerprint that lets a polling
  * partial answer 204 when nothing it shows has changed.
  */
+import { bigintJson } from "../../codec.ts";
 import { createHash } from "node:crypto";
 import type { Deps } from "../../deps.ts";
 import { checksum } from "../../chain/address.ts";
@@ -39,6 +40,6 @@ export function paymentItem(deps: Deps, p: PaymentRow): PaymentItem {
 
 /** A short stable hash of what a partial shows (bigints as strings). */
 export function fingerprint(data: unknown): string {
-  const json = JSON.stringify(data, (_k, v) => typeof v === "bigint" ? v.toString() : v);
+  const json = bigintJson(data);
   return createHash("sha256").update(json).digest("base64url").slice(0, 16);
 }

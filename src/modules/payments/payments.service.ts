@@ -61,15 +61,9 @@ export function checkoutUrl(deps: Deps, reference: string): string {
   return `${deps.config.BASE_URL}/checkout/${reference}`;
 }
 
-export function profileOf(deps: Deps, p: Pick<PaymentRow, "chainId">): ProfileName {
-  const found = deps.chain.profiles().find((n) => deps.chain.chainId(n) === p.chainId);
-  if (!found) throw new DomainError("chain_not_configured");
-  return found;
-}
-
 /** The spec's record plus the fields an API client wants next to it. */
 export function detailedRecord(deps: Deps, p: PaymentRow) {
-  const profile = profileOf(deps, p);
+  const profile = deps.chain.profileOf(p.chainId);
   return {
     ...paymentRecord(p, profile, deps.clock.now()),
     description: p.description,
@@ -254,7 +248,7 @@ export async function settleFromLog(
     deps.log.warn("payment settled after it was marked " + p.status, { reference: p.reference });
   }
   if (p.webhookUrl) {
-    const profile = profileOf(deps, p);
+    const profile = deps.chain.profileOf(p.chainId);
     if (opts.autoSettled) {
       // A cross-chain payment: the bridge minted it here and routed it by its hook data.
       await emit(deps, tx, {

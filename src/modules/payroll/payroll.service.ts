@@ -8,7 +8,8 @@
  * worker's start, by the run job and the sweep) without paying anyone twice. Batches are found by
  * merchant and the credential's environment (chain); an Idempotency-Key is the environment's too.
  */
-import { createHash } from "node:crypto";
+import { isUniqueViolation } from "../../db/client.ts";
+import { bigintJson, sha256 } from "../../codec.ts";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { withClaim } from "../../db/claims.ts";
@@ -29,8 +30,6 @@ import { processBatch, processLocked } from "./payroll.process.ts";
 export type { BatchRow } from "./payroll.types.ts";
 export { batchView, results, runMessage } from "./payroll.views.ts";
 export { enqueueStalled, finalizeIn, processBatch, resumeOpen } from "./payroll.process.ts";
-
-const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 /** The payer: always the merchant's own payout wallet, never the request's. */
 function payerOf(m: MerchantRow) {
@@ -60,7 +59,7 @@ export async function runBatch(
   const chainId = deps.chain.chainId(profile);
   const keyHash = requestKey === undefined ? null : sha256(requestKey);
   const requestHash = sha256(
-    JSON.stringify([profile, input], (_, v) => typeof v === "bigint" ? v.toString() : v),
+    bigintJson([profile, input]),
   );
   const sameRequest = (b: BatchRow) => {
     if (b.requestHash !== requestHash) throw new DomainError("payroll_request_key_reused");
@@ -90,7 +89,7 @@ export async function runBatch(
       batch = await created.promise;
     } catch (e) {
       // The same key, concurrently: the other request's batch is this one.
-      if (!keyHash || (e as { code?: string }).code !== "23505") throw e;
+      if (!keyHash || !isUniqueViolation(e)) throw e;
       const other = await repo.findByRequestKey(deps.sql, merchant.id, chainId, keyHash);
       if (!other) throw e;
       batch = sameRequest(other);

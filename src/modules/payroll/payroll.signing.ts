@@ -5,6 +5,7 @@
  * linked wallet to the recipient for exactly the amount, and no other request used it. The last
  * one paid completes the batch (and sends `payroll.completed`).
  */
+import { isUniqueViolation } from "../../db/client.ts";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import type { ProfileName } from "../../chain/index.ts";
@@ -81,7 +82,7 @@ export async function submitSignRequest(
       return row;
     });
   } catch (e) {
-    if ((e as { code?: string }).code === "23505") throw new DomainError("sign_tx_reused");
+    if (isUniqueViolation(e)) throw new DomainError("sign_tx_reused");
     throw e;
   }
   if (!done) throw new DomainError("sign_request_not_pending");

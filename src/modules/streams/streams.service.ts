@@ -8,7 +8,7 @@
  * and the drain job are written in one transaction after the chain confirmed. A process killed in
  * between leaves the intent PENDING for the recovery (streams.recovery.ts).
  */
-import { createHash } from "node:crypto";
+import { bigintJson, sha256 } from "../../codec.ts";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
@@ -55,7 +55,7 @@ export async function createStream(
   if (keyHash !== null) {
     // A retry (after a 408, or after a crash) must lock the same stream, not a second one.
     const requestHash = sha256(
-      JSON.stringify([profile, input], (_, v) => typeof v === "bigint" ? v.toString() : v),
+      bigintJson([profile, input]),
     );
     const claimed = await repo.claimCreateRequest(deps.sql, {
       merchantId: merchant.id,
@@ -188,10 +188,6 @@ function createdView(deps: Deps, row: StreamRow) {
     estimatedDurationSeconds: seconds,
     estimatedEndTime: new Date(row.startedAt.getTime() + seconds * 1000),
   };
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
 }
 
 /** The Stream resource with its derived values at `now`. */

@@ -4,7 +4,7 @@
  * merchant's wallet id is simply not found. A wallet's address is the same on every chain; what
  * it holds is per chain, and the API shows and moves only the credential's chain's.
  */
-import { createHash } from "node:crypto";
+import { sha256 } from "../../codec.ts";
 import { decodeFunctionData, erc20Abi } from "viem";
 import type { Deps } from "../../deps.ts";
 import { withClaim } from "../../db/claims.ts";
@@ -252,10 +252,6 @@ function insufficient(balance: bigint): DomainError {
   return new DomainError("withdraw_insufficient_balance", {
     balance: formatUsdc(balance > 0n ? balance : 0n, { decimals: "fixed" }),
   });
-}
-
-function sha256(s: string): string {
-  return createHash("sha256").update(s).digest("hex");
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
