@@ -2,17 +2,22 @@
  * The module-boundary check run by `deno task check` (docs/decisions.md, "Module boundaries").
  * It reads the source text of every .ts/.tsx file under src/ and fails on:
  *
- * 1. a repo imported from outside its module: `X.repo.ts` may be imported (type imports
- *    included) only by files of its own module, and never by a handler file (`*.api.ts`,
- *    `*.pages.tsx`, `*.section.tsx`, `*.routes.tsx`), which go through the service. A module is
- *    a folder `src/modules/<name>/`, or a top-level folder of src/ (`src/chain/`, `src/http/`,
- *    ...); files directly in src/ are the root, which has no repos.
+ * 1. a repo imported from outside its module: `X.repo.ts` may be imported (type imports and
+ *    side-effect imports `import "./x.repo.ts"` included) only by files of its own module, and
+ *    never by a handler file (`*.api.ts`, `*.pages.tsx`, `*.section.tsx`, `*.routes.tsx`), which
+ *    go through the service. A module is a folder `src/modules/<name>/`, or a top-level folder
+ *    of src/ (`src/chain/`, `src/http/`, ...); files directly in src/ are the root, which has no
+ *    repos.
  * 2. `src/chain/` importing `src/http/`.
  * 3. SQL outside a repo file. SQL is a postgres.js tagged template on a connection named like
  *    one (`sql`, `tx`, `db`, ending in `sql` or `tx`, optionally with a `<Row[]>` type argument:
  *    `` sql`…` ``, `` tx<Row[]>`…` ``, `` this.opts.sql`…` ``) or a call to `.unsafe(`. Exempt:
  *    `*.repo.ts`; `src/db/` (client, migration runner, embedded PostgreSQL) and `src/queue/`
  *    (the pg-boss adapter), whose SQL is infrastructure, not a module's data.
+ * 4. another domain module reaching a module's repo through one of its files: a file of
+ *    `src/modules/<b>/` that imports b's repo may be imported from another module only when it
+ *    is b's service (`*.service.ts`) or a known entry point listed in ENTRY_POINTS with its
+ *    reason (a dashboard helper of b that reads b's repo for another module's section is not).
  *
  * Usage: `deno run --allow-read scripts/check-boundaries.ts [root]` (root defaults to the
  * current directory); prints each violation and exits 1 when there is any.
@@ -20,20 +25,31 @@
 export interface Violation {
   file: string;
   line: number;
-  rule: "repo-import" | "chain-imports-http" | "sql-outside-repo";
+  rule: "repo-import" | "chain-imports-http" | "sql-outside-repo" | "repo-via-module";
   message: string;
 }
 
-/**
- * Known violations, each with the change that removes it. src/chain/errors.ts subclasses ApiError
- * until the typed domain errors of issue 11 replace it (that change deletes this entry).
- */
+/** Known violations, each with the change that removes it (none today). */
 const KNOWN: Record<string, Violation["rule"]> = {};
+
+/**
+ * Files besides `*.service.ts` that other modules may import although they read their module's
+ * repo (rule 4), each with its reason.
+ */
+export const ENTRY_POINTS: Record<string, string> = {
+  // The webhook secret is a column of merchants: webhooks read and roll it through this file,
+  // apart from merchants.service.ts, which reaches payments, which reach webhooks.
+  "src/modules/merchants/merchants.secrets.ts": "the merchants side of the webhook secret",
+  // Checkout's half of the payments service: the bridge's cross-chain checkout loads the payment
+  // it pays through it, as the checkout page does.
+  "src/modules/payments/payments.checkout.ts": "the payments service's checkout half",
+};
 
 const HANDLER_FILE = /\.(api\.ts|pages\.tsx|section\.tsx|routes\.tsx)$/;
 const SQL_EXEMPT_DIRS = ["src/db/", "src/queue/"];
 const IMPORT = /(?:^|\n)\s*(?:import|export)\b[^;]*?\bfrom\s*["']([^"']+)["']/g;
 const DYNAMIC_IMPORT = /\bimport\(\s*["']([^"']+)["']\s*\)/g;
+const SIDE_EFFECT_IMPORT = /(?:^|\n)\s*import\s*["']([^"']+)["']/g;
 const SQL_TEMPLATE =
   /\b(?:[A-Za-z_$][\w$]*\.)*(?:sql|tx|db|[A-Za-z_$][\w$]*(?:Sql|Tx))(?:<[^`;=]*?>)?`/g;
 const UNSAFE = /\.unsafe\(/g;
@@ -51,37 +67,31 @@ export function checkFile(file: string, text: string): Violation[] {
   const lineAt = (index: number) => text.slice(0, index).split("\n").length;
   const code = stripComments(text);
 
-  for (const re of [IMPORT, DYNAMIC_IMPORT]) {
-    for (const m of code.matchAll(re)) {
-      const spec = m[1];
-      if (!spec.startsWith(".")) continue;
-      const target = resolve(file, spec);
-      const at = lineAt(m.index! + m[0].indexOf(spec));
-      if (target.endsWith(".repo.ts")) {
-        if (moduleOf(target) !== moduleOf(file)) {
-          out.push({
-            file,
-            line: at,
-            rule: "repo-import",
-            message: `imports ${target}, another module's repo: call its service instead`,
-          });
-        } else if (HANDLER_FILE.test(file)) {
-          out.push({
-            file,
-            line: at,
-            rule: "repo-import",
-            message: `handler file imports ${target}: handlers call the service`,
-          });
-        }
-      }
-      if (file.startsWith("src/chain/") && target.startsWith("src/http/")) {
+  for (const { target, at } of importsOf(file, code)) {
+    if (target.endsWith(".repo.ts")) {
+      if (moduleOf(target) !== moduleOf(file)) {
         out.push({
           file,
           line: at,
-          rule: "chain-imports-http",
-          message: `imports ${target}: src/chain/ never imports src/http/`,
+          rule: "repo-import",
+          message: `imports ${target}, another module's repo: call its service instead`,
+        });
+      } else if (HANDLER_FILE.test(file)) {
+        out.push({
+          file,
+          line: at,
+          rule: "repo-import",
+          message: `handler file imports ${target}: handlers call the service`,
         });
       }
+    }
+    if (file.startsWith("src/chain/") && target.startsWith("src/http/")) {
+      out.push({
+        file,
+        line: at,
+        rule: "chain-imports-http",
+        message: `imports ${target}: src/chain/ never imports src/http/`,
+      });
     }
   }
 
@@ -101,13 +111,62 @@ export function checkFile(file: string, text: string): Violation[] {
   return out.filter((v) => KNOWN[v.file] !== v.rule).sort((a, b) => a.line - b.line);
 }
 
+/** The relative imports of a file's code (comments stripped): resolved target and line. */
+function importsOf(file: string, code: string): { target: string; at: number }[] {
+  const out: { target: string; at: number }[] = [];
+  for (const re of [IMPORT, DYNAMIC_IMPORT, SIDE_EFFECT_IMPORT]) {
+    for (const m of code.matchAll(re)) {
+      const spec = m[1];
+      if (!spec.startsWith(".")) continue;
+      const at = code.slice(0, m.index! + m[0].indexOf(spec)).split("\n").length;
+      out.push({ target: resolve(file, spec), at });
+    }
+  }
+  return out;
+}
+
+/**
+ * Rule 4 over a set of files (path relative to the repository root → text): imports from another
+ * domain module of a file that reads its own module's repo, unless it is the service or a known
+ * entry point.
+ */
+export function checkImports(files: Map<string, string>): Violation[] {
+  const imports = new Map(
+    [...files].map(([file, text]) => [file, importsOf(file, stripComments(text))]),
+  );
+  const readsRepo = (file: string) =>
+    (imports.get(file) ?? []).some(({ target }) =>
+      target.endsWith(".repo.ts") && moduleOf(target) === moduleOf(file)
+    );
+  const out: Violation[] = [];
+  for (const [file, list] of imports) {
+    for (const { target, at } of list) {
+      const owner = moduleOf(target);
+      if (!owner.startsWith("modules/") || owner === moduleOf(file)) continue;
+      if (target.endsWith(".service.ts") || target.endsWith(".repo.ts")) continue;
+      if (ENTRY_POINTS[target] || !readsRepo(target)) continue;
+      out.push({
+        file,
+        line: at,
+        rule: "repo-via-module",
+        message: `imports ${target}, which reads its module's repo: call its service instead`,
+      });
+    }
+  }
+  return out.filter((v) => KNOWN[v.file] !== v.rule);
+}
+
 /** Every violation under `root`/src. */
 export async function checkTree(root: string): Promise<Violation[]> {
   const out: Violation[] = [];
+  const files = new Map<string, string>();
   for await (const file of walk(`${root}/src`, /\.tsx?$/)) {
     const rel = file.slice(root.length + 1);
-    out.push(...checkFile(rel, await Deno.readTextFile(file)));
+    const text = await Deno.readTextFile(file);
+    files.set(rel, text);
+    out.push(...checkFile(rel, text));
   }
+  out.push(...checkImports(files));
   return out.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line);
 }
 

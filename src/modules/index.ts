@@ -1,5 +1,6 @@
 /**
- * The module list: every domain module declares its HTTP API, pages and jobs here once.
+ * The module list: every domain module declares its HTTP API, pages, dashboard sections and jobs
+ * here once.
  * Adding a module is one entry.
  */
 import type { Deps } from "../deps.ts";
@@ -50,6 +51,19 @@ import { agentsApi } from "./agents/agents.api.ts";
 import { agentsRoutes } from "./agents/agents.schemas.ts";
 import { agentJobs } from "./agents/agents.jobs.ts";
 import { agentsX402Port } from "./agents/agents.x402.ts";
+import type { DashboardSection } from "./dashboard/section.ts";
+import { keysSection } from "./keys/keys.section.tsx";
+import { linksSection } from "./payments/payments.links.section.tsx";
+import { overviewSection } from "./payments/payments.overview.section.tsx";
+import { paymentsSection } from "./payments/payments.section.tsx";
+import { walletSection } from "./merchants/merchants.section.tsx";
+import { webhooksSection } from "./webhooks/webhooks.section.tsx";
+import { walletsSection } from "./wallets/wallets.section.tsx";
+import { streamsSection } from "./streams/streams.section.tsx";
+import { escrowSection } from "./escrow/escrow.section.tsx";
+import { x402Section } from "./x402/x402.section.tsx";
+import { payrollSection } from "./payroll/payroll.section.tsx";
+import { agentsSection } from "./agents/agents.section.tsx";
 
 export type { AppModule } from "./module.ts";
 
@@ -63,16 +77,23 @@ export const platformModule: AppModule = {
 export const modules: AppModule[] = [
   platformModule,
   mailModule,
-  { name: "merchants", api: merchantsApi, routes: merchantsRoutes },
-  { name: "keys", api: keysApi, routes: keysRoutes },
-  { name: "wallets", api: walletsApi, routes: walletsRoutes },
+  { name: "merchants", api: merchantsApi, routes: merchantsRoutes, sections: [walletSection] },
+  { name: "keys", api: keysApi, routes: keysRoutes, sections: [keysSection] },
+  { name: "wallets", api: walletsApi, routes: walletsRoutes, sections: [walletsSection] },
   { name: "consumers", api: consumersApi, routes: consumersRoutes },
-  { name: "webhooks", api: webhooksApi, routes: webhooksRoutes, jobs: webhookJobs },
+  {
+    name: "webhooks",
+    api: webhooksApi,
+    routes: webhooksRoutes,
+    jobs: webhookJobs,
+    sections: [webhooksSection],
+  },
   {
     name: "payments",
     api: paymentsApi,
     routes: paymentsRoutes,
     pages: checkoutPages,
+    sections: [overviewSection, paymentsSection, linksSection],
     jobs: paymentJobs,
     logHandlers: settlementHandlers,
   },
@@ -80,6 +101,7 @@ export const modules: AppModule[] = [
     name: "streams",
     api: streamsApi,
     routes: streamsRoutes,
+    sections: [streamsSection],
     jobs: streamJobs,
     // Creates a killed process left half done are finished from the chain (streams.recovery.ts).
     onStart: streamsOnStart,
@@ -88,18 +110,20 @@ export const modules: AppModule[] = [
     name: "escrow",
     api: escrowApi,
     routes: escrowRoutes,
+    sections: [escrowSection],
     jobs: escrowJobs,
     // Escrows whose action was mined while the process stopped are caught up (escrow.catchup.ts).
     onStart: escrowOnStart,
   },
   bridgeModule,
-  x402Module({ agentPort: agentsX402Port }),
+  { ...x402Module({ agentPort: agentsX402Port }), sections: [x402Section] },
   // The x402 batch-settlement claim job (x402.channels.claims.ts).
   x402ChannelsModule,
   {
     name: "payroll",
     api: payrollApi,
     routes: payrollRoutes,
+    sections: [payrollSection],
     jobs: payrollJobs,
     // Batches a killed process left PROCESSING are resumed at once (payroll.jobs.ts).
     onStart: payrollOnStart,
@@ -114,10 +138,16 @@ export const modules: AppModule[] = [
     // Job actions a crash left recorded are settled at once (commerce.catchup.ts).
     onStart: commerceOnStart,
   },
-  { name: "agents", api: agentsApi, routes: agentsRoutes, jobs: agentJobs },
+  {
+    name: "agents",
+    api: agentsApi,
+    routes: agentsRoutes,
+    jobs: agentJobs,
+    sections: [agentsSection],
+  },
   { name: "rpc", api: rpcProxy },
   { name: "assets", pages: assetPages },
-  { name: "dashboard", pages: dashboardPages },
+  { name: "dashboard", pages: (deps) => dashboardPages(deps, dashboardSections(modules)) },
   {
     name: "docs",
     api: (deps) => docsApi(() => apiRoutes(modules), deps.config.BASE_URL),
@@ -128,6 +158,11 @@ export const modules: AppModule[] = [
 /** Every documented `/api/` route of the list (the docs module's own included). */
 export function apiRoutes(list: AppModule[] = modules): RouteDoc[] {
   return list.flatMap((m) => m.routes ?? []);
+}
+
+/** Every module's dashboard sections. */
+export function dashboardSections(list: AppModule[] = modules): DashboardSection[] {
+  return list.flatMap((m) => m.sections ?? []);
 }
 
 export function allJobs(list: AppModule[] = modules): JobDefinition<unknown, Deps>[] {

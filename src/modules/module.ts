@@ -1,5 +1,5 @@
 /**
- * What a module declares: its HTTP API, pages, jobs and chain log handlers. A file of its own so
+ * What a module declares: its HTTP API, pages, dashboard sections, jobs and chain log handlers. A file of its own so
  * a module's entry (mail.module.ts) and the list in index.ts do not import each other.
  */
 import type { Hono } from "hono";
@@ -8,6 +8,7 @@ import type { JobDefinition } from "../queue/registry.ts";
 import type { LogHandler } from "../chain/index.ts";
 import type { RouteDoc } from "../http/contract.ts";
 import type { BodyRule } from "../http/limits.ts";
+import type { DashboardSection } from "./dashboard/section.ts";
 
 export interface AppModule {
   name: string;
@@ -17,6 +18,8 @@ export interface AppModule {
   pages?: (deps: Deps) => Hono<any>;
   /** Every `/api/` route of `api`, documented (`<name>.schemas.ts`); a test checks both agree. */
   routes?: RouteDoc[];
+  /** Its dashboard sections (`<name>.section.tsx`); the dashboard mounts every module's. */
+  sections?: DashboardSection[];
   // deno-lint-ignore no-explicit-any
   jobs?: JobDefinition<any, Deps>[];
   /** Handlers for our contracts' logs, run by the chain module's watcher. */

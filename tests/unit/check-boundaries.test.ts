@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { checkFile, checkTree, moduleOf } from "../../scripts/check-boundaries.ts";
+import {
+  checkFile,
+  checkImports,
+  checkTree,
+  ENTRY_POINTS,
+  moduleOf,
+} from "../../scripts/check-boundaries.ts";
 
 const rules = (file: string, text: string) => checkFile(file, text).map((v) => v.rule);
 
@@ -16,6 +22,48 @@ Deno.test("boundaries: a module's repo is imported only by its own non-handler f
   assert.deepEqual(rules("src/modules/mail/mail.pages.tsx", own), ["repo-import"]);
   const service = `import { x } from "../merchants/merchants.service.ts";\n`;
   assert.deepEqual(rules("src/modules/keys/keys.service.ts", service), []);
+  // A side-effect import crosses the boundary too.
+  const bare = `import "../merchants/merchants.repo.ts";\n`;
+  assert.deepEqual(rules("src/modules/keys/keys.service.ts", bare), ["repo-import"]);
+  assert.deepEqual(rules("src/modules/mail/mail.api.ts", `import "./mail.repo.ts";\n`), [
+    "repo-import",
+  ]);
+});
+
+Deno.test("boundaries: another module reads a module's repo only through its service", () => {
+  const files = new Map([
+    ["src/modules/jobs/jobs.repo.ts", "export const q = 1;\n"],
+    ["src/modules/jobs/jobs.service.ts", `import * as repo from "./jobs.repo.ts";\n`],
+    ["src/modules/jobs/jobs.dashboard.ts", `import * as repo from "./jobs.repo.ts";\n`],
+    ["src/modules/jobs/jobs.rules.ts", "export const r = 1;\n"],
+    [
+      "src/modules/agents/agents.section.tsx",
+      [
+        `import { a } from "../jobs/jobs.service.ts";`,
+        `import { b } from "../jobs/jobs.rules.ts";`,
+        `import { c } from "../jobs/jobs.dashboard.ts";`,
+        `// import { d } from "../jobs/jobs.dashboard.ts";`,
+        "",
+      ].join("\n"),
+    ],
+    // Within the module, any file may use another.
+    ["src/modules/jobs/jobs.api.ts", `import { c } from "./jobs.dashboard.ts";\n`],
+  ]);
+  assert.deepEqual(
+    checkImports(files).map((v) => `${v.file}:${v.line}:${v.rule}`),
+    ["src/modules/agents/agents.section.tsx:3:repo-via-module"],
+  );
+  // A known entry point is allowed, with its reason.
+  const [entry] = Object.keys(ENTRY_POINTS);
+  const owner = entry.split("/")[2];
+  const known = new Map([
+    [entry, `import * as repo from "./${owner}.repo.ts";\n`],
+    [
+      "src/modules/other/other.service.ts",
+      `import { x } from "../${owner}/${entry.split("/")[3]}";\n`,
+    ],
+  ]);
+  assert.deepEqual(checkImports(known), []);
 });
 
 Deno.test("boundaries: src/chain/ never imports src/http/", () => {
@@ -56,12 +104,22 @@ Deno.test("boundaries: the script fails on a violating tree and passes on this o
   const root = await Deno.makeTempDir();
   try {
     await Deno.mkdir(join(root, "src/modules/keys"), { recursive: true });
+    await Deno.mkdir(join(root, "src/modules/jobs"), { recursive: true });
     await Deno.writeTextFile(
       join(root, "src/modules/keys/keys.service.ts"),
       `import * as m from "../merchants/merchants.repo.ts";\nexport const q = (sql: any) => sql\`select 1\`;\n`,
     );
+    await Deno.writeTextFile(
+      join(root, "src/modules/jobs/jobs.dashboard.ts"),
+      `import * as repo from "./jobs.repo.ts";\n`,
+    );
+    await Deno.writeTextFile(
+      join(root, "src/modules/keys/keys.section.tsx"),
+      `import { j } from "../jobs/jobs.dashboard.ts";\n`,
+    );
     const found = await checkTree(root);
     assert.deepEqual(found.map((v) => `${v.file}:${v.line}:${v.rule}`), [
+      "src/modules/keys/keys.section.tsx:1:repo-via-module",
       "src/modules/keys/keys.service.ts:1:repo-import",
       "src/modules/keys/keys.service.ts:2:sql-outside-repo",
     ]);

@@ -35,7 +35,7 @@ export const agentsSection: DashboardSection = {
   id: "agents",
   label: "Agents",
   path: "/dashboard/agents",
-  order: 37,
+  order: 38,
   routes(app, deps) {
     app.get("/agents", (c) => render(c, deps));
 

@@ -1,8 +1,7 @@
 /** The dashboard's view of the jobs a merchant takes part in (agents.section.tsx). */
 import type { Deps } from "../../deps.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
-import * as repo from "./commerce.repo.ts";
-import { jobView, reconcile } from "./commerce.service.ts";
+import { jobsForParties, jobView, reconcile } from "./commerce.service.ts";
 
 /**
  * The dashboard's list: jobs the merchant created or where one of its wallets is a party, with
@@ -14,12 +13,7 @@ export async function dashboardJobs(
   wallets: { id: string; address: string }[],
 ) {
   const byAddress = new Map(wallets.map((w) => [w.address.toLowerCase(), w.id]));
-  const rows = await repo.listForParties(deps.sql, {
-    chainIds: deps.chain.profiles().map((p) => deps.chain.chainId(p)),
-    merchantId: m.id,
-    addresses: [...byAddress.keys()],
-    limit: 50,
-  });
+  const rows = await jobsForParties(deps, m.id, [...byAddress.keys()], 50);
   // Open jobs are read from the chain too (a party may act on the contract directly); a read
   // that fails shows the row as it is.
   const current = await Promise.all(rows.map((j) => reconcile(deps, j).catch(() => j)));

@@ -38,6 +38,21 @@ import { jobClaim, reconcile, settlePending } from "./commerce.catchup.ts";
 export type { JobRow } from "./commerce.rules.ts";
 export { catchUpPending, reconcile } from "./commerce.catchup.ts";
 
+/** Jobs on the configured chains the merchant created or where one of `addresses` is a party. */
+export async function jobsForParties(
+  deps: Deps,
+  merchantId: string,
+  addresses: string[],
+  limit: number,
+): Promise<JobRow[]> {
+  return await repo.listForParties(deps.sql, {
+    chainIds: deps.chain.profiles().map((p) => deps.chain.chainId(p)),
+    merchantId,
+    addresses,
+    limit,
+  });
+}
+
 /** The job record every response shows. */
 export function jobView(deps: Deps, j: JobRow) {
   const profile = deps.chain.profileOf(j.chainId);

@@ -8,7 +8,7 @@
  *   login gate   everything except login/signup/verify needs the session → else 302 to login
  *   csrf verify  POST and other unsafe methods need the token and a same-origin Origin → else 403
  *
- * then the entry routes and every section's routes (dashboard.sections.ts).
+ * then the entry routes and every section's routes (the modules' `sections`).
  */
 import { STRICT_CSP } from "../../http/csp.ts";
 import { Hono } from "hono";
@@ -32,13 +32,13 @@ import {
   toLogin,
 } from "./dashboard.http.tsx";
 import { entryRoutes, PUBLIC_PATHS } from "./entry.routes.tsx";
-import { type DashboardSection, navItems, SECTIONS, sortedSections } from "./dashboard.sections.ts";
+import { type DashboardSection, navItems, sortedSections } from "./dashboard.sections.ts";
 
 export const CSRF_COOKIE = "dashboard_csrf";
 
 const CSP = STRICT_CSP;
 
-export function dashboardPages(deps: Deps, sections: DashboardSection[] = SECTIONS): Hono {
+export function dashboardPages(deps: Deps, sections: DashboardSection[]): Hono {
   const app = new Hono<DashEnv>().basePath("/dashboard");
   const nav = navItems(sections);
   const sessionGuard = guard(deps, { accept: ["cookie"] }) as unknown as MiddlewareHandler;

@@ -1,7 +1,7 @@
 /**
  * What a dashboard section is: a nav entry plus its routes. A file of its own so the sections,
- * which live in their modules' folders, and the registry (dashboard.sections.ts) that lists
- * them do not import each other.
+ * which live in their modules' folders, the modules that declare them (module.ts) and the
+ * dashboard that mounts them do not import each other.
  */
 import type { Hono } from "hono";
 import type { BlankSchema } from "hono/types";

@@ -42,7 +42,7 @@ export const escrowSection: DashboardSection = {
   id: "escrow",
   label: "Escrow",
   path: "/dashboard/escrow",
-  order: 35,
+  order: 36,
   routes(app, deps) {
     app.get("/escrow", (c) => render(c, deps));
 

@@ -31,6 +31,8 @@ export async function insertPayment(sql: Db, p: NewPayment): Promise<PaymentRow>
   return row;
 }
 
+// A known cross-table read (docs/decisions.md, "Tidy-core"): the public checkout page shows the
+// merchant's business name with the payment, read in the same query on every page view.
 const WITH_MERCHANT = (sql: Db) =>
   sql`select p.*, m.business_name as merchant_name from payments p join merchants m on m.id = p.merchant_id`;
 

@@ -46,7 +46,7 @@ export const payrollSection: DashboardSection = {
   id: "payroll",
   label: "Payroll",
   path: "/dashboard/payroll",
-  order: 38,
+  order: 39,
   routes(app, deps) {
     app.get("/payroll", (c) => render(c, deps));
 
