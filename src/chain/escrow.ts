@@ -181,10 +181,6 @@ export function decodeEscrowCall(data: Hex): EscrowCall | null {
   }
 }
 
-export function escrowVaultAddress(rt: ChainRuntime): `0x${string}` {
-  return vault(rt);
-}
-
 /** The contract's view of an escrow (status NONE when it does not exist). */
 export async function readEscrow(rt: ChainRuntime, reference: string): Promise<EscrowOnChain> {
   const e = await rt.client.readContract({

@@ -211,26 +211,6 @@ export async function markMinedMany(
     returning t.*`;
 }
 
-export async function markMined(
-  sql: Db,
-  id: string,
-  r: {
-    status: "confirmed" | "reverted";
-    blockNumber: bigint;
-    gasUsed: bigint;
-    contractAddress: string | null;
-  },
-): Promise<TxRow | null> {
-  const [row] = await sql<TxRow[]>`
-    update chain_transactions
-    set status = ${r.status}, block_number = ${r.blockNumber}, gas_used = ${r.gasUsed},
-        contract_address = ${r.contractAddress}, confirmed_at = now(), updated_at = now(),
-        error = case when ${r.status} = 'reverted' then 'reverted' else null end
-    where id = ${id}
-    returning *`;
-  return row ?? null;
-}
-
 /** Transactions left open (signed or broadcast) for longer than `olderThanMs`. */
 export async function listOpen(
   sql: Db,

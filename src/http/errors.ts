@@ -44,8 +44,6 @@ export class ApiError extends Error {
   }
 }
 
-export const badRequest = (message: string, opts?: ConstructorParameters<typeof ApiError>[2]) =>
-  new ApiError(400, message, opts);
 export const unauthorized = (message: string, opts?: ConstructorParameters<typeof ApiError>[2]) =>
   new ApiError(401, message, opts);
 export const forbidden = (message: string, opts?: ConstructorParameters<typeof ApiError>[2]) =>

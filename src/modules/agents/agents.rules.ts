@@ -69,14 +69,6 @@ export interface AgentPaymentHistory {
   settledAmount: bigint;
 }
 
-export const NO_PAYMENTS: AgentPaymentHistory = {
-  recent: [],
-  count: 0,
-  successCount: 0,
-  failedCount: 0,
-  settledAmount: 0n,
-};
-
 /**
  * 0–100 from the success rate of the stored payments that have an outcome (one in flight counts
  * when it ends), rounded half up; 0 with none.

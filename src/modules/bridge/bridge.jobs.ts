@@ -32,5 +32,3 @@ export function bridgeJobsWith(hooks: BridgeHooks = {}): JobDefinition<unknown, 
     }),
   ] as JobDefinition<unknown, Deps>[];
 }
-
-export const bridgeJobs = bridgeJobsWith();

@@ -169,16 +169,6 @@ export async function find(sql: Db, reference: string): Promise<BridgeRow | null
   return row ?? null;
 }
 
-export async function listForConsumer(
-  sql: Db,
-  consumerId: string,
-  limit = 20,
-): Promise<BridgeRow[]> {
-  return await sql<BridgeRow[]>`
-    select * from bridge_transfers where consumer_id = ${consumerId}
-    order by created_at desc limit ${limit}`;
-}
-
 export async function listOpen(sql: Db, limit = 500): Promise<BridgeRow[]> {
   return await sql<BridgeRow[]>`
     select * from bridge_transfers where status in ('pending', 'burned', 'attested')

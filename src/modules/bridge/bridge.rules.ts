@@ -7,7 +7,6 @@ export const DESTINATION_PROFILE = "testnet" as const;
 
 export const BRIDGE_STATUSES = ["pending", "burned", "attested", "minted", "failed"] as const;
 export type BridgeStatus = typeof BRIDGE_STATUSES[number];
-export const OPEN_STATUSES: readonly BridgeStatus[] = ["pending", "burned", "attested"];
 
 /**
  * CCTP v2's two speeds: `standard` is attested once the source chain finalizes the burn

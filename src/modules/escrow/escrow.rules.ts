@@ -28,8 +28,6 @@ export function newEscrowReference(): string {
   return `escrow_${random62(10)}_${random62(10)}`;
 }
 
-export const ESCROW_REFERENCE = /^escrow_[0-9A-Za-z]{10}_[0-9A-Za-z]{10}$/;
-
 export const NO_REASON = "No reason provided";
 
 export interface EscrowRow {
@@ -61,11 +59,6 @@ export interface EscrowRow {
   refundTxHash: string | null;
   refundedAt: Date | null;
   createdAt: Date;
-}
-
-/** Whether the escrow may be refunded automatically or by request at `now`. */
-export function refundable(e: Pick<EscrowRow, "status" | "expiresAt">, now: Date): boolean {
-  return e.status === "ACTIVE" && e.expiresAt.getTime() <= now.getTime();
 }
 
 export function amountString(units: bigint): string {
