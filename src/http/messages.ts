@@ -355,6 +355,8 @@ export const M = {
   dashLinkCreated: "Payment link created. Send the link or show its QR code to your customer.",
   dashPaymentsFilter:
     "Choose a status (PENDING, SUCCESS, FAILED or EXPIRED) and a chain from the lists.",
+  dashAgentsTestMode:
+    "Agents run on the test network: switch to test mode to deploy, fund or deposit for them.",
 } as const;
 
 export type MessageKey = keyof typeof M;

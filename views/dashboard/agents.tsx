@@ -1,12 +1,24 @@
 /**
- * Agents and jobs: the merchant's ERC-8004 agents (deploy, smart account, USDC balance,
- * reputation, recent payments) and the ERC-8183 jobs it takes part in (state, parties,
- * deliverable, and the actions its wallets may take in that state).
+ * Agents and jobs: the merchant's ERC-8004 agents (deploy, smart account, USDC and gateway
+ * balances, reputation, recent payments, fund and deposit forms; test mode only) and the
+ * ERC-8183 jobs it takes part in on the session's chain (create form, state, parties,
+ * deliverable, and the actions its wallets may take in that state). Every action that sends a
+ * transaction shows a review first (ReviewView), and its result links to the transaction.
  */
-import { Badge, CsrfInput, EmptyState, Field, Notice, type NoticeData, Submit } from "./shell.tsx";
+import {
+  Badge,
+  CsrfInput,
+  EmptyState,
+  Field,
+  Notice,
+  type NoticeData,
+  Select,
+  Submit,
+} from "./shell.tsx";
 
 export interface AgentItem {
   name: string;
+  tokenId: string;
   agentId: string;
   scaAddress: string;
   ownerNode: string;
@@ -16,6 +28,10 @@ export interface AgentItem {
   paymentCount: number;
   totalPaid: number;
   recentPayments: { id: string; amount: number; status: string; timestamp: string }[];
+  /** USDC in the agent's gateway balance (null: unreadable now). */
+  gatewayBalance: string | null;
+  /** The reputation registry's feedback on the agent (null: unreadable now). */
+  onChainFeedback: { count: number; average: number } | null;
 }
 
 export type JobAction = "fund" | "submit" | "complete" | "reject" | "refund";
@@ -38,12 +54,37 @@ export interface JobItem {
   actions: { action: JobAction; walletId: string }[];
 }
 
+type FormState = { values: Record<string, string>; errors: Record<string, string> };
+
 export interface AgentsViewProps {
   csrf: string;
-  agents: AgentItem[];
+  /** The session's chain (its mode): where jobs are created and listed. */
+  chain: string;
+  /** The merchant's wallets (a job's client, an agent's funding source). */
+  wallets: { id: string; address: string }[];
+  /** Null in live mode: agents run on the test network only. */
+  agents: AgentItem[] | null;
   jobs: JobItem[];
   notice?: NoticeData;
+  /** The refusal's hint, under its notice. */
+  hint?: string;
+  /** The transaction an action sent. */
+  result?: { txHash: string; explorerUrl: string };
   form?: { name?: string; metadataURI?: string; errors: Record<string, string> };
+  jobForm?: FormState;
+  agentForm?: FormState & { agentId: string; kind: "fund" | "deposit" };
+}
+
+/** What confirming will do: the facts, the effect in words, and the form that does it. */
+export interface ReviewData {
+  heading: string;
+  effect: string;
+  facts: [string, string][];
+  action: string;
+  /** The form's values, sent again with the confirm (and checked again). */
+  fields: Record<string, string>;
+  confirm: string;
+  requestKey: string;
 }
 
 const JOB_TONE: Record<string, "ok" | "warn" | "bad" | "neutral"> = {
@@ -68,18 +109,37 @@ export function AgentsView(props: AgentsViewProps) {
     <section aria-labelledby="agents-title">
       <h1 id="agents-title">Agents and jobs</h1>
       <Notice notice={props.notice} />
-      <DeployForm {...props} />
-      <h2>Agents</h2>
-      {props.agents.length === 0
-        ? <EmptyState title="No agents yet." />
-        : props.agents.map((a) => <AgentPanel key={a.agentId} agent={a} />)}
-      <h2>Jobs</h2>
-      {props.jobs.length === 0
+      {props.hint && <p class="hint" data-hint>{props.hint}</p>}
+      {props.result && (
+        <p data-result>
+          Transaction <code>{props.result.txHash}</code>{" "}
+          <a href={props.result.explorerUrl} target="_blank" rel="noopener">
+            View the transaction
+          </a>
+        </p>
+      )}
+      {props.agents === null
         ? (
-          <EmptyState title="No jobs yet.">
-            <p>Create one with POST /api/jobs/create from one of your wallets.</p>
-          </EmptyState>
+          <>
+            <h2>Agents</h2>
+            <p data-agents-test-only>
+              Agents run on the test network. Switch to test mode to deploy, fund and watch them.
+            </p>
+          </>
         )
+        : (
+          <>
+            <DeployForm {...props} />
+            <h2>Agents</h2>
+            {props.agents.length === 0
+              ? <EmptyState title="No agents yet." />
+              : props.agents.map((a) => <AgentPanel key={a.agentId} agent={a} {...props} />)}
+          </>
+        )}
+      <h2>Jobs</h2>
+      <CreateJobForm {...props} />
+      {props.jobs.length === 0
+        ? <EmptyState title="No jobs yet." />
         : props.jobs.map((j) => (
           <JobPanel
             key={`${j.chain}:${j.jobId}`}
@@ -91,6 +151,106 @@ export function AgentsView(props: AgentsViewProps) {
   );
 }
 
+/** The review before a transaction: what will happen, then Confirm (or back, nothing sent). */
+export function ReviewView(props: { csrf: string; review: ReviewData }) {
+  const r = props.review;
+  return (
+    <section aria-labelledby="review-title" data-review>
+      <h1 id="review-title">Review: {r.heading}</h1>
+      <p data-effect>{r.effect}</p>
+      <dl class="facts">
+        {r.facts.map(([k, v]) => (
+          <>
+            <dt>{k}</dt>
+            <dd>{v}</dd>
+          </>
+        ))}
+      </dl>
+      <form method="post" action={r.action} hx-post={r.action} hx-target="#main" class="panel">
+        <CsrfInput token={props.csrf} />
+        {Object.entries(r.fields).map(([k, v]) => (
+          <input
+            key={k}
+            type="hidden"
+            name={k}
+            value={v}
+          />
+        ))}
+        <input type="hidden" name="step" value="confirm" />
+        <input type="hidden" name="requestKey" value={r.requestKey} />
+        <Submit busy="Sending…">{r.confirm}</Submit>{" "}
+        <a href="/dashboard/agents">Back (nothing is sent)</a>
+      </form>
+    </section>
+  );
+}
+
+function walletOptions(wallets: { id: string; address: string }[]) {
+  return wallets.map((w) => ({ value: w.id, label: w.address }));
+}
+
+function CreateJobForm(props: AgentsViewProps) {
+  const values = props.jobForm?.values ?? {};
+  const errors = props.jobForm?.errors ?? {};
+  if (props.wallets.length === 0) {
+    return <p>Create a wallet (Wallets) to be a job's client.</p>;
+  }
+  return (
+    <form
+      method="post"
+      action="/dashboard/agents/jobs/create"
+      hx-post="/dashboard/agents/jobs/create"
+      hx-target="#main"
+      class="panel"
+      aria-labelledby="create-job-title"
+    >
+      <h3 id="create-job-title">Create a job on {props.chain}</h3>
+      <CsrfInput token={props.csrf} />
+      <Select
+        name="clientWalletId"
+        label="Client wallet (pays the budget)"
+        options={walletOptions(props.wallets)}
+        value={values.clientWalletId}
+        error={errors.clientWalletId}
+      />
+      <Field
+        name="provider"
+        label="Provider address (does the work, is paid)"
+        value={values.provider}
+        error={errors.provider}
+      />
+      <Field
+        name="evaluator"
+        label="Evaluator address (completes or rejects)"
+        value={values.evaluator}
+        error={errors.evaluator}
+      />
+      <Field
+        name="budget"
+        label="Budget (USDC)"
+        inputMode="decimal"
+        value={values.budget}
+        error={errors.budget}
+      />
+      <Field
+        name="expiresInSeconds"
+        label="Expires in (seconds, 60 to 31536000)"
+        inputMode="numeric"
+        value={values.expiresInSeconds ?? "86400"}
+        error={errors.expiresInSeconds}
+      />
+      <Field
+        name="description"
+        label="Description"
+        maxLength={1000}
+        value={values.description}
+        error={errors.description}
+      />
+      <input type="hidden" name="step" value="review" />
+      <Submit busy="Checking…">Review the job</Submit>
+    </form>
+  );
+}
 function DeployForm(props: AgentsViewProps) {
   const errors = props.form?.errors ?? {};
   return (
@@ -122,8 +282,9 @@ function DeployForm(props: AgentsViewProps) {
   );
 }
 
-function AgentPanel(props: { agent: AgentItem }) {
+function AgentPanel(props: AgentsViewProps & { agent: AgentItem }) {
   const a = props.agent;
+  const form = props.agentForm?.agentId === a.agentId ? props.agentForm : undefined;
   return (
     <div class="panel" data-agent={a.agentId}>
       <h3>
@@ -140,8 +301,18 @@ function AgentPanel(props: { agent: AgentItem }) {
         </dd>
         <dt>Balance</dt>
         <dd data-balance>{a.usdcBalance} USDC</dd>
+        <dt>Gateway balance</dt>
+        <dd data-gateway>
+          {a.gatewayBalance === null ? "unavailable" : `${a.gatewayBalance} USDC`}
+        </dd>
         <dt>Reputation</dt>
         <dd data-reputation>{a.reputation} / 100 ({a.paymentCount} payments)</dd>
+        <dt>Registry feedback</dt>
+        <dd data-feedback>
+          {a.onChainFeedback === null
+            ? "unavailable"
+            : `${a.onChainFeedback.count} entries, average ${a.onChainFeedback.average}`}
+        </dd>
         <dt>Total paid</dt>
         <dd>{a.totalPaid} USDC</dd>
         <dt>Registration</dt>
@@ -178,7 +349,77 @@ function AgentPanel(props: { agent: AgentItem }) {
           </tbody>
         </table>
       )}
+      {a.recentPayments.length === 0 && <p>No payments yet.</p>}
+      <AgentForm
+        csrf={props.csrf}
+        agent={a}
+        kind="fund"
+        wallets={props.wallets}
+        form={form?.kind === "fund" ? form : undefined}
+      />
+      <AgentForm
+        csrf={props.csrf}
+        agent={a}
+        kind="deposit"
+        wallets={props.wallets}
+        form={form?.kind === "deposit" ? form : undefined}
+      />
     </div>
+  );
+}
+
+function AgentForm(props: {
+  csrf: string;
+  agent: AgentItem;
+  kind: "fund" | "deposit";
+  wallets: { id: string; address: string }[];
+  form?: FormState;
+}) {
+  const a = props.agent;
+  const id = `${props.kind}-${a.tokenId}`;
+  const values = props.form?.values ?? {};
+  const errors = props.form?.errors ?? {};
+  const action = `/dashboard/agents/${props.kind}`;
+  return (
+    <form
+      method="post"
+      action={action}
+      hx-post={action}
+      hx-target="#main"
+      class="panel"
+      aria-labelledby={`${id}-title`}
+      data-form={props.kind}
+    >
+      <h4 id={`${id}-title`}>
+        {props.kind === "fund"
+          ? "Fund the agent (from your wallet to its account)"
+          : "Deposit to its gateway balance (from its account)"}
+      </h4>
+      <CsrfInput token={props.csrf} />
+      <input type="hidden" name="agentId" value={a.agentId} />
+      <input type="hidden" name="step" value="review" />
+      {props.kind === "fund" && (
+        <Select
+          name="walletId"
+          id={`f-${id}-wallet`}
+          label="From wallet"
+          options={walletOptions(props.wallets)}
+          value={values.walletId}
+          error={errors.walletId}
+        />
+      )}
+      <Field
+        name="amount"
+        id={`f-${id}-amount`}
+        label={props.kind === "fund" ? "Amount to send (USDC)" : "Amount to deposit (USDC)"}
+        inputMode="decimal"
+        value={values.amount}
+        error={props.kind === "fund" ? errors.amount : errors.amount ?? errors.walletId}
+      />
+      <Submit busy="Checking…">
+        {props.kind === "fund" ? "Review funding" : "Review deposit"}
+      </Submit>
+    </form>
   );
 }
 
@@ -230,9 +471,9 @@ function JobPanel(props: { csrf: string; job: JobItem }) {
         >
           <CsrfInput token={props.csrf} />
           <input type="hidden" name="jobId" value={j.jobId} />
-          <input type="hidden" name="chain" value={j.chain} />
           <input type="hidden" name="action" value={a.action} />
           <input type="hidden" name="walletId" value={a.walletId} />
+          <input type="hidden" name="step" value="review" />
           {a.action === "submit" && (
             <Field
               name="deliverableData"

@@ -38,15 +38,16 @@ import { jobClaim, reconcile, settlePending } from "./commerce.catchup.ts";
 export type { JobRow } from "./commerce.rules.ts";
 export { catchUpPending, reconcile } from "./commerce.catchup.ts";
 
-/** Jobs on the configured chains the merchant created or where one of `addresses` is a party. */
+/** Jobs on `profile`'s chain the merchant created or where one of `addresses` is a party. */
 export async function jobsForParties(
   deps: Deps,
+  profile: ProfileName,
   merchantId: string,
   addresses: string[],
   limit: number,
 ): Promise<JobRow[]> {
   return await repo.listForParties(deps.sql, {
-    chainIds: deps.chain.profiles().map((p) => deps.chain.chainId(p)),
+    chainIds: deps.chain.has(profile) ? [deps.chain.chainId(profile)] : [],
     merchantId,
     addresses,
     limit,
