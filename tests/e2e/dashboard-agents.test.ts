@@ -323,6 +323,60 @@ Deno.test(browserTest("dashboard agents and jobs in Chromium, live and test mode
       await screenshot(page, "dash-agents-3-refunded");
     });
 
+    await t.step(
+      "without JavaScript: refusal, review, confirm (live mode); CSRF held",
+      async () => {
+        const ctx = await browser.newContext({ javaScriptEnabled: false });
+        const plain = await ctx.newPage();
+        plain.setDefaultTimeout(20_000);
+        await plain.goto(`${base}/dashboard/agents`);
+        await plain.getByLabel("Email", { exact: true }).fill(m.email);
+        await plain.getByLabel("Password", { exact: true }).fill(m.password);
+        await plain.getByRole("button", { name: "Log in" }).click();
+        await plain.getByRole("heading", { name: "Create a job on production" }).waitFor();
+        const before = await jobCount();
+        const fill = async (budget: string) => {
+          await plain.getByLabel("Client wallet (pays the budget)").selectOption(client.id);
+          await plain.getByLabel("Provider address (does the work, is paid)").fill(
+            provider.address,
+          );
+          await plain.getByLabel("Evaluator address (completes or rejects)").fill(
+            evaluator.address,
+          );
+          await plain.getByLabel("Budget (USDC)").fill(budget);
+          await plain.getByLabel("Description").fill("Plain form job");
+          await plain.getByRole("button", { name: "Review the job" }).click();
+        };
+        await fill("-1");
+        await plain.locator(".notice.error").waitFor();
+        assert.equal((await plain.locator(".notice.error").innerText()).trim(), M.jobBudget);
+        await fill("1.5");
+        await plain.locator("[data-review]").waitFor();
+        assert.equal(await jobCount(), before, "the review sends nothing");
+        // The confirm without the form's CSRF token is refused, nothing written.
+        const form = Object.fromEntries(
+          await plain.locator("[data-review] input[type=hidden]").evaluateAll((els) =>
+            els.map((e) => [e.getAttribute("name")!, e.getAttribute("value") ?? ""])
+          ),
+        ) as Record<string, string>;
+        const { _csrf: _, ...noToken } = form;
+        const forged = await plain.request.post(`${base}/dashboard/agents/jobs/create`, {
+          form: noToken,
+          headers: { origin: base },
+        });
+        assert.equal(forged.status(), 403);
+        assert.equal(await jobCount(), before);
+        await plain.getByRole("button", { name: "Confirm and create" }).click();
+        await plain.locator(".notice.ok").waitFor();
+        const id = /Job (\d+) created/.exec(await plain.locator(".notice.ok").innerText())![1];
+        assert.equal(await jobCount(), before + 1);
+        const row = await getJob(svc.deps, "production", id);
+        assert.equal(row.budget, 1_500_000n);
+        assert.equal((await onChain(svc.deps, row)).status, "OPEN");
+        await ctx.close();
+      },
+    );
+
     assert.deepEqual(problems, []);
   } finally {
     await browser.close();
