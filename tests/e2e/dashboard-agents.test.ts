@@ -323,6 +323,25 @@ Deno.test(browserTest("dashboard agents and jobs in Chromium, live and test mode
       await screenshot(page, "dash-agents-3-refunded");
     });
 
+    await t.step("test: a job funded, then rejected with a reason by the evaluator", async () => {
+      const id = await createJob("4", "3600", "Draw the logo");
+      const clientBefore = await balance("testnet", client.address);
+      await press("testnet", id, "Fund the budget", "FUNDED", /4\.000000 USDC will move/, /funded/);
+      assert.equal(await balance("testnet", client.address), clientBefore - 4n * USDC);
+      await page.locator(`[data-job="${id}"]`).getByLabel("Reason (optional, hashed on chain)")
+        .fill("off topic");
+      await press(
+        "testnet",
+        id,
+        "Reject (refund the client)",
+        "REJECTED",
+        /returns any held budget \(4\.000000 USDC\) to the client/,
+        /Job rejected/,
+      );
+      assert.equal(await balance("testnet", client.address), clientBefore);
+      assert.equal((await getJob(svc.deps, "testnet", id)).reason, "off topic");
+    });
+
     await t.step(
       "without JavaScript: refusal, review, confirm (live mode); CSRF held",
       async () => {

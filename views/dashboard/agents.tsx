@@ -467,7 +467,7 @@ function JobPanel(props: { csrf: string; job: JobItem }) {
           action="/dashboard/agents/job"
           hx-post="/dashboard/agents/job"
           hx-target="#main"
-          class={a.action === "submit" ? undefined : "inline"}
+          class={a.action === "submit" || a.action === "reject" ? undefined : "inline"}
         >
           <CsrfInput token={props.csrf} />
           <input type="hidden" name="jobId" value={j.jobId} />
@@ -482,7 +482,15 @@ function JobPanel(props: { csrf: string; job: JobItem }) {
               maxLength={2048}
             />
           )}
-          <Submit busy="Sending…">{ACTION_LABEL[a.action]}</Submit>
+          {a.action === "reject" && (
+            <Field
+              name="reason"
+              id={`f-reason-${j.jobId}`}
+              label="Reason (optional, hashed on chain)"
+              maxLength={500}
+            />
+          )}
+          <Submit busy="Checking…">{ACTION_LABEL[a.action]}</Submit>
         </form>
       ))}
     </div>
