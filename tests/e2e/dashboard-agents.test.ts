@@ -14,6 +14,7 @@ import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { rpc } from "../helpers/chain.ts";
+import { agentProof, X402_PROFILE } from "../helpers/x402.ts";
 import { browserTest, launchBrowser, screenshot, watchPage } from "../helpers/browser.ts";
 import { M } from "../../src/http/messages.ts";
 import { getJob, onChain } from "../../src/modules/commerce/commerce.service.ts";
@@ -285,6 +286,63 @@ Deno.test(browserTest("dashboard agents and jobs in Chromium, live and test mode
       assert.equal(await balance("testnet", sca), 3n * USDC);
       assert.match(await agent.locator("[data-gateway]").innerText(), /^2\.000000 USDC$/);
       await screenshot(page, "dash-agents-2-agent");
+    });
+
+    await t.step("test: the agent's paid call shows in its payments and reputation", async () => {
+      const upstream = Deno.serve(
+        { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+        () => Response.json({ forecast: "sunny" }),
+      );
+      try {
+        const seller = await createMerchant(svc, { businessName: "Weather Co" });
+        const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+        const listing = await call("POST", "/api/x402/listings", {
+          headers: bearer(seller.apiKey),
+          body: {
+            slug: "forecast",
+            upstreamUrl: `http://127.0.0.1:${upstream.addr.port}/forecast`,
+            price: "0.25",
+            methods: ["GET"],
+          },
+        });
+        assert.equal(listing.status, 201, listing.text);
+        const status = await call("GET", `/api/agent/status?scaAddress=${sca}`, {
+          headers: bearer(m.apiKey),
+        });
+        assert.equal(status.status, 200, status.text);
+        const a = status.json.agent as {
+          tokenId: string;
+          managedWalletId: string;
+          agentId: string;
+        };
+        const { proof, agentSignature } = await agentProof(svc, { ...a, scaAddress: sca }, {
+          to: seller.walletAddress!,
+          value: 250_000n,
+        });
+        const paid = await call("POST", "/api/x402/pay", {
+          headers: { "x-agent-id": a.agentId, "x-agent-signature": agentSignature },
+          body: { slug: "forecast", method: "GET", paymentProof: proof },
+        });
+        assert.equal(paid.status, 200, paid.text);
+        await waitFor(async () => {
+          const s = await svc.deps.chain.agents.summary(X402_PROFILE, BigInt(a.tokenId));
+          return s.count === 1n ? s : null;
+        }, { what: "the payment's feedback on chain" });
+      } finally {
+        await upstream.shutdown();
+      }
+      await page.goto(`${base}/dashboard/agents`);
+      agent = page.locator("[data-agent]");
+      assert.equal(
+        await agent.locator("[data-reputation]").innerText(),
+        "100 / 100 (1 payments)",
+      );
+      assert.equal(await agent.locator("[data-feedback]").innerText(), "1 entries, average 100");
+      assert.equal(await agent.locator("[data-gateway]").innerText(), "1.750000 USDC");
+      const rows = agent.locator("table tbody tr");
+      assert.equal(await rows.count(), 1);
+      assert.match(await rows.first().innerText(), /0\.25\s+SUCCESS/);
+      await settled(page);
     });
 
     await t.step("test: a job created, funded, refunded after its expiry", async () => {
