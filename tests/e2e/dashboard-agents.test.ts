@@ -128,6 +128,7 @@ Deno.test(browserTest("dashboard agents and jobs in Chromium, live and test mode
     });
 
     let liveJob = "";
+    let testJob = "";
     await t.step("live: refusals inline with the API's texts, nothing written", async () => {
       const before = await jobCount();
       await fillJob({ provider: "0x1234", budget: "12", seconds: "3600", d: "Translate" });
@@ -382,7 +383,7 @@ Deno.test(browserTest("dashboard agents and jobs in Chromium, live and test mode
     });
 
     await t.step("test: a job funded, then rejected with a reason by the evaluator", async () => {
-      const id = await createJob("4", "3600", "Draw the logo");
+      const id = testJob = await createJob("4", "3600", "Draw the logo");
       const clientBefore = await balance("testnet", client.address);
       await press("testnet", id, "Fund the budget", "FUNDED", /4\.000000 USDC will move/, /funded/);
       assert.equal(await balance("testnet", client.address), clientBefore - 4n * USDC);
@@ -411,6 +412,22 @@ Deno.test(browserTest("dashboard agents and jobs in Chromium, live and test mode
         await plain.getByLabel("Password", { exact: true }).fill(m.password);
         await plain.getByRole("button", { name: "Log in" }).click();
         await plain.getByRole("heading", { name: "Create a job on production" }).waitFor();
+        // A test-mode job is not found from a live session: the API's text, nothing sent.
+        await assert.rejects(getJob(svc.deps, "production", testJob));
+        const testRow = await getJob(svc.deps, "testnet", testJob);
+        const crossed = await plain.request.post(`${base}/dashboard/agents/job`, {
+          form: {
+            _csrf: await plain.locator("input[name=_csrf]").first().inputValue(),
+            jobId: testJob,
+            action: "refund",
+            walletId: client.id,
+            step: "confirm",
+          },
+          headers: { origin: base },
+        });
+        assert.equal(crossed.status(), 404);
+        assert.ok((await crossed.text()).includes(M.jobNotFound));
+        assert.deepEqual(await getJob(svc.deps, "testnet", testJob), testRow);
         const before = await jobCount();
         const fill = async (budget: string) => {
           await plain.getByLabel("Client wallet (pays the budget)").selectOption(client.id);
