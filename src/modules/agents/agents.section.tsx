@@ -511,11 +511,14 @@ async function render(
   const profile = dashProfileOf(c);
   const wallets = await walletAddresses(deps, m.id);
   const [agentList, jobList] = await Promise.all([
-    mode === "test"
-      ? agents.listAgents(deps, m).then((list) =>
+    // Agents live on the test network: none in live mode, none where it is not configured.
+    mode !== "test"
+      ? Promise.resolve(null)
+      : !deps.chain.has("testnet")
+      ? Promise.resolve([])
+      : agents.listAgents(deps, m).then((list) =>
         Promise.all(list.map((a) => agentItem(deps, m, a)))
-      )
-      : Promise.resolve(null),
+      ),
     dashboardJobs(deps, m, profile, wallets),
   ]);
   const now = deps.clock.now().getTime();
