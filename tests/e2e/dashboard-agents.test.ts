@@ -467,6 +467,14 @@ Deno.test(browserTest("dashboard agents and jobs in Chromium, live and test mode
         const row = await getJob(svc.deps, "production", id);
         assert.equal(row.budget, 1_500_000n);
         assert.equal((await onChain(svc.deps, row)).status, "OPEN");
+        // The same confirm sent again (its request key) finds the first job: nothing new.
+        const again = await plain.request.post(`${base}/dashboard/agents/jobs/create`, {
+          form,
+          headers: { origin: base },
+        });
+        assert.equal(again.status(), 200);
+        assert.ok((await again.text()).includes(`Job ${id} created`));
+        assert.equal(await jobCount(), before + 1);
         await ctx.close();
       },
     );
