@@ -24,6 +24,7 @@ import {
 import {
   attempt,
   type DashContext,
+  dashProfileOf,
   formBody,
   merchantOf,
   page,
@@ -63,7 +64,10 @@ export const agentsSection: DashboardSection = {
     app.post("/agents/job", async (c) => {
       const v = single(await formBody(c));
       const m = merchantOf(c);
-      const profile = deps.chain.profiles().find((p) => p === v.chain) as ProfileName | undefined;
+      // Only the session's mode's chain: a job of the other environment is not found.
+      const profile = deps.chain.profiles().find((p) => p === v.chain && p === dashProfileOf(c)) as
+        | ProfileName
+        | undefined;
       const action = v.action as JobAction;
       if (action === "submit" && !isDeliverable(v.deliverableData ?? "")) {
         return render(c, deps, { notice: { kind: "error", text: M.jobDeliverable } }, 400);
@@ -140,7 +144,9 @@ async function render(
   const m = merchantOf(c);
   const [agentList, jobList] = await Promise.all([
     agents.listAgents(deps, m),
-    walletAddresses(deps, m.id).then((wallets) => dashboardJobs(deps, m, wallets)),
+    walletAddresses(deps, m.id).then((wallets) =>
+      dashboardJobs(deps, m, wallets, [dashProfileOf(c)])
+    ),
   ]);
   const now = deps.clock.now().getTime();
   const items: JobItem[] = jobList.map(({ view, walletOf }) => ({

@@ -1,5 +1,6 @@
 /** The dashboard's view of the jobs a merchant takes part in (agents.section.tsx). */
 import type { Deps } from "../../deps.ts";
+import type { ProfileName } from "../../chain/profiles.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
 import * as repo from "./commerce.repo.ts";
 import { jobView, reconcile } from "./commerce.service.ts";
@@ -12,10 +13,12 @@ export async function dashboardJobs(
   deps: Deps,
   m: MerchantRow,
   wallets: { id: string; address: string }[],
+  profiles: ProfileName[],
 ) {
   const byAddress = new Map(wallets.map((w) => [w.address.toLowerCase(), w.id]));
   const rows = await repo.listForParties(deps.sql, {
-    chainIds: deps.chain.profiles().map((p) => deps.chain.chainId(p)),
+    // The session's mode's chain only (a test-mode page never shows a live job).
+    chainIds: profiles.filter((p) => deps.chain.has(p)).map((p) => deps.chain.chainId(p)),
     merchantId: m.id,
     addresses: [...byAddress.keys()],
     limit: 50,

@@ -23,7 +23,6 @@ import { keysSection } from "../keys/keys.section.tsx";
 import { linksSection } from "../payments/payments.links.section.tsx";
 import { overviewSection } from "../payments/payments.overview.section.tsx";
 import { paymentsSection } from "../payments/payments.section.tsx";
-import { walletSection } from "../merchants/merchants.section.tsx";
 import { webhooksSection } from "../webhooks/webhooks.section.tsx";
 import { walletsSection } from "../wallets/wallets.section.tsx";
 import { streamsSection } from "../streams/streams.section.tsx";
@@ -44,7 +43,6 @@ export const SECTIONS: DashboardSection[] = [
   payrollSection,
   agentsSection,
   keysSection,
-  walletSection,
   walletsSection,
   webhooksSection,
 ];
