@@ -507,7 +507,16 @@ Deno.test("dashboard payment pages over HTTP", async (t) => {
         assert.equal(hidden.status, 404);
         assert.equal((await d.post(b, "/dashboard/mode", { mode: "test" })).status, 303);
         const expired = await d.get(b, `/dashboard/payments/${refs.C}`);
-        assert.equal((await d.post(b, "/dashboard/mode", { mode: "live" })).status, 303);
+        // Switching on a detail page returns to its section's list (the record is the other
+        // mode's); a `back` off the dashboard is not followed.
+        const toLive = await d.post(b, "/dashboard/mode", {
+          mode: "live",
+          back: `/dashboard/payments/${refs.C}`,
+        });
+        assert.equal(toLive.status, 303);
+        assert.equal(toLive.headers.get("location"), "/dashboard/payments");
+        const evil = await d.post(b, "/dashboard/mode", { mode: "live", back: "//evil.example/" });
+        assert.equal(evil.headers.get("location"), "/dashboard");
         assert.match(expired.text, /data-status="EXPIRED"/);
         assert.match(expired.text, /data-step="expired"[\s\S]*Expired unpaid/);
         assert.ok(expired.text.includes("Settle_Testnet"));
