@@ -191,7 +191,11 @@ Deno.test(
       const violations: string[] = [];
       const pages = [...sections, `/dashboard/payments/${testRef}`];
       await t.step("axe: every dashboard page in test mode", async () => {
-        for (const path of pages) violations.push(...await audit(page, base, path));
+        for (const path of pages) {
+          violations.push(...await audit(page, base, path));
+          assert.equal(await banner.count(), 1, `${path}: the test-mode banner`);
+          assert.ok(!(await refsOn(page)).includes(liveRef), `${path}: no live record`);
+        }
         violations.push(...await audit(page, base, "/dashboard/nope"));
       });
 
@@ -200,7 +204,11 @@ Deno.test(
         await switchButton.click();
         await banner.waitFor({ state: "detached" });
         const live = [...sections, `/dashboard/payments/${liveRef}`];
-        for (const path of live) violations.push(...await audit(page, base, path));
+        for (const path of live) {
+          violations.push(...await audit(page, base, path));
+          assert.equal(await banner.count(), 0, `${path}: no banner in live mode`);
+          assert.ok(!(await refsOn(page)).includes(testRef), `${path}: no test record`);
+        }
       });
 
       await t.step("axe: checkout, entry pages, /bridge and the 404 page", async () => {
