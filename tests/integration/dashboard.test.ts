@@ -152,6 +152,7 @@ Deno.test("dashboard pages over HTTP", async (t) => {
       const other = await d.open(m, "/dashboard/keys"); // the same merchant, another browser
       const forms: [string, Record<string, string>][] = [
         ["/dashboard/logout", {}],
+        ["/dashboard/mode", { mode: "test", back: "/dashboard/keys" }],
         ["/dashboard/keys", { type: "secret", environment: "live" }],
         [`/dashboard/keys/${keyId}/revoke`, {}],
         [`/dashboard/keys/${keyId}/rotate`, {}],
@@ -211,6 +212,8 @@ Deno.test("dashboard pages over HTTP", async (t) => {
       assert.equal(secretAfter[0].webhookSecret, secretBefore[0].webhookSecret);
       const w = await api(svc)("GET", "/api/merchant/wallet", { cookie: m.cookie });
       assert.equal((w.json.wallet as { walletAddress: string }).walletAddress, m.walletAddress);
+      const still = await d.get(signedIn, "/dashboard/keys");
+      assert.doesNotMatch(still.text, /id="test-banner"/, "the mode did not change");
     });
 
     await t.step("the same forms work with the page's token (header or field)", async () => {
