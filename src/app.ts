@@ -8,6 +8,8 @@ import { HTTPException } from "hono/http-exception";
 import type { Deps } from "./deps.ts";
 import { answerFor } from "./http/error-map.ts";
 import { M } from "./http/messages.ts";
+import { assetUrl } from "./http/assets.ts";
+import { errorPageHtml } from "../views/errors/page.tsx";
 import { accessLog } from "./http/logger.ts";
 import { requestLimits } from "./http/limits.ts";
 import { healthRoutes } from "./http/health.ts";
@@ -65,14 +67,20 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
       path: c.req.path,
       error: err,
     });
+    if (!isApiPath(c.req.path) && wantsHtml(c.req.header("accept"))) {
+      return c.html(
+        errorPageHtml("Something went wrong", answer.message, assetUrl("dashboard.css")),
+        500,
+      );
+    }
     return c.json(answer.body, answer.status);
   });
 
   app.notFound((c) => {
-    if (c.req.path.startsWith("/api/") || c.req.path === "/api") {
+    if (isApiPath(c.req.path)) {
       return c.json({ success: false, error: M.routeNotFound }, 404);
     }
-    return c.text("Not found", 404);
+    return c.html(errorPageHtml("Not found", M.notFound, assetUrl("dashboard.css")), 404);
   });
 
   app.route("/", healthRoutes(opts.readinessChecks));
@@ -83,4 +91,14 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     if (mod.pages) app.route("/", mod.pages(deps));
   }
   return app;
+}
+
+/** API paths answer with the spec's JSON errors; the rest are pages. */
+function isApiPath(path: string): boolean {
+  return path === "/api" || path.startsWith("/api/");
+}
+
+/** A browser navigation (a page wanted), not a script or a client asking for JSON. */
+function wantsHtml(accept: string | undefined): boolean {
+  return !!accept && accept.includes("text/html");
 }

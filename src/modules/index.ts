@@ -56,7 +56,6 @@ import { keysSection } from "./keys/keys.section.tsx";
 import { linksSection } from "./payments/payments.links.section.tsx";
 import { overviewSection } from "./payments/payments.overview.section.tsx";
 import { paymentsSection } from "./payments/payments.section.tsx";
-import { walletSection } from "./merchants/merchants.section.tsx";
 import { webhooksSection } from "./webhooks/webhooks.section.tsx";
 import { walletsSection } from "./wallets/wallets.section.tsx";
 import { streamsSection } from "./streams/streams.section.tsx";
@@ -77,7 +76,7 @@ export const platformModule: AppModule = {
 export const modules: AppModule[] = [
   platformModule,
   mailModule,
-  { name: "merchants", api: merchantsApi, routes: merchantsRoutes, sections: [walletSection] },
+  { name: "merchants", api: merchantsApi, routes: merchantsRoutes },
   { name: "keys", api: keysApi, routes: keysRoutes, sections: [keysSection] },
   { name: "wallets", api: walletsApi, routes: walletsRoutes, sections: [walletsSection] },
   { name: "consumers", api: consumersApi, routes: consumersRoutes },

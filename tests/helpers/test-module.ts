@@ -26,6 +26,10 @@ export function frameworkTestModule() {
       app.get("/api/test/refuse", () => {
         throw new ApiError(400, "Nope.", { hint: "Try again.", extra: { field: "x" } });
       });
+      // A page (not the API) failing unexpectedly: the error page, not JSON.
+      app.get("/test/page-boom", () => {
+        throw new Error("page exploded");
+      });
       app.get("/api/test/bare", () => {
         throw new ApiError(404, "Not found", { bare: true });
       });

@@ -356,12 +356,12 @@ Deno.test("dashboard payment pages over HTTP", async (t) => {
         return refsIn(r.text);
       };
       const { A, B, C, D, F, G, L } = refs;
+      // Live mode: production's payments only; C (testnet) is test mode's.
       assert.deepEqual(await list(""), [
         `${G}:PENDING`,
         `${F}:SUCCESS`,
         `${D}:PENDING`,
         `${L}:SUCCESS`,
-        `${C}:EXPIRED`,
         `${B}:EXPIRED`,
         `${A}:SUCCESS`,
       ]);
@@ -370,11 +370,17 @@ Deno.test("dashboard payment pages over HTTP", async (t) => {
         `${L}:SUCCESS`,
         `${A}:SUCCESS`,
       ]);
-      assert.deepEqual(await list("?status=EXPIRED"), [`${C}:EXPIRED`, `${B}:EXPIRED`]);
+      assert.deepEqual(await list("?status=EXPIRED"), [`${B}:EXPIRED`]);
       assert.deepEqual(await list("?status=PENDING"), [`${G}:PENDING`, `${D}:PENDING`]);
       assert.deepEqual(await list("?status=FAILED"), []);
-      assert.deepEqual(await list("?chain=Settle_Testnet"), [`${C}:EXPIRED`]);
       assert.equal((await list("?chain=Settle")).length, 6);
+      // The other mode's chain is not a filter of this one; test mode lists C only.
+      const otherChain = await d.get(b, "/dashboard/payments?chain=Settle_Testnet");
+      assert.equal(otherChain.status, 400);
+      assert.equal((await d.post(b, "/dashboard/mode", { mode: "test" })).status, 303);
+      assert.deepEqual(await list(""), [`${C}:EXPIRED`]);
+      assert.deepEqual(await list("?chain=Settle_Testnet"), [`${C}:EXPIRED`]);
+      assert.equal((await d.post(b, "/dashboard/mode", { mode: "live" })).status, 303);
       // Any part of the reference, in any case.
       assert.deepEqual(await list(`?reference=${A.slice(-9).toLowerCase()}`), [`${A}:SUCCESS`]);
       assert.deepEqual(await list(`?reference=${A.slice(8, 16)}&status=SUCCESS`), [
@@ -389,7 +395,7 @@ Deno.test("dashboard payment pages over HTTP", async (t) => {
         "hx-target": "payments-results",
       });
       assert.match(part.text, /^<div id="payments-results"/);
-      assert.deepEqual(refsIn(part.text), [`${C}:EXPIRED`, `${B}:EXPIRED`]);
+      assert.deepEqual(refsIn(part.text), [`${B}:EXPIRED`]);
       // Rows show their chain, amount and the late flag.
       const all = await d.get(b, "/dashboard/payments");
       assert.match(all.text, new RegExp(`data-reference="${L}"[\\s\\S]*?settled after expiry`));
@@ -423,7 +429,7 @@ Deno.test("dashboard payment pages over HTTP", async (t) => {
         if (pages > 0) assert.ok(r.text.includes("Back to the newest payments"));
         pages++;
       }
-      assert.equal(pages, 3);
+      assert.equal(pages, 2, "live mode's 6 payments");
       assert.deepEqual(seen, refsIn((await d.get(b, "/dashboard/payments")).text));
 
       const first = await d.get(b, "/dashboard/payments?status=SUCCESS&limit=2");
@@ -496,7 +502,21 @@ Deno.test("dashboard payment pages over HTTP", async (t) => {
           /data-step="expired"[\s\S]*data-step="settled"[\s\S]*Settled after expiry/,
         );
         assert.ok(late.text.includes("No webhook URL on this payment."));
+        // C is testnet's: not found in live mode, shown in test mode.
+        const hidden = await d.get(b, `/dashboard/payments/${refs.C}`);
+        assert.equal(hidden.status, 404);
+        assert.equal((await d.post(b, "/dashboard/mode", { mode: "test" })).status, 303);
         const expired = await d.get(b, `/dashboard/payments/${refs.C}`);
+        // Switching on a detail page returns to its section's list (the record is the other
+        // mode's); a `back` off the dashboard is not followed.
+        const toLive = await d.post(b, "/dashboard/mode", {
+          mode: "live",
+          back: `/dashboard/payments/${refs.C}`,
+        });
+        assert.equal(toLive.status, 303);
+        assert.equal(toLive.headers.get("location"), "/dashboard/payments");
+        const evil = await d.post(b, "/dashboard/mode", { mode: "live", back: "//evil.example/" });
+        assert.equal(evil.headers.get("location"), "/dashboard");
         assert.match(expired.text, /data-status="EXPIRED"/);
         assert.match(expired.text, /data-step="expired"[\s\S]*Expired unpaid/);
         assert.ok(expired.text.includes("Settle_Testnet"));

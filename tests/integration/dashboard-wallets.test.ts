@@ -1,7 +1,7 @@
 /**
  * The dashboard's Wallets section over HTTP: list with balances, create, the faucet beside each
- * wallet on local chains, withdraw only after a confirmation step (once per confirmation), CSRF,
- * and another merchant's wallet out of reach.
+ * wallet on local chains in test mode only, withdraw only after a confirmation step (once per
+ * confirmation) on the mode's chain only, CSRF, and another merchant's wallet out of reach.
  */
 import assert from "node:assert/strict";
 import { startTestService } from "../helpers/service.ts";
@@ -23,8 +23,25 @@ Deno.test("dashboard: Wallets section", async (t) => {
     const payoutId = (payout.json.wallet as { managedWalletId: string }).managedWalletId;
     const b = await d.open(m, "/dashboard/wallets");
 
+    await t.step("live mode: production's balance, no faucet", async () => {
+      const r = await d.get(b, "/dashboard/wallets");
+      assert.equal(r.status, 200);
+      assert.doesNotMatch(r.text, /Faucet/);
+      assert.match(r.text, /data-chain="production"/);
+      assert.doesNotMatch(r.text, /data-chain="testnet"/);
+      const f = await d.post(b, `/dashboard/wallets/${payoutId}/faucet`, { chain: "production" });
+      assert.equal(f.status, 500);
+      assert.ok(f.text.includes(M.chainNotConfigured));
+      const switched = await d.post(b, "/dashboard/mode", {
+        mode: "test",
+        back: "/dashboard/wallets",
+      });
+      assert.equal(switched.status, 303);
+      assert.equal(switched.headers.get("location"), "/dashboard/wallets");
+    });
+
     await t.step(
-      "lists the payout wallet with balances and a faucet button per local chain",
+      "test mode lists the payout wallet with balances and a faucet button on its local chain",
       async () => {
         const r = await d.get(b, "/dashboard/wallets");
         assert.equal(r.status, 200);
@@ -33,9 +50,10 @@ Deno.test("dashboard: Wallets section", async (t) => {
         assert.match(r.text, /Payout/);
         assert.equal(
           (r.text.match(/Faucet: 100 test USDC/g) ?? []).length,
-          2,
-          "testnet and production",
+          1,
+          "testnet only",
         );
+        assert.match(r.text, /id="test-banner"/);
         assert.match(r.text, /href="\/dashboard\/wallets"[^>]*>Wallets</);
       },
     );
@@ -71,6 +89,13 @@ Deno.test("dashboard: Wallets section", async (t) => {
       });
       assert.equal(bad.status, 400);
       assert.ok(bad.text.includes(M.withdrawAmount));
+      const live = await d.post(b, `/dashboard/wallets/${payoutId}/withdraw/review`, {
+        amount: "30",
+        destinationAddress: DEST,
+        chain: "production",
+      });
+      assert.equal(live.status, 400, "test mode does not act on the production chain");
+      assert.ok(live.text.includes(M.chainNotConfigured));
       const review = await d.post(b, `/dashboard/wallets/${payoutId}/withdraw/review`, {
         amount: "30",
         destinationAddress: DEST,
@@ -130,8 +155,11 @@ Deno.test("dashboard: no faucet button on a configured chain", async () => {
     const m = await createMerchant(peer);
     const d = dashboardClient(peer);
     const b = await d.open(m, "/dashboard/wallets");
+    const mode = await d.post(b, "/dashboard/mode", { mode: "test" });
+    assert.equal(mode.status, 303);
     const r = await d.get(b, "/dashboard/wallets");
     assert.equal(r.status, 200);
+    assert.match(r.text, /id="test-banner"/);
     assert.doesNotMatch(r.text, /Faucet/);
     const payout = await api(peer)("GET", "/api/merchant/wallet", { cookie: m.cookie });
     const id = (payout.json.wallet as { managedWalletId: string }).managedWalletId;

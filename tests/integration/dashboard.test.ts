@@ -152,6 +152,7 @@ Deno.test("dashboard pages over HTTP", async (t) => {
       const other = await d.open(m, "/dashboard/keys"); // the same merchant, another browser
       const forms: [string, Record<string, string>][] = [
         ["/dashboard/logout", {}],
+        ["/dashboard/mode", { mode: "test", back: "/dashboard/keys" }],
         ["/dashboard/keys", { type: "secret", environment: "live" }],
         [`/dashboard/keys/${keyId}/revoke`, {}],
         [`/dashboard/keys/${keyId}/rotate`, {}],
@@ -211,6 +212,8 @@ Deno.test("dashboard pages over HTTP", async (t) => {
       assert.equal(secretAfter[0].webhookSecret, secretBefore[0].webhookSecret);
       const w = await api(svc)("GET", "/api/merchant/wallet", { cookie: m.cookie });
       assert.equal((w.json.wallet as { walletAddress: string }).walletAddress, m.walletAddress);
+      const still = await d.get(signedIn, "/dashboard/keys");
+      assert.doesNotMatch(still.text, /id="test-banner"/, "the mode did not change");
     });
 
     await t.step("the same forms work with the page's token (header or field)", async () => {
@@ -264,13 +267,18 @@ Deno.test("dashboard pages over HTTP", async (t) => {
       assert.equal(full.headers.get("x-frame-options"), "DENY");
       assert.match(full.headers.get("vary")!, /HX-Request/i);
 
-      const part = await d.get(signedIn, "/dashboard/wallet", { "hx-request": "true" });
+      // Wallet and Wallets are one section; the old page sends the browser there.
+      const moved = await d.get(signedIn, "/dashboard/wallet?done=linked");
+      assert.equal(moved.status, 302);
+      assert.equal(moved.headers.get("location"), "/dashboard/wallets?done=linked");
+      const part = await d.get(signedIn, "/dashboard/wallets", { "hx-request": "true" });
       assert.equal(part.status, 200);
       assert.doesNotMatch(part.text, /<html|<main|<body|DOCTYPE/);
-      assert.match(part.text, /^<title>Wallet · Settlement<\/title>/);
+      assert.match(part.text, /^<title>Wallets · Settlement<\/title>/);
       assert.match(part.text, /<nav id="nav"[^>]*hx-swap-oob="true"/);
-      assert.match(part.text, /<a href="\/dashboard\/wallet"[^>]*aria-current="page"/);
-      assert.match(part.text, /<h1 id="wallet-title">Payout wallet<\/h1>/);
+      assert.match(part.text, /<a href="\/dashboard\/wallets"[^>]*aria-current="page"/);
+      assert.doesNotMatch(part.text, /<a href="\/dashboard\/wallet"/, "one nav entry");
+      assert.match(part.text, /<h2 id="wallet-title">Payout wallet<\/h2>/);
 
       // A history restore and a boosted request want the whole page.
       const extras: Record<string, string>[] = [
@@ -278,7 +286,7 @@ Deno.test("dashboard pages over HTTP", async (t) => {
         { "hx-boosted": "true" },
       ];
       for (const extra of extras) {
-        const r = await d.get(signedIn, "/dashboard/wallet", { "hx-request": "true", ...extra });
+        const r = await d.get(signedIn, "/dashboard/wallets", { "hx-request": "true", ...extra });
         assert.match(r.text, /^<!DOCTYPE html>/);
       }
       // Fragments smaller than a section.
@@ -381,7 +389,7 @@ Deno.test("dashboard pages over HTTP", async (t) => {
       assert.ok(key, "the merchant key is shown");
       assert.ok(ok.text.includes(escape(M.keyWarning)));
       assert.ok(b.cookies.get("merchant_token"), "verification signs the merchant in");
-      const wallet = await d.get(b, "/dashboard/wallet");
+      const wallet = await d.get(b, "/dashboard/wallets");
       assert.equal(wallet.status, 200);
       assert.ok(wallet.text.includes("No payout wallet yet."), "LINK_WALLET starts with none");
       assert.ok(!wallet.text.includes(key), "the key is not shown again");

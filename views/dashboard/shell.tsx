@@ -31,6 +31,10 @@ export interface ShellProps {
   merchant?: { businessName: string; email: string };
   nav?: NavItem[];
   current?: string;
+  /** The session's mode (signed-in pages): the header's switch and, in test mode, the banner. */
+  mode?: "live" | "test";
+  /** The page's path, where the switch returns without JS. */
+  path?: string;
   children?: Child;
 }
 
@@ -84,6 +88,9 @@ export function DashboardPage(props: ShellProps) {
               <span class="email">{props.merchant.email}</span>
             </div>
           )}
+          {props.merchant && props.mode && (
+            <ModeSwitch mode={props.mode} csrf={props.csrf} path={props.path} />
+          )}
           {props.merchant && (
             <form method="post" action="/dashboard/logout" class="logout">
               <CsrfInput token={props.csrf} />
@@ -91,12 +98,54 @@ export function DashboardPage(props: ShellProps) {
             </form>
           )}
         </header>
+        {props.mode === "test" && <TestModeBanner />}
         {props.nav && <Nav items={props.nav} current={props.current} />}
         <div id="flash" class="flash" role="alert" hidden></div>
         <main id="main" tabindex={-1}>{props.children}</main>
         <ConfirmDialog />
       </div>
     </Layout>
+  );
+}
+
+/**
+ * Test mode's switch: one button (a switch, checked in test mode) that posts the other mode; a
+ * plain form without JS, htmx with it. Either way the server sends the browser back to this page.
+ */
+export function ModeSwitch(props: { mode: "live" | "test"; csrf: string; path?: string }) {
+  const test = props.mode === "test";
+  return (
+    <form
+      method="post"
+      action="/dashboard/mode"
+      class="mode-switch"
+      hx-post="/dashboard/mode"
+      hx-swap="none"
+    >
+      <CsrfInput token={props.csrf} />
+      <input type="hidden" name="mode" value={test ? "live" : "test"} />
+      {props.path && <input type="hidden" name="back" value={props.path} />}
+      <button
+        type="submit"
+        role="switch"
+        aria-checked={test ? "true" : "false"}
+        class="switch"
+        data-mode={props.mode}
+      >
+        <span class="switch-track" aria-hidden="true"></span>
+        Test mode
+      </button>
+    </form>
+  );
+}
+
+/** On every page in test mode: what the person sees are testnet records. */
+export function TestModeBanner() {
+  return (
+    <aside class="test-banner" id="test-banner" aria-label="Test mode">
+      <strong>Test mode.</strong>{" "}
+      You are viewing and acting on test data (testnet) only. Live records are hidden.
+    </aside>
   );
 }
 

@@ -34,16 +34,20 @@ export const PROVIDER_LABEL: Record<string, string> = {
   HOSTED_WALLET: "Hosted wallet",
 };
 
+/**
+ * The payout wallet's part of the Wallets page (views/dashboard/wallets.tsx): a section under the
+ * page's heading, its panels one level below.
+ */
 export function WalletView(props: WalletViewProps) {
   const w = props.wallet;
   const managed = w.walletProvider === "MANAGED" && !!w.managedWalletId;
   return (
-    <section aria-labelledby="wallet-title">
-      <h1 id="wallet-title">Payout wallet</h1>
+    <section aria-labelledby="wallet-title" class="payout-wallet">
+      <h2 id="wallet-title">Payout wallet</h2>
       <Notice notice={props.notice} />
 
       <div class="panel">
-        <h2>Current wallet</h2>
+        <h3>Current wallet</h3>
         {w.walletAddress
           ? (
             <dl class="facts">
@@ -82,7 +86,7 @@ export function WalletView(props: WalletViewProps) {
 
       {w.walletAddress && (
         <div class="panel">
-          <h2 id="balances-title">USDC balance</h2>
+          <h3 id="balances-title">USDC balance</h3>
           <div
             id="balances"
             hx-get="/dashboard/wallet/balances"
@@ -100,7 +104,7 @@ export function WalletView(props: WalletViewProps) {
       )}
 
       <div class="panel">
-        <h2>Use a new managed wallet</h2>
+        <h3>Use a new managed wallet</h3>
         {managed
           ? <p class="muted">Your payouts already go to a wallet this service manages for you.</p>
           : (
@@ -127,7 +131,7 @@ export function WalletView(props: WalletViewProps) {
         data-challenge-url="/dashboard/wallet/challenge"
         data-link-url="/dashboard/wallet/link"
       >
-        <h2>Link an external wallet</h2>
+        <h3>Link an external wallet</h3>
         <p>
           Connect the wallet in your browser and sign a Sign-In with Ethereum message to prove you
           own it. No transaction is sent and nothing is charged.
@@ -162,7 +166,7 @@ export function Balances(props: { balances: BalanceItem[] }) {
   return (
     <div id="balances">
       {props.balances.length === 0
-        ? <p class="muted">No chain is configured.</p>
+        ? <p class="muted">This mode's chain is not configured.</p>
         : (
           <ul class="balances">
             {props.balances.map((b) => (

@@ -3,6 +3,7 @@
  * confirmation before anything is sent, and (local chains in development) a faucet button; a
  * form to create another wallet.
  */
+import type { Child } from "hono/jsx";
 import {
   Badge,
   CsrfInput,
@@ -45,6 +46,8 @@ export interface WalletsViewProps {
   form?: { walletId: string; values: Record<string, string>; errors: Record<string, string> };
   /** Error text of the create form's label. */
   labelError?: string;
+  /** The payout wallet's part (views/dashboard/wallet.tsx), shown first. */
+  payout?: Child;
 }
 
 export function WalletsView(props: WalletsViewProps) {
@@ -53,6 +56,8 @@ export function WalletsView(props: WalletsViewProps) {
       <h1 id="wallets-title">Wallets</h1>
       <Notice notice={props.notice} />
       {props.review && <ReviewPanel {...props} review={props.review} />}
+      {props.payout}
+      <h2 id="managed-title">Managed wallets</h2>
       {props.wallets.length === 0
         ? (
           <EmptyState title="No managed wallets yet.">
@@ -61,7 +66,7 @@ export function WalletsView(props: WalletsViewProps) {
         )
         : props.wallets.map((w) => <WalletPanel key={w.id} {...props} wallet={w} />)}
       <div class="panel">
-        <h2>New wallet</h2>
+        <h3>New wallet</h3>
         <form
           method="post"
           action="/dashboard/wallets"
@@ -83,9 +88,9 @@ function WalletPanel(props: WalletsViewProps & { wallet: WalletItem }) {
   const fid = (name: string) => `f-${name}-${w.id}`;
   return (
     <div class="panel" data-wallet-id={w.id}>
-      <h2>
+      <h3>
         {w.label ?? "Wallet"} {w.payout && <Badge tone="ok">Payout</Badge>}
-      </h2>
+      </h3>
       <dl class="facts">
         <dt>Address</dt>
         <dd>
@@ -126,7 +131,7 @@ function WalletPanel(props: WalletsViewProps & { wallet: WalletItem }) {
         hx-target="#main"
       >
         <CsrfInput token={props.csrf} />
-        <h3>Withdraw</h3>
+        <h4>Withdraw</h4>
         <Field
           name="amount"
           id={fid("amount")}

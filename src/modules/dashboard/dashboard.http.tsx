@@ -121,6 +121,8 @@ export function page(c: DashContext, o: PageOptions): Response | Promise<Respons
       <DashboardPage
         {...s}
         merchant={{ businessName: m.businessName, email: m.email }}
+        mode={sessionOf(c)?.environment ?? "live"}
+        path={new URL(c.req.url).pathname + new URL(c.req.url).search}
         nav={nav}
         current={o.section}
       >

@@ -217,4 +217,39 @@ export function entryRoutes(app: DashboardApp, deps: Deps, limited: MiddlewareHa
     clearCookie(c, deps.config, MERCHANT_COOKIE);
     return redirect(c, "/dashboard/login?loggedOut=1");
   });
+
+  // The header's test-mode switch: the session's mode, then back to the page it was on.
+  app.post("/mode", async (c) => {
+    const session = sessionOf(c);
+    const { mode, back } = single(await formBody(c));
+    if (session?.sessionId && (mode === "test" || mode === "live")) {
+      await merchants.setSessionMode(deps, session.sessionId, mode);
+    }
+    return redirect(c, modeReturn(c, back, c.get("nav").map((n) => n.path)));
+  });
+}
+
+/**
+ * Where the switch returns: the page it was on (for htmx the browser's URL, which can differ from
+ * the full page's), or a detail page's section list, since the record belongs to the other mode.
+ */
+function modeReturn(c: DashContext, back: string | undefined, sections: string[]): string {
+  const raw = c.req.header("hx-request") === "true" ? c.req.header("hx-current-url") : undefined;
+  let from: string | undefined;
+  if (raw) {
+    try {
+      const u = new URL(raw);
+      from = u.pathname + u.search;
+    } catch {
+      from = undefined;
+    }
+  }
+  const next = safeNext(from ?? back);
+  if (!next) return "/dashboard";
+  const path = next.split("?")[0];
+  if (sections.includes(path)) return next;
+  const owner = sections
+    .filter((s) => s !== "/dashboard" && path.startsWith(s + "/"))
+    .sort((a, b) => b.length - a.length)[0];
+  return owner ?? "/dashboard";
 }

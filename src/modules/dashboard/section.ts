@@ -17,7 +17,7 @@ export interface DashboardSection {
   label: string;
   /** Where the nav entry links (absolute, e.g. "/dashboard/keys"). */
   path: string;
-  /** Nav position: Overview 10, Payments 20, Payment links 30, Streams 35, API keys 40, Wallet 50, Wallets 55, Webhooks 60. */
+  /** Nav position: Overview 10, Payments 20, Payment links 30, Streams 35, API keys 40, Wallets 50, Webhooks 60. */
   order: number;
   /** Registers the section's routes (paths relative to /dashboard). */
   routes(app: DashboardApp, deps: Deps): void;

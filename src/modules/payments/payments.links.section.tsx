@@ -7,6 +7,7 @@ import type { MiddlewareHandler } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import QRCode from "qrcode";
 import type { Deps } from "../../deps.ts";
+import type { ProfileName } from "../../chain/profiles.ts";
 import { parseFields } from "../../http/contract.ts";
 import { M } from "../../http/messages.ts";
 import { enforce } from "../../http/rate-limit.ts";
@@ -17,6 +18,7 @@ import type { PaymentItem } from "../../../views/dashboard/payment-parts.tsx";
 import {
   attempt,
   type DashContext,
+  dashProfileOf,
   formBody,
   type Merchant,
   merchantOf,
@@ -58,7 +60,7 @@ export const linksSection: DashboardSection = {
         return await render(c, deps, { form: { values, errors: parsed.errors } }, 400);
       }
       const r = await attempt(() =>
-        payments.createPayment(deps, m, "link", deps.chain.payoutProfile(), parsed.data)
+        payments.createPayment(deps, m, "link", dashProfileOf(c), parsed.data)
       );
       if (!r.ok) {
         const form: LinkForm = { values, errors: {} };
@@ -75,7 +77,9 @@ export const linksSection: DashboardSection = {
     });
 
     app.get("/links/:reference/qr.svg", async (c) => {
-      const p = await payments.merchantPayment(deps, merchantOf(c).id, c.req.param("reference"));
+      const p = await payments.merchantPayment(deps, merchantOf(c).id, c.req.param("reference"), [
+        dashProfileOf(c),
+      ]);
       if (!p) return c.text(M.paymentNotFound, 404);
       const svg = await QRCode.toString(payments.checkoutUrl(deps, p.reference), {
         type: "svg",
@@ -101,12 +105,13 @@ function paymentsGroup(deps: Deps): MiddlewareHandler {
 }
 
 async function own(deps: Deps, c: DashContext, reference: string) {
-  const p = await payments.merchantPayment(deps, merchantOf(c).id, reference);
+  const p = await payments.merchantPayment(deps, merchantOf(c).id, reference, [dashProfileOf(c)]);
   return p && p.kind === "link" ? paymentItem(deps, p) : undefined;
 }
 
-async function links(deps: Deps, m: Merchant): Promise<PaymentItem[]> {
-  const { rows } = await payments.history(deps, m.id, deps.chain.profiles(), {
+/** The links of the session's mode (its chain only), like the API's list for a key. */
+async function links(deps: Deps, m: Merchant, profile: ProfileName): Promise<PaymentItem[]> {
+  const { rows } = await payments.history(deps, m.id, [profile], {
     kind: "link",
     limit: LIST_LIMIT,
   });
@@ -127,7 +132,7 @@ async function render(
     body: (
       <LinksView
         csrf={c.get("csrfToken")}
-        links={await links(deps, m)}
+        links={await links(deps, m, dashProfileOf(c))}
         hasWallet={!!m.walletAddress}
         limit={LIST_LIMIT}
         {...extra}

@@ -30,6 +30,7 @@ import { ErrorView, type NoticeData } from "../../../views/dashboard/shell.tsx";
 import {
   attempt,
   type DashContext,
+  dashProfileOf,
   fragment,
   isPartial,
   merchantOf,
@@ -121,7 +122,9 @@ export const paymentsSection: DashboardSection = {
 
 async function list(c: DashContext, deps: Deps) {
   const m = merchantOf(c);
-  const chains = deps.chain.profiles().map(chainCode);
+  // The session's mode: its one chain (test → testnet, live → production), like a key's prefix.
+  const mode = dashProfileOf(c);
+  const chains = deps.chain.profiles().filter((p) => p === mode).map(chainCode);
   const parsed = parseQuery(c.req.query(), chains);
   const filter = { status: parsed.q.status, chain: parsed.q.chain, reference: parsed.q.reference };
   const props: PaymentsViewProps = { filter, chains, rows: [], nextUrl: null };
@@ -131,7 +134,7 @@ async function list(c: DashContext, deps: Deps) {
     status = 400;
   } else {
     const q = parsed.q;
-    const profiles = q.chain ? [profileOf(deps, q.chain)] : deps.chain.profiles();
+    const profiles = q.chain ? [profileOf(deps, q.chain)] : [mode];
     const r = await attempt(() =>
       payments.history(deps, m.id, profiles, {
         status: q.status,
@@ -199,7 +202,9 @@ function profileOf(deps: Deps, code: string): ProfileName {
 }
 
 async function find(deps: Deps, c: DashContext): Promise<PaymentItem | null> {
-  const p = await payments.merchantPayment(deps, merchantOf(c).id, c.req.param("reference") ?? "");
+  const p = await payments.merchantPayment(deps, merchantOf(c).id, c.req.param("reference") ?? "", [
+    dashProfileOf(c),
+  ]);
   return p ? paymentItem(deps, p) : null;
 }
 

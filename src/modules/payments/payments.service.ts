@@ -159,14 +159,19 @@ export async function recentForMerchant(
   return (await history(deps, merchantId, profiles ?? deps.chain.profiles(), { limit })).rows;
 }
 
-/** One of the merchant's payments on any configured chain, status as of now (dashboard detail). */
+/**
+ * One of the merchant's payments on `profiles`' chains (the dashboard's mode: one chain), status as
+ * of now (dashboard detail).
+ */
 export async function merchantPayment(
   deps: Deps,
   merchantId: string,
   reference: string,
+  profiles: ProfileName[],
 ): Promise<PaymentRow | null> {
   if (!REFERENCE_PATTERN.test(reference)) return null;
-  const chainIds = deps.chain.profiles().map((p) => deps.chain.chainId(p));
+  const chainIds = profiles.filter((p) => deps.chain.has(p)).map((p) => deps.chain.chainId(p));
+  if (chainIds.length === 0) return null;
   const p = await repo.findForMerchant(deps.sql, merchantId, reference, chainIds);
   return p ? { ...p, status: effectiveStatus(p, deps.clock.now()) } : null;
 }

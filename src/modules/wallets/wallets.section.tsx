@@ -1,7 +1,10 @@
 /**
- * Wallets: the merchant's managed wallets with their balances, a new one, withdraw (review, then
- * confirm; the confirmation carries a request key so a double submit sends once), and on local
- * chains in development a faucet button beside each wallet.
+ * Wallets, the one section for the merchant's money: the payout wallet (marked, its balance, a new
+ * managed one, linking an external wallet: merchants.section.tsx's routes), the managed wallets
+ * with their balances, a new one, withdraw (review, then confirm; the confirmation carries a
+ * request key so a double submit sends once), and in test mode on local chains in development a
+ * faucet button beside each wallet. Balances, withdrawals and the faucet are on the session's
+ * mode's chain only (test: testnet, live: production), like a key's environment for the API.
  */
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Deps } from "../../deps.ts";
@@ -14,20 +17,26 @@ import { WalletsView, type WalletsViewProps } from "../../../views/dashboard/wal
 import {
   attempt,
   type DashContext,
+  dashProfileOf,
   formBody,
   merchantOf,
+  modeOf,
   page,
   single,
 } from "../dashboard/dashboard.http.tsx";
+import { payoutDone, PayoutWallet, payoutWalletRoutes } from "../merchants/merchants.section.tsx";
+import { DomainError } from "../../errors.ts";
 import type { DashboardSection } from "../dashboard/section.ts";
 
 export const walletsSection: DashboardSection = {
   id: "wallets",
   label: "Wallets",
   path: "/dashboard/wallets",
-  order: 55,
+  order: 50,
   routes(app, deps) {
-    app.get("/wallets", (c) => render(c, deps));
+    payoutWalletRoutes(app, deps, (c, notice, status) => render(c, deps, { notice }, status));
+
+    app.get("/wallets", (c) => render(c, deps, { notice: payoutDone(c.req.query("done")) }));
 
     app.post("/wallets", async (c) => {
       const parsed = parseFields(createWalletBody, single(await formBody(c)));
@@ -86,7 +95,14 @@ export const walletsSection: DashboardSection = {
 
     app.post("/wallets/:id/faucet", async (c) => {
       const { chain } = single(await formBody(c));
-      const r = await attempt(() => wallets.faucet(deps, merchantOf(c), c.req.param("id"), chain));
+      const r = await attempt(async () => {
+        // Test mode only, on its chain: live mode has no faucet.
+        if (!faucetChains(c, deps).includes(chain as ProfileName)) {
+          await wallets.getWallet(deps, merchantOf(c), c.req.param("id"));
+          throw new DomainError("chain_not_configured");
+        }
+        return await wallets.faucet(deps, merchantOf(c), c.req.param("id"), chain);
+      });
       return r.ok
         ? render(c, deps, { notice: { kind: "ok", text: M.dashFaucetMinted } })
         : render(c, deps, { notice: { kind: "error", text: r.error.message } }, r.error.status);
@@ -114,7 +130,8 @@ async function check(
     amount: values.amount,
     destinationAddress: values.destinationAddress,
   });
-  const profile = deps.chain.profiles().find((p) => p === values.chain);
+  // The session's mode's chain only: the other environment's chain is not offered nor accepted.
+  const profile = deps.chain.profiles().find((p) => p === values.chain && p === dashProfileOf(c));
   const errors = parsed.ok ? {} : { ...parsed.errors };
   if (!profile) errors.chain = M.chainNotConfigured;
   if (!parsed.ok || !profile) {
@@ -131,6 +148,7 @@ async function render(
   status?: ContentfulStatusCode,
 ) {
   const list = await wallets.listWallets(deps, merchantOf(c));
+  const mode = dashProfileOf(c);
   return page(c, {
     title: "Wallets",
     section: "wallets",
@@ -139,10 +157,20 @@ async function render(
       <WalletsView
         csrf={c.get("csrfToken")}
         wallets={list}
-        chains={deps.chain.profiles().map((p) => ({ name: p, label: PROFILE_DEFS[p].label }))}
-        faucet={wallets.faucetProfiles(deps)}
+        chains={deps.chain.profiles().filter((p) => p === mode).map((p) => ({
+          name: p,
+          label: PROFILE_DEFS[p].label,
+        }))}
+        faucet={faucetChains(c, deps)}
+        payout={<PayoutWallet c={c} />}
         {...extra}
       />
     ),
   });
+}
+
+/** The faucet's chains: in test mode, its chain when local in development; none in live mode. */
+function faucetChains(c: DashContext, deps: Deps): ProfileName[] {
+  if (modeOf(c) !== "test") return [];
+  return wallets.faucetProfiles(deps).filter((p) => p === dashProfileOf(c));
 }
