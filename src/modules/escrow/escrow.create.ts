@@ -37,13 +37,16 @@ import {
   newEscrowReference,
 } from "./escrow.rules.ts";
 
-/** Funds a new escrow from one of the merchant's managed wallets and waits for the receipt. */
-export async function createEscrow(
+/**
+ * The checks a creation makes before it takes the depositor's claim: a wallet the merchant
+ * controls, a beneficiary other than it, a configured chain, an expiry in range.
+ */
+async function checkParties(
   deps: Deps,
-  m: MerchantRow,
+  m: Pick<MerchantRow, "id">,
   profile: ProfileName,
   input: CreateEscrowInput,
-): Promise<EscrowRow> {
+) {
   const wallet = await controlledWallet(deps, m.id, {
     walletId: input.depositorWalletId,
     address: input.depositorSCA,
@@ -53,7 +56,37 @@ export async function createEscrow(
     throw new DomainError("escrow_parties_invalid");
   }
   if (!deps.chain.has(profile)) throw new DomainError("chain_not_configured");
-  const expiresAt = expiryOf(input, deps.clock.now());
+  return { wallet, expiresAt: expiryOf(input, deps.clock.now()) };
+}
+
+/**
+ * What a creation would do, checked as createEscrow checks it, nothing signed (the dashboard's
+ * review step): the depositor wallet, the expiry, and the balance it holds now.
+ */
+export async function previewEscrow(
+  deps: Deps,
+  m: Pick<MerchantRow, "id">,
+  profile: ProfileName,
+  input: CreateEscrowInput,
+) {
+  const { wallet, expiresAt } = await checkParties(deps, m, profile, input);
+  const balance = await deps.chain.usdcBalance(profile, wallet.address);
+  if (balance < input.amount) {
+    throw new DomainError("escrow_insufficient_balance", {
+      balance: formatUsdc(balance, { decimals: "fixed" }),
+    });
+  }
+  return { depositor: wallet.address, depositorWalletId: wallet.walletId, expiresAt, balance };
+}
+
+/** Funds a new escrow from one of the merchant's managed wallets and waits for the receipt. */
+export async function createEscrow(
+  deps: Deps,
+  m: MerchantRow,
+  profile: ProfileName,
+  input: CreateEscrowInput,
+): Promise<EscrowRow> {
+  const { wallet, expiresAt } = await checkParties(deps, m, profile, input);
   return await withClaim(deps.sql, depositorClaim(wallet.walletId), async () => {
     const chainId = deps.chain.chainId(profile);
     // A creation left in flight that could not be settled may still take its amount.

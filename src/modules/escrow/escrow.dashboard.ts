@@ -7,7 +7,8 @@ import { type EscrowScope, escrowView, listEscrows } from "./escrow.service.ts";
 
 /**
  * The dashboard's list: each escrow with the actions the merchant may take as the wallets it
- * controls (release as depositor, confirm as beneficiary, dispute as either), while ACTIVE.
+ * controls (release as depositor, confirm as beneficiary, dispute as either, refund once
+ * expired), while ACTIVE, and the links of its transactions.
  */
 export async function dashboardEscrows(deps: Deps, scope: EscrowScope) {
   const m = { id: scope.merchantId };
@@ -16,7 +17,10 @@ export async function dashboardEscrows(deps: Deps, scope: EscrowScope) {
   return await Promise.all(rows.map(async (e) => {
     const mine = async (address: string) => !!(await controlledWallet(deps, m.id, { address }));
     const [dep, ben] = await Promise.all([mine(e.depositor), mine(e.beneficiary)]);
-    const actions: { action: "release" | "confirm" | "dispute"; callerSCA: string }[] = [];
+    const actions: {
+      action: "release" | "confirm" | "dispute" | "refund";
+      callerSCA: string;
+    }[] = [];
     if (e.status === "ACTIVE") {
       if (dep) actions.push({ action: "release", callerSCA: checksum(e.depositor) });
       if (ben && !e.confirmedAt) {
@@ -25,8 +29,20 @@ export async function dashboardEscrows(deps: Deps, scope: EscrowScope) {
       if (dep || ben) {
         actions.push({ action: "dispute", callerSCA: checksum(dep ? e.depositor : e.beneficiary) });
       }
+      // Anyone may refund an expired escrow (the operator sends it); shown once it has expired.
+      if (e.expiresAt.getTime() <= now.getTime()) actions.push({ action: "refund", callerSCA: "" });
     }
     const v = escrowView(deps, e);
-    return { ...v, countdown: countdown(e.expiresAt, now), actions };
+    const profile = deps.chain.profileOf(e.chainId);
+    const link = (label: string, hash: string | null) =>
+      hash ? [{ label, href: deps.chain.explorerTxUrl(profile, hash) }] : [];
+    const links = [
+      ...link("Confirmation transaction", e.confirmTxHash),
+      ...link("Dispute transaction", e.disputeTxHash),
+      ...link("Release transaction", e.releaseTxHash),
+      ...link("Refund transaction", e.refundTxHash),
+      ...link("Resolution transaction", e.resolveTxHash),
+    ];
+    return { ...v, countdown: countdown(e.expiresAt, now), actions, links };
   }));
 }
