@@ -316,7 +316,7 @@ function CreateForm(
           label="Webhook URL (optional)"
           value={v.webhookUrl}
           error={e.webhookUrl}
-          type="url"
+          inputMode="url"
           autocomplete="off"
         />
         <Submit busy="Checking…">Review escrow</Submit>

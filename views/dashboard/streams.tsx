@@ -151,7 +151,7 @@ function CreateForm(props: { csrf: string; wallets: WalletOption[]; form?: Strea
           label="Webhook URL (optional)"
           value={v.webhookUrl}
           error={e.webhookUrl}
-          type="url"
+          inputMode="url"
           autocomplete="off"
         />
         <Submit busy="Checking…">Review stream</Submit>
