@@ -421,14 +421,13 @@ async function escrowDispute(ctx: Ctx) {
   assert.equal(disputed.status, "DISPUTED");
   assert.equal(disputed.disputeReason, "Wrong colours");
   assert.equal(disputed.disputeTxHash, disputeTx);
-  // The arbiter (operator credential) decides; the panel shows it with its transaction.
-  await resolve(ctx.svc.deps, ref, "refunded");
+  // The arbiter (operator credential) decides while the page is open: the DISPUTED panel
+  // refreshes itself and shows the resolution with its transaction.
   await ctx.page.goto(`${ctx.svc.baseUrl}/dashboard/escrow`);
   const panel = ctx.page.locator(`[data-escrow='${ref}']`);
-  assert.equal(
-    await panel.getByTestId("escrow-resolution").innerText(),
-    "Refunded to the depositor",
-  );
+  await panel.getByText("DISPUTED").waitFor();
+  await resolve(ctx.svc.deps, ref, "refunded");
+  await panel.getByTestId("escrow-resolution").getByText("Refunded to the depositor").waitFor();
   const link = panel.getByRole("link", { name: "Resolution transaction" });
   assert.match((await link.getAttribute("href")) ?? "", TX_LINK);
   assert.equal((await row(ctx, ref)).status, "REFUNDED");

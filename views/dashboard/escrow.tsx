@@ -112,11 +112,23 @@ export function EscrowView(props: EscrowViewProps) {
   );
 }
 
-function EscrowPanel(props: EscrowViewProps & { escrow: EscrowItem }) {
+/** Seconds between a DISPUTED panel's refreshes (the arbiter's resolution appears by itself). */
+export const DISPUTED_POLL_SECONDS = 5;
+
+export function EscrowPanel(props: EscrowViewProps & { escrow: EscrowItem }) {
   const e = props.escrow;
   const errors = props.form?.reference === e.reference ? props.form.errors : {};
+  // A DISPUTED escrow has no form to lose: its panel follows the arbiter's decision.
+  const live = e.status === "DISPUTED"
+    ? {
+      "hx-get": `/dashboard/escrow/${e.reference}/panel`,
+      "hx-trigger": `every ${DISPUTED_POLL_SECONDS}s`,
+      "hx-swap": "outerHTML",
+      "hx-disinherit": "*",
+    }
+    : {};
   return (
-    <div class="panel" data-escrow={e.reference}>
+    <div class="panel" data-escrow={e.reference} {...live}>
       <h3>
         <code>{e.reference}</code> <Badge tone={TONE[e.status] ?? "neutral"}>{e.status}</Badge>
         {e.confirmed && e.status === "ACTIVE" && <Badge tone="ok">Delivered</Badge>}

@@ -11,7 +11,7 @@ import type { Deps } from "../../deps.ts";
 import { M } from "../../http/messages.ts";
 import { parseFields } from "../../http/contract.ts";
 import * as service from "./escrow.service.ts";
-import { dashboardEscrows } from "./escrow.dashboard.ts";
+import { dashboardEscrow, dashboardEscrows } from "./escrow.dashboard.ts";
 import { createEscrowBody, disputeBody, partyActionBody, refundBody } from "./escrow.schemas.ts";
 import { formatUsdc } from "../../money.ts";
 import { checksum } from "../../chain/address.ts";
@@ -19,6 +19,7 @@ import { listWallets } from "../wallets/wallets.service.ts";
 import { humanSeconds, modeText } from "../../../views/dashboard/review.tsx";
 import {
   type EscrowAction,
+  EscrowPanel,
   EscrowView,
   type EscrowViewProps,
 } from "../../../views/dashboard/escrow.tsx";
@@ -27,6 +28,7 @@ import {
   type DashContext,
   dashProfileOf,
   formBody,
+  fragment,
   merchantOf,
   modeOf,
   page,
@@ -55,6 +57,15 @@ export const escrowSection: DashboardSection = {
     const schema = createEscrowBody(deps.config.WEBHOOK_TARGETS);
 
     app.get("/escrow", (c) => render(c, deps));
+
+    /** One escrow's panel: a DISPUTED one refreshes itself until the arbiter decides. */
+    app.get("/escrow/:reference/panel", async (c) => {
+      const r = await attempt(() =>
+        dashboardEscrow(deps, dashboardScope(c), c.req.param("reference"))
+      );
+      if (!r.ok) return fragment(c, <p role="alert">{r.error.message}</p>, r.error.status);
+      return fragment(c, <EscrowPanel csrf={c.get("csrfToken")} escrows={[]} escrow={r.value} />);
+    });
 
     /** Create, step 1 → 2: checked as the API checks it, then what will be sent. */
     app.post("/escrow/new/review", async (c) => {
