@@ -53,6 +53,7 @@ export async function previewStream(
 ) {
   const wallet = await controlledWallet(deps, merchant.id, { address: input.senderSCA });
   if (!wallet) throw new DomainError("stream_sender_not_controlled");
+  if (!deps.chain.has(profile)) throw new DomainError("chain_not_configured");
   const balance = await deps.chain.usdcBalance(profile, wallet.address);
   if (balance < input.totalDeposited) {
     throw new DomainError("stream_insufficient_balance", {
