@@ -471,6 +471,30 @@ async function noScript(ctx: Ctx, browser: Browser) {
     await page.getByRole("alert").getByText(M.escrowAmount).waitFor();
     assert.equal(await count(ctx, "escrows"), escrows);
 
+    // The review's confirm sent twice (a double submit): one escrow, the same answer twice.
+    await form.getByLabel("Amount (USDC)").fill("1");
+    await form.getByRole("button", { name: "Review escrow" }).click();
+    const confirm = page.locator("[data-review='escrow-create'] form");
+    await confirm.waitFor();
+    const fields: Record<string, string> = {};
+    for (const input of await confirm.locator("input[type=hidden]").all()) {
+      fields[(await input.getAttribute("name"))!] = (await input.getAttribute("value")) ?? "";
+    }
+    const held = await svc.deps.chain.usdcBalance(ctx.profile, ctx.payout);
+    const url = `${svc.baseUrl}/dashboard/escrow/create`;
+    const [one, two] = await Promise.all([
+      page.request.post(url, { form: fields, headers: { origin: svc.baseUrl } }),
+      page.request.post(url, { form: fields, headers: { origin: svc.baseUrl } }),
+    ]);
+    assert.equal(one.status(), 200);
+    assert.equal(two.status(), 200);
+    const ref = (t: string) => /escrow_[0-9A-Za-z]{10}_[0-9A-Za-z]{10}/.exec(t)?.[0];
+    const [a, b] = [ref(await one.text()), ref(await two.text())];
+    assert.ok(a);
+    assert.equal(a, b);
+    assert.equal(await count(ctx, "escrows"), escrows + 1);
+    assert.equal(await svc.deps.chain.usdcBalance(ctx.profile, ctx.payout), held - USDC);
+
     await page.goto(`${svc.baseUrl}/dashboard/streams`);
     const before = await svc.deps.chain.usdcBalance(ctx.profile, ctx.payout);
     const s = page.locator("[data-stream-create]");

@@ -94,6 +94,8 @@ export const escrowSection: DashboardSection = {
         expiresAt: p.expiresAt.toISOString(),
         description: input.description ?? "",
         webhookUrl: input.webhookUrl ?? "",
+        // The create's request key: a second confirm of this review holds nothing more.
+        requestKey: crypto.randomUUID(),
       };
       return render(c, deps, {
         createReview: {
@@ -147,8 +149,11 @@ export const escrowSection: DashboardSection = {
       if (values.webhookUrl) body.webhookUrl = values.webhookUrl;
       const parsed = parseFields(schema, body);
       if (!parsed.ok) return render(c, deps, createError(values, formErrors(parsed.errors)), 400);
+      const requestKey = /^[0-9a-f-]{36}$/.test(values.requestKey ?? "")
+        ? `dashboard:${values.requestKey}`
+        : undefined;
       const r = await attempt(() =>
-        service.createEscrow(deps, merchantOf(c), dashProfileOf(c), parsed.data)
+        service.createEscrow(deps, merchantOf(c), dashProfileOf(c), parsed.data, requestKey)
       );
       if (!r.ok) return render(c, deps, createError(values, {}, r.error.message), r.error.status);
       const e = service.escrowView(deps, r.value);
