@@ -80,6 +80,16 @@ Deno.test("dashboard: Escrow section", async (t) => {
       assert.equal((await status(first)).confirmedAt, null, "the review sends nothing");
       const refused = await d.post(b, "/dashboard/escrow/act", form, { token: null });
       assert.equal(refused.status, 403);
+      const created = await d.post(b, "/dashboard/escrow/create", {
+        depositorWalletId: depositor.id,
+        beneficiarySCA: beneficiary.address,
+        amount: "1",
+        expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+      }, { token: null });
+      assert.equal(created.status, 403);
+      const [n] = await svc.db.sql<{ n: number }[]>`
+        select count(*)::int as n from escrow_creates where merchant_id = ${m.id}`;
+      assert.equal(n.n, 1, "only the API's escrow");
       const done = await d.post(b, "/dashboard/escrow/act", form);
       assert.equal(done.status, 200, done.text);
       assert.ok(done.text.includes(M.escrowConfirmed));

@@ -77,6 +77,16 @@ Deno.test("dashboard: Streams section", async (t) => {
       const ref = (list.json.streams as { reference: string }[])[0].reference;
       const refused = await d.post(b, `/dashboard/streams/${ref}/stop`, {}, { token: null });
       assert.equal(refused.status, 403);
+      const created = await d.post(b, "/dashboard/streams/create", {
+        senderSCA: sender,
+        receiverSCA: receiver,
+        ratePerSecond: "0.01",
+        totalDeposited: "1",
+      }, { token: null });
+      assert.equal(created.status, 403);
+      const [n] = await svc.db.sql<{ n: number }[]>`
+        select count(*)::int as n from stream_creates where merchant_id = ${m.id}`;
+      assert.equal(n.n, 1, "only the API's stream");
       const wd = await d.post(b, `/dashboard/streams/${ref}/withdraw`, {});
       assert.equal(wd.status, 200, wd.text);
       assert.match(wd.text, /Withdrawn 0\.5\d* USDC to the receiver/);

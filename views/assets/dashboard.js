@@ -236,4 +236,31 @@
       button.classList.remove("htmx-request");
     }
   }
+
+  // Streams: the accrual ticks in the page between the list's refreshes. Each ACTIVE stream's
+  // amount carries its rate and deposit (base units) and the seconds accrued when the server
+  // rendered it; the page adds the seconds since, by the contract's formula
+  // (min(rate × elapsed, deposit)), and moves the progress bar with it.
+  const rendered = new WeakMap();
+  const fmt = (units) => {
+    const whole = units / 1000000n, frac = units % 1000000n;
+    const f = frac.toString().padStart(6, "0").replace(/0+$/, "");
+    return f ? `${whole}.${f}` : `${whole}`;
+  };
+  setInterval(() => {
+    for (const el of document.querySelectorAll("[data-accrual]")) {
+      if (!rendered.has(el)) rendered.set(el, Date.now());
+      const since = Math.floor((Date.now() - rendered.get(el)) / 1000);
+      const rate = BigInt(el.dataset.rate), deposit = BigInt(el.dataset.deposit);
+      let now = rate * BigInt(Number(el.dataset.elapsed) + since);
+      if (now > deposit) now = deposit;
+      const pct = Number((now * 10000n) / deposit) / 100;
+      el.textContent = `${fmt(now)} of ${fmt(deposit)} USDC (${pct}%)`;
+      const bar = el.closest("[data-stream]")?.querySelector("progress");
+      if (bar) {
+        bar.value = pct;
+        bar.setAttribute("aria-label", `${pct}% streamed`);
+      }
+    }
+  }, 1000);
 })();

@@ -1,11 +1,35 @@
 /**
- * The merchant's escrows: state, parties, expiry countdown, and the actions the merchant may take
- * with the wallets it controls (release, confirm, dispute with a reason), each confirmed in a
- * second step before anything is sent.
+ * The merchant's escrows: a create form (depositor wallet, beneficiary, amount, expiry,
+ * description, webhook), each escrow's state, parties, expiry countdown, the arbiter's
+ * resolution and every transaction's link, and the actions the merchant may take with the
+ * wallets it controls (release, confirm, dispute with a reason, refund once expired). Every
+ * create and action is reviewed in a second step before anything is sent, and its result shows
+ * the transaction link.
  */
-import { Badge, CsrfInput, EmptyState, Field, Notice, type NoticeData, Submit } from "./shell.tsx";
+import {
+  Badge,
+  CsrfInput,
+  EmptyState,
+  Field,
+  Notice,
+  type NoticeData,
+  Select,
+  Submit,
+} from "./shell.tsx";
+import { ReviewPanel, type ReviewProps, type TxResult, TxResultNotice } from "./review.tsx";
 
-export type EscrowAction = "release" | "confirm" | "dispute";
+export type EscrowAction = "release" | "confirm" | "dispute" | "refund";
+
+export interface WalletChoice {
+  id: string;
+  label: string;
+}
+
+export const EXPIRY_UNITS = [
+  { value: "minutes", label: "minutes" },
+  { value: "hours", label: "hours" },
+  { value: "days", label: "days" },
+];
 
 export interface EscrowItem {
   reference: string;
@@ -20,6 +44,10 @@ export interface EscrowItem {
   description: string | null;
   disputeReason: string | null;
   explorerUrl: string;
+  /** "released" or "refunded" once the arbiter decided a dispute, with its transaction. */
+  resolution: string | null;
+  /** Links of the escrow's later transactions (confirm, dispute, release, refund, resolve). */
+  links: { label: string; href: string }[];
   /** What the merchant may do, and as which of its wallets. */
   actions: { action: EscrowAction; callerSCA: string }[];
 }
@@ -39,6 +67,12 @@ export interface EscrowViewProps {
   review?: EscrowReview;
   /** Field errors of one escrow's dispute form. */
   form?: { reference: string; errors: Record<string, string> };
+  /** The create form's depositor choices (the merchant's wallets). */
+  wallets?: WalletChoice[];
+  create?: { values: Record<string, string>; errors: Record<string, string> };
+  /** The create's review. */
+  createReview?: Omit<ReviewProps, "csrf">;
+  result?: TxResult;
 }
 
 const TONE: Record<string, "ok" | "warn" | "bad" | "neutral"> = {
@@ -52,6 +86,7 @@ const LABEL: Record<EscrowAction, string> = {
   release: "Release to the beneficiary",
   confirm: "Confirm delivery",
   dispute: "Dispute",
+  refund: "Refund to the depositor",
 };
 
 export function EscrowView(props: EscrowViewProps) {
@@ -59,11 +94,17 @@ export function EscrowView(props: EscrowViewProps) {
     <section aria-labelledby="escrow-title">
       <h1 id="escrow-title">Escrow</h1>
       <Notice notice={props.notice} />
-      {props.review && <ReviewPanel csrf={props.csrf} review={props.review} />}
+      <TxResultNotice result={props.result} />
+      {props.review && <ActionReview csrf={props.csrf} review={props.review} />}
+      {props.createReview && <ReviewPanel csrf={props.csrf} {...props.createReview} />}
+      {!props.review && !props.createReview && (
+        <CreateForm csrf={props.csrf} wallets={props.wallets ?? []} form={props.create} />
+      )}
+      <h2>Your escrows</h2>
       {props.escrows.length === 0
         ? (
           <EmptyState title="No escrows yet.">
-            <p>Create one with POST /api/escrow/create from one of your wallets.</p>
+            <p>Create one with the form above, from one of your wallets.</p>
           </EmptyState>
         )
         : props.escrows.map((e) => <EscrowPanel key={e.reference} {...props} escrow={e} />)}
@@ -71,15 +112,27 @@ export function EscrowView(props: EscrowViewProps) {
   );
 }
 
-function EscrowPanel(props: EscrowViewProps & { escrow: EscrowItem }) {
+/** Seconds between a DISPUTED panel's refreshes (the arbiter's resolution appears by itself). */
+export const DISPUTED_POLL_SECONDS = 5;
+
+export function EscrowPanel(props: EscrowViewProps & { escrow: EscrowItem }) {
   const e = props.escrow;
   const errors = props.form?.reference === e.reference ? props.form.errors : {};
+  // A DISPUTED escrow has no form to lose: its panel follows the arbiter's decision.
+  const live = e.status === "DISPUTED"
+    ? {
+      "hx-get": `/dashboard/escrow/${e.reference}/panel`,
+      "hx-trigger": `every ${DISPUTED_POLL_SECONDS}s`,
+      "hx-swap": "outerHTML",
+      "hx-disinherit": "*",
+    }
+    : {};
   return (
-    <div class="panel" data-escrow={e.reference}>
-      <h2>
+    <div class="panel" data-escrow={e.reference} {...live}>
+      <h3>
         <code>{e.reference}</code> <Badge tone={TONE[e.status] ?? "neutral"}>{e.status}</Badge>
         {e.confirmed && e.status === "ACTIVE" && <Badge tone="ok">Delivered</Badge>}
-      </h2>
+      </h3>
       <dl class="facts">
         <dt>Amount</dt>
         <dd>{e.amount} USDC</dd>
@@ -108,10 +161,27 @@ function EscrowPanel(props: EscrowViewProps & { escrow: EscrowItem }) {
             <dd>{e.disputeReason}</dd>
           </>
         )}
+        {e.resolution && (
+          <>
+            <dt>Arbiter's resolution</dt>
+            <dd data-testid="escrow-resolution">
+              {e.resolution === "released"
+                ? "Released to the beneficiary"
+                : "Refunded to the depositor"}
+            </dd>
+          </>
+        )}
       </dl>
-      <p>
-        <a href={e.explorerUrl} rel="noopener">Funding transaction</a>
-      </p>
+      <ul class="tx-links">
+        <li>
+          <a href={e.explorerUrl} rel="noopener">Funding transaction</a>
+        </li>
+        {e.links.map((l) => (
+          <li>
+            <a href={l.href} rel="noopener">{l.label}</a>
+          </li>
+        ))}
+      </ul>
       {e.actions.map((a) => (
         <form
           method="post"
@@ -123,7 +193,7 @@ function EscrowPanel(props: EscrowViewProps & { escrow: EscrowItem }) {
           <CsrfInput token={props.csrf} />
           <input type="hidden" name="reference" value={e.reference} />
           <input type="hidden" name="action" value={a.action} />
-          <input type="hidden" name="callerSCA" value={a.callerSCA} />
+          {a.callerSCA && <input type="hidden" name="callerSCA" value={a.callerSCA} />}
           {a.action === "dispute" && (
             <Field
               name="reason"
@@ -140,7 +210,7 @@ function EscrowPanel(props: EscrowViewProps & { escrow: EscrowItem }) {
   );
 }
 
-function ReviewPanel(props: { csrf: string; review: EscrowReview }) {
+function ActionReview(props: { csrf: string; review: EscrowReview }) {
   const r = props.review;
   const what = {
     release: (
@@ -156,10 +226,19 @@ function ReviewPanel(props: { csrf: string; review: EscrowReview }) {
         it. Reason: {r.reason || "No reason provided"}
       </>
     ),
+    refund: (
+      <>
+        Refund <strong>{r.amount} USDC</strong> to the depositor? The escrow has expired.
+      </>
+    ),
   }[r.action];
   return (
-    <div class="panel" data-escrow-review={r.action}>
-      <h2>Confirm: {LABEL[r.action]}</h2>
+    <section
+      class="panel review"
+      data-escrow-review={r.action}
+      aria-labelledby="escrow-review-title"
+    >
+      <h2 id="escrow-review-title" data-focus tabindex={-1}>Confirm: {LABEL[r.action]}</h2>
       <p>
         <code>{r.reference}</code>: {what}
       </p>
@@ -173,10 +252,87 @@ function ReviewPanel(props: { csrf: string; review: EscrowReview }) {
         <CsrfInput token={props.csrf} />
         <input type="hidden" name="reference" value={r.reference} />
         <input type="hidden" name="action" value={r.action} />
-        <input type="hidden" name="callerSCA" value={r.callerSCA} />
+        {r.callerSCA && <input type="hidden" name="callerSCA" value={r.callerSCA} />}
         <input type="hidden" name="reason" value={r.reason} />
         <Submit busy="Sending…">Confirm</Submit> <a href="/dashboard/escrow">Cancel</a>
       </form>
-    </div>
+    </section>
+  );
+}
+
+function CreateForm(
+  props: { csrf: string; wallets: WalletChoice[]; form?: EscrowViewProps["create"] },
+) {
+  const v = props.form?.values ?? {};
+  const e = props.form?.errors ?? {};
+  return (
+    <section class="panel" aria-labelledby="escrow-new-title" data-escrow-create>
+      <h2 id="escrow-new-title">New escrow</h2>
+      <form
+        method="post"
+        action="/dashboard/escrow/new/review"
+        hx-post="/dashboard/escrow/new/review"
+        hx-target="#main"
+        novalidate
+      >
+        <CsrfInput token={props.csrf} />
+        <Select
+          name="depositorWalletId"
+          label="Depositor wallet"
+          value={v.depositorWalletId}
+          error={e.depositorWalletId}
+          hint="One of your wallets; the amount is held from it now."
+          options={props.wallets.map((w) => ({ value: w.id, label: w.label }))}
+        />
+        <Field
+          name="beneficiarySCA"
+          label="Beneficiary address"
+          value={v.beneficiarySCA}
+          error={e.beneficiarySCA}
+          spellcheck={false}
+          autocomplete="off"
+        />
+        <Field
+          name="amount"
+          label="Amount (USDC)"
+          value={v.amount}
+          error={e.amount}
+          inputMode="decimal"
+          autocomplete="off"
+        />
+        <div class="field-row">
+          <Field
+            name="expiresIn"
+            label="Expires in"
+            value={v.expiresIn}
+            error={e.expiresIn}
+            inputMode="numeric"
+            autocomplete="off"
+          />
+          <Select
+            name="expiresUnit"
+            label="Expiry unit"
+            value={v.expiresUnit ?? "days"}
+            options={EXPIRY_UNITS}
+          />
+        </div>
+        <Field
+          name="description"
+          label="Description (optional)"
+          value={v.description}
+          error={e.description}
+          maxLength={500}
+        />
+        <Field
+          name="webhookUrl"
+          label="Webhook URL (optional)"
+          value={v.webhookUrl}
+          error={e.webhookUrl}
+          inputMode="url"
+          autocomplete="off"
+        />
+        <Submit busy="Checking…">Review escrow</Submit>
+      </form>
+    </section>
   );
 }

@@ -15,6 +15,7 @@
  * hold the claim): it is settled first, by the same code the worker's recovery runs at start and
  * in the per-minute sweep.
  */
+import { createHash } from "node:crypto";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { withClaim } from "../../db/claims.ts";
@@ -37,13 +38,16 @@ import {
   newEscrowReference,
 } from "./escrow.rules.ts";
 
-/** Funds a new escrow from one of the merchant's managed wallets and waits for the receipt. */
-export async function createEscrow(
+/**
+ * The checks a creation makes before it takes the depositor's claim: a wallet the merchant
+ * controls, a beneficiary other than it, a configured chain, an expiry in range.
+ */
+async function checkParties(
   deps: Deps,
-  m: MerchantRow,
+  m: Pick<MerchantRow, "id">,
   profile: ProfileName,
   input: CreateEscrowInput,
-): Promise<EscrowRow> {
+) {
   const wallet = await controlledWallet(deps, m.id, {
     walletId: input.depositorWalletId,
     address: input.depositorSCA,
@@ -53,13 +57,70 @@ export async function createEscrow(
     throw new DomainError("escrow_parties_invalid");
   }
   if (!deps.chain.has(profile)) throw new DomainError("chain_not_configured");
-  const expiresAt = expiryOf(input, deps.clock.now());
+  return { wallet, expiresAt: expiryOf(input, deps.clock.now()) };
+}
+
+/**
+ * What a creation would do, checked as createEscrow checks it, nothing signed (the dashboard's
+ * review step): the depositor wallet, the expiry, and the balance it holds now.
+ */
+export async function previewEscrow(
+  deps: Deps,
+  m: Pick<MerchantRow, "id">,
+  profile: ProfileName,
+  input: CreateEscrowInput,
+) {
+  const { wallet, expiresAt } = await checkParties(deps, m, profile, input);
+  const balance = await deps.chain.usdcBalance(profile, wallet.address);
+  if (balance < input.amount) {
+    throw new DomainError("escrow_insufficient_balance", {
+      balance: formatUsdc(balance, { decimals: "fixed" }),
+    });
+  }
+  return { depositor: wallet.address, depositorWalletId: wallet.walletId, expiresAt, balance };
+}
+
+/** Funds a new escrow from one of the merchant's managed wallets and waits for the receipt. */
+export async function createEscrow(
+  deps: Deps,
+  m: MerchantRow,
+  profile: ProfileName,
+  input: CreateEscrowInput,
+  requestKey?: string,
+): Promise<EscrowRow> {
+  const { wallet, expiresAt } = await checkParties(deps, m, profile, input);
+  // A request key (the dashboard's review) names one escrow: a second confirm answers it.
+  const keyHash = requestKey === undefined
+    ? null
+    : createHash("sha256").update(requestKey).digest("hex");
+  let reference = newEscrowReference();
+  if (keyHash !== null) {
+    reference = await repo.claimCreateRequest(deps.sql, { merchantId: m.id, keyHash, reference });
+  }
   return await withClaim(deps.sql, depositorClaim(wallet.walletId), async () => {
     const chainId = deps.chain.chainId(profile);
     // A creation left in flight that could not be settled may still take its amount.
     const held = (await settleDepositor(deps, wallet.walletId))
       .filter((s) => s.settled === "pending" && s.intent.chainId === chainId)
       .reduce((sum, s) => sum + s.intent.amount, 0n);
+    if (keyHash !== null) {
+      // The first attempt of this request, settled above when it was left in flight.
+      const done = await repo.findByReference(deps.sql, reference);
+      if (done) return done;
+      const earlier = await repo.findCreate(deps.sql, reference);
+      if (earlier?.status === "pending") throw new DomainError("resource_busy");
+      if (earlier) {
+        // Abandoned (nothing held): this attempt is a new escrow under the same key.
+        const next = newEscrowReference();
+        await repo.moveCreateRequest(deps.sql, {
+          merchantId: m.id,
+          keyHash,
+          from: reference,
+          to: next,
+        });
+        reference = next;
+      }
+    }
     const balance = await deps.chain.usdcBalance(profile, wallet.address) - held;
     if (balance < input.amount) {
       throw new DomainError("escrow_insufficient_balance", {
@@ -67,7 +128,7 @@ export async function createEscrow(
       });
     }
     const intent: repo.CreateIntent = {
-      reference: newEscrowReference(),
+      reference,
       merchantId: m.id,
       chainId,
       amount: input.amount,

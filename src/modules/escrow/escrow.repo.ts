@@ -221,3 +221,31 @@ export async function completeCreate(sql: Db, reference: string, now: Date): Pro
     update escrow_creates set status = 'completed', error = null, updated_at = ${now}
     where reference = ${reference} and status <> 'completed'`;
 }
+
+/**
+ * The reference a create request key names (migration 0029): `reference` when the key is new,
+ * else the one recorded first.
+ */
+export async function claimCreateRequest(
+  sql: Db,
+  r: { merchantId: string; keyHash: string; reference: string },
+): Promise<string> {
+  await sql`
+    insert into escrow_create_requests (merchant_id, key_hash, reference)
+    values (${r.merchantId}, ${r.keyHash}, ${r.reference})
+    on conflict (merchant_id, key_hash) do nothing`;
+  const [row] = await sql<{ reference: string }[]>`
+    select reference from escrow_create_requests
+    where merchant_id = ${r.merchantId} and key_hash = ${r.keyHash}`;
+  return row.reference;
+}
+
+/** Points a request key at a new reference after its first attempt was abandoned. */
+export async function moveCreateRequest(
+  sql: Db,
+  r: { merchantId: string; keyHash: string; from: string; to: string },
+): Promise<void> {
+  await sql`
+    update escrow_create_requests set reference = ${r.to}
+    where merchant_id = ${r.merchantId} and key_hash = ${r.keyHash} and reference = ${r.from}`;
+}

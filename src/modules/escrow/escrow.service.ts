@@ -23,7 +23,7 @@ import {
 
 export type { EscrowRow, EscrowStatus } from "./escrow.rules.ts";
 export type { EscrowScope } from "./escrow.act.ts";
-export { createEscrow } from "./escrow.create.ts";
+export { createEscrow, previewEscrow } from "./escrow.create.ts";
 
 /** The escrow record every response shows. */
 export function escrowView(deps: Deps, e: EscrowRow) {

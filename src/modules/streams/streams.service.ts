@@ -41,6 +41,35 @@ function display(address: string): `0x${string}` {
   return c;
 }
 
+/**
+ * What a create would do, checked as createStream checks it, nothing signed (the dashboard's
+ * review step): a sender the merchant controls holding the deposit, and how long it streams.
+ */
+export async function previewStream(
+  deps: Deps,
+  merchant: Pick<MerchantRow, "id">,
+  profile: ProfileName,
+  input: CreateStreamInput,
+) {
+  const wallet = await controlledWallet(deps, merchant.id, { address: input.senderSCA });
+  if (!wallet) throw new DomainError("stream_sender_not_controlled");
+  if (!deps.chain.has(profile)) throw new DomainError("chain_not_configured");
+  const balance = await deps.chain.usdcBalance(profile, wallet.address);
+  if (balance < input.totalDeposited) {
+    throw new DomainError("stream_insufficient_balance", {
+      balance: formatUsdc(balance, { decimals: "fixed" }),
+    });
+  }
+  // The spec's estimate: floor(totalDeposited / ratePerSecond) seconds from the start.
+  const seconds = Number(input.totalDeposited / input.ratePerSecond);
+  return {
+    sender: display(wallet.address),
+    balance,
+    estimatedDurationSeconds: seconds,
+    estimatedEndTime: new Date(deps.clock.now().getTime() + seconds * 1000),
+  };
+}
+
 export async function createStream(
   deps: Deps,
   merchant: MerchantRow,
