@@ -14,6 +14,7 @@ import { healthRoutes } from "./http/health.ts";
 import { createMetrics } from "./http/metrics.ts";
 import type { ReadinessCheck } from "./readiness.ts";
 import type { AppModule } from "./modules/index.ts";
+import { mountRoutes } from "./http/route.ts";
 
 export type AppEnv = { Variables: { requestId: string } };
 
@@ -79,6 +80,7 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   app.route("/", metrics.routes);
   if (opts.healthOnly) return app;
   for (const mod of opts.modules) {
+    if (mod.table) app.route("/", mountRoutes(deps, mod.table));
     if (mod.api) app.route("/", mod.api(deps));
     if (mod.pages) app.route("/", mod.pages(deps));
   }

@@ -10,7 +10,7 @@ import { explorerPages } from "../chain/explorer.pages.tsx";
 import { rateLimitJobs } from "../http/rate-limit.jobs.ts";
 import { mailModule } from "./mail/mail.module.ts";
 import { merchantsApi } from "./merchants/merchants.api.ts";
-import { keysApi } from "./keys/keys.api.ts";
+import { keysRoutes } from "./keys/keys.api.ts";
 import { consumersApi } from "./consumers/consumers.api.ts";
 import { webhooksApi } from "./webhooks/webhooks.api.ts";
 import { webhookJobs } from "./webhooks/webhooks.jobs.ts";
@@ -24,8 +24,8 @@ import { assetPages } from "../http/assets.ts";
 import { dashboardPages } from "./dashboard/dashboard.pages.tsx";
 import type { RouteDoc } from "../http/contract.ts";
 import { docsApi, docsRoutes } from "../http/openapi.ts";
+import { docOf } from "../http/route.ts";
 import { merchantsRoutes } from "./merchants/merchants.schemas.ts";
-import { keysRoutes } from "./keys/keys.schemas.ts";
 import { consumersRoutes } from "./consumers/consumers.schemas.ts";
 import { webhooksRoutes } from "./webhooks/webhooks.schemas.ts";
 import { paymentsRoutes } from "./payments/payments.schemas.ts";
@@ -64,7 +64,7 @@ export const modules: AppModule[] = [
   platformModule,
   mailModule,
   { name: "merchants", api: merchantsApi, routes: merchantsRoutes },
-  { name: "keys", api: keysApi, routes: keysRoutes },
+  { name: "keys", table: keysRoutes },
   { name: "wallets", api: walletsApi, routes: walletsRoutes },
   { name: "consumers", api: consumersApi, routes: consumersRoutes },
   { name: "webhooks", api: webhooksApi, routes: webhooksRoutes, jobs: webhookJobs },
@@ -127,7 +127,7 @@ export const modules: AppModule[] = [
 
 /** Every documented `/api/` route of the list (the docs module's own included). */
 export function apiRoutes(list: AppModule[] = modules): RouteDoc[] {
-  return list.flatMap((m) => m.routes ?? []);
+  return list.flatMap((m) => [...(m.table ?? []).map(docOf), ...(m.routes ?? [])]);
 }
 
 export function allJobs(list: AppModule[] = modules): JobDefinition<unknown, Deps>[] {
