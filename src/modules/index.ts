@@ -11,8 +11,8 @@ import { rateLimitJobs } from "../http/rate-limit.jobs.ts";
 import { mailModule } from "./mail/mail.module.ts";
 import { merchantsApi } from "./merchants/merchants.api.ts";
 import { keysRoutes } from "./keys/keys.api.ts";
-import { consumersApi } from "./consumers/consumers.api.ts";
-import { webhooksApi } from "./webhooks/webhooks.api.ts";
+import { consumersRoutes } from "./consumers/consumers.api.ts";
+import { webhooksRoutes } from "./webhooks/webhooks.api.ts";
 import { webhookJobs } from "./webhooks/webhooks.jobs.ts";
 import { idempotencyCleanupJob } from "../http/idempotency.jobs.ts";
 import { paymentsApi } from "./payments/payments.api.ts";
@@ -26,11 +26,8 @@ import type { RouteDoc } from "../http/contract.ts";
 import { docsApi, docsRoutes } from "../http/openapi.ts";
 import { docOf } from "../http/route.ts";
 import { merchantsRoutes } from "./merchants/merchants.schemas.ts";
-import { consumersRoutes } from "./consumers/consumers.schemas.ts";
-import { webhooksRoutes } from "./webhooks/webhooks.schemas.ts";
 import { paymentsRoutes } from "./payments/payments.schemas.ts";
-import { walletsApi } from "./wallets/wallets.api.ts";
-import { walletsRoutes } from "./wallets/wallets.schemas.ts";
+import { walletsRoutes } from "./wallets/wallets.api.ts";
 import { streamsApi } from "./streams/streams.api.ts";
 import { streamsRoutes } from "./streams/streams.schemas.ts";
 import { streamJobs, streamsOnStart } from "./streams/streams.jobs.ts";
@@ -65,9 +62,9 @@ export const modules: AppModule[] = [
   mailModule,
   { name: "merchants", api: merchantsApi, routes: merchantsRoutes },
   { name: "keys", table: keysRoutes },
-  { name: "wallets", api: walletsApi, routes: walletsRoutes },
-  { name: "consumers", api: consumersApi, routes: consumersRoutes },
-  { name: "webhooks", api: webhooksApi, routes: webhooksRoutes, jobs: webhookJobs },
+  { name: "wallets", table: walletsRoutes },
+  { name: "consumers", table: consumersRoutes },
+  { name: "webhooks", table: webhooksRoutes, jobs: webhookJobs },
   {
     name: "payments",
     api: paymentsApi,
