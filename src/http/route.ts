@@ -42,6 +42,8 @@ export interface RouteRequest<B, Q> {
   params: Record<string, string>;
   /** The JSON body as read, before validation (what `checks` look at); read once. */
   json: () => Promise<Record<string, unknown>>;
+  /** What a route's `checks` hand on to its handler. */
+  locals: Record<string, unknown>;
   /** The `Idempotency-Key` header, when sent. */
   idempotencyKey: string | undefined;
   /** The authenticated merchant (routes whose guard takes credentials). */
@@ -180,6 +182,7 @@ function handle(deps: Deps, r: ApiRoute): MiddlewareHandler<AuthEnv> {
       query: undefined,
       params: c.req.param() as Record<string, string>,
       json: () => readJsonObject(c),
+      locals: {},
       idempotencyKey: c.req.header("idempotency-key"),
       get merchant() {
         return merchantOf(c);

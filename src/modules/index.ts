@@ -9,13 +9,13 @@ import { chainJobs } from "../chain/jobs.ts";
 import { explorerPages } from "../chain/explorer.pages.tsx";
 import { rateLimitJobs } from "../http/rate-limit.jobs.ts";
 import { mailModule } from "./mail/mail.module.ts";
-import { merchantsApi } from "./merchants/merchants.api.ts";
+import { merchantsRoutes } from "./merchants/merchants.api.ts";
 import { keysRoutes } from "./keys/keys.api.ts";
 import { consumersRoutes } from "./consumers/consumers.api.ts";
 import { webhooksRoutes } from "./webhooks/webhooks.api.ts";
 import { webhookJobs } from "./webhooks/webhooks.jobs.ts";
 import { idempotencyCleanupJob } from "../http/idempotency.jobs.ts";
-import { paymentsApi } from "./payments/payments.api.ts";
+import { paymentsRoutes } from "./payments/payments.api.ts";
 import { paymentJobs } from "./payments/payments.jobs.ts";
 import { settlementHandlers } from "./payments/payments.settlement.ts";
 import { checkoutPages } from "./payments/payments.pages.tsx";
@@ -25,8 +25,6 @@ import { dashboardPages } from "./dashboard/dashboard.pages.tsx";
 import type { RouteDoc } from "../http/contract.ts";
 import { docsApi, docsRoutes } from "../http/openapi.ts";
 import { docOf } from "../http/route.ts";
-import { merchantsRoutes } from "./merchants/merchants.schemas.ts";
-import { paymentsRoutes } from "./payments/payments.schemas.ts";
 import { walletsRoutes } from "./wallets/wallets.api.ts";
 import { streamsApi } from "./streams/streams.api.ts";
 import { streamsRoutes } from "./streams/streams.schemas.ts";
@@ -60,15 +58,14 @@ export const platformModule: AppModule = {
 export const modules: AppModule[] = [
   platformModule,
   mailModule,
-  { name: "merchants", api: merchantsApi, routes: merchantsRoutes },
+  { name: "merchants", table: merchantsRoutes },
   { name: "keys", table: keysRoutes },
   { name: "wallets", table: walletsRoutes },
   { name: "consumers", table: consumersRoutes },
   { name: "webhooks", table: webhooksRoutes, jobs: webhookJobs },
   {
     name: "payments",
-    api: paymentsApi,
-    routes: paymentsRoutes,
+    table: paymentsRoutes,
     pages: checkoutPages,
     jobs: paymentJobs,
     logHandlers: settlementHandlers,
