@@ -30,6 +30,11 @@ export type Method = RouteDoc["method"];
 export interface RouteAuth extends GuardOptions {
   /** The handler reads the consumer_token cookie itself (documented as `consumerCookie`). */
   consumer?: boolean;
+  /**
+   * A request this holds for needs no credential (limited per client address, like an open
+   * route); any other gets the guard (agents: a bare `scaAddress` lookup is public).
+   */
+  openWhen?: (c: Context) => boolean;
 }
 
 /** What a handler gets: parsed input, and the caller as the guard established it. */
@@ -82,7 +87,7 @@ export interface FuzzSpec {
 /** A check the spec orders before validation (bridge: session, then fields, then chains). */
 export type RouteCheck = (x: RouteRequest<unknown, unknown>) => void | Promise<void>;
 
-export interface RouteSpec<B extends z.ZodType, Q extends z.ZodType> {
+export interface RouteSpec<B extends z.ZodType, Q extends z.ZodType, I = z.output<B>> {
   method: Method;
   /** Hono form: `/api/keys/:id`. */
   path: string;
@@ -94,6 +99,8 @@ export interface RouteSpec<B extends z.ZodType, Q extends z.ZodType> {
   body?: B;
   bodyFor?: (deps: Deps) => B;
   bodyExample?: unknown;
+  /** A body the schema documents but a function of the module checks (payroll's recipients). */
+  parseBody?: (raw: Record<string, unknown>, deps: Deps) => I;
   /** Hints per field for a refused body (beside each issue's own `params.hint`). */
   hints?: Record<string, string>;
   query?: Q;
@@ -104,7 +111,7 @@ export interface RouteSpec<B extends z.ZodType, Q extends z.ZodType> {
   checks?: RouteCheck[];
   responses: Record<number, ResponseDoc>;
   handler: (
-    x: RouteRequest<z.output<B>, z.output<Q>>,
+    x: RouteRequest<I, z.output<Q>>,
   ) =>
     | Promise<Record<string, unknown> | Reply | Response>
     | Record<string, unknown>
@@ -122,7 +129,8 @@ export interface ApiRoute extends Omit<RouteSpec<z.ZodType, z.ZodType>, "handler
 export function defineRoute<
   B extends z.ZodType = z.ZodUndefined,
   Q extends z.ZodType = z.ZodUndefined,
->(spec: RouteSpec<B, Q>): ApiRoute {
+  I = z.output<B>,
+>(spec: RouteSpec<B, Q, I>): ApiRoute {
   return spec as unknown as ApiRoute;
 }
 
@@ -161,6 +169,13 @@ function successStatus(r: ApiRoute): number {
  */
 export function shape(schema: z.ZodType | undefined, value: Record<string, unknown>): unknown {
   const full: Record<string, unknown> = { success: true, ...value };
+  if (schema instanceof z.ZodUnion) {
+    // The first alternative that names every field of the value.
+    const fits = (schema.options as z.ZodType[]).find((o) =>
+      o instanceof z.ZodObject && Object.keys(value).every((k) => k in o.shape)
+    );
+    return fits ? shape(fits, value) : value;
+  }
   if (!(schema instanceof z.ZodObject)) return value;
   const catchall = schema._zod.def.catchall;
   if (catchall && !(catchall instanceof z.ZodNever)) return full;
@@ -192,7 +207,8 @@ function handle(deps: Deps, r: ApiRoute): MiddlewareHandler<AuthEnv> {
       },
     } as RouteRequest<unknown, unknown>;
     for (const check of r.checks ?? []) await check(x);
-    if (bodySchema) x.body = parseOrThrow(bodySchema, await readJsonObject(c), r.hints);
+    if (r.parseBody) x.body = r.parseBody(await readJsonObject(c), deps);
+    else if (bodySchema) x.body = parseOrThrow(bodySchema, await readJsonObject(c), r.hints);
     if (r.query) {
       x.query = r.queryErrors
         ? parseWith(r.query, presentQuery(c), r.queryErrors)
@@ -208,12 +224,20 @@ function handle(deps: Deps, r: ApiRoute): MiddlewareHandler<AuthEnv> {
   };
 }
 
+function guardOf(deps: Deps, auth: RouteAuth): MiddlewareHandler<AuthEnv> {
+  const strict = guard(deps, auth);
+  const openWhen = auth.openWhen;
+  if (!openWhen) return strict;
+  const anyone = guard(deps, { accept: [] });
+  return (c, next) => openWhen(c) ? anyone(c, next) : strict(c, next);
+}
+
 /** The Hono routes of a table: guard, idempotency, parsing, handler, shaped answer. */
 export function mountRoutes(deps: Deps, routes: ApiRoute[]): Hono<AuthEnv> {
   const app = new HonoApp<AuthEnv>();
   const once = idempotent(deps);
   for (const r of routes) {
-    const chain: MiddlewareHandler<AuthEnv>[] = [guard(deps, r.auth)];
+    const chain: MiddlewareHandler<AuthEnv>[] = [guardOf(deps, r.auth)];
     if (r.idempotent) chain.push(once);
     chain.push(handle(deps, r));
     app.on(r.method.toUpperCase(), [r.path], ...chain);

@@ -26,23 +26,18 @@ import type { RouteDoc } from "../http/contract.ts";
 import { docsApi, docsRoutes } from "../http/openapi.ts";
 import { docOf } from "../http/route.ts";
 import { walletsRoutes } from "./wallets/wallets.api.ts";
-import { streamsApi } from "./streams/streams.api.ts";
-import { streamsRoutes } from "./streams/streams.schemas.ts";
+import { streamsRoutes } from "./streams/streams.api.ts";
 import { streamJobs, streamsOnStart } from "./streams/streams.jobs.ts";
-import { escrowApi } from "./escrow/escrow.api.ts";
-import { escrowRoutes } from "./escrow/escrow.schemas.ts";
+import { escrowRoutes } from "./escrow/escrow.api.ts";
 import { escrowJobs, escrowOnStart } from "./escrow/escrow.jobs.ts";
 import { bridgeModule } from "./bridge/bridge.module.ts";
 import { x402Module } from "./x402/x402.module.ts";
 import { x402ChannelsModule } from "./x402/x402.channels.module.ts";
-import { payrollApi } from "./payroll/payroll.api.ts";
-import { payrollRoutes } from "./payroll/payroll.schemas.ts";
+import { payrollRoutes } from "./payroll/payroll.api.ts";
 import { payrollJobs, payrollOnStart } from "./payroll/payroll.jobs.ts";
-import { jobsApi } from "./commerce/commerce.api.ts";
-import { jobsRoutes } from "./commerce/commerce.schemas.ts";
+import { jobsRoutes } from "./commerce/commerce.api.ts";
 import { commerceJobs, commerceOnStart } from "./commerce/commerce.jobs.ts";
-import { agentsApi } from "./agents/agents.api.ts";
-import { agentsRoutes } from "./agents/agents.schemas.ts";
+import { agentsRoutes } from "./agents/agents.api.ts";
 import { agentJobs } from "./agents/agents.jobs.ts";
 import { agentsX402Port } from "./agents/agents.x402.ts";
 
@@ -72,16 +67,14 @@ export const modules: AppModule[] = [
   },
   {
     name: "streams",
-    api: streamsApi,
-    routes: streamsRoutes,
+    table: streamsRoutes,
     jobs: streamJobs,
     // Creates a killed process left half done are finished from the chain (streams.recovery.ts).
     onStart: streamsOnStart,
   },
   {
     name: "escrow",
-    api: escrowApi,
-    routes: escrowRoutes,
+    table: escrowRoutes,
     jobs: escrowJobs,
     // Escrows whose action was mined while the process stopped are caught up (escrow.catchup.ts).
     onStart: escrowOnStart,
@@ -92,8 +85,7 @@ export const modules: AppModule[] = [
   x402ChannelsModule,
   {
     name: "payroll",
-    api: payrollApi,
-    routes: payrollRoutes,
+    table: payrollRoutes,
     jobs: payrollJobs,
     // Batches a killed process left PROCESSING are resumed at once (payroll.jobs.ts).
     onStart: payrollOnStart,
@@ -102,13 +94,12 @@ export const modules: AppModule[] = [
   },
   {
     name: "commerce",
-    api: jobsApi,
-    routes: jobsRoutes,
+    table: jobsRoutes,
     jobs: commerceJobs,
     // Job actions a crash left recorded are settled at once (commerce.catchup.ts).
     onStart: commerceOnStart,
   },
-  { name: "agents", api: agentsApi, routes: agentsRoutes, jobs: agentJobs },
+  { name: "agents", table: agentsRoutes, jobs: agentJobs },
   { name: "rpc", api: rpcProxy },
   { name: "assets", pages: assetPages },
   { name: "dashboard", pages: dashboardPages },
