@@ -104,6 +104,8 @@ export interface RouteSpec<B extends z.ZodType, Q extends z.ZodType, I = z.outpu
   /** Hints per field for a refused body (beside each issue's own `params.hint`). */
   hints?: Record<string, string>;
   query?: Q;
+  /** The handler reads the query as sent; `query` only documents it (Circle's API shape). */
+  rawQuery?: boolean;
   /** The query's refusal text as `parseQuery` gives it (default: the field's catalog text). */
   queryErrors?: ParseOptions;
   params?: z.ZodObject;
@@ -179,7 +181,8 @@ export function shape(schema: z.ZodType | undefined, value: Record<string, unkno
   if (!(schema instanceof z.ZodObject)) return value;
   const catchall = schema._zod.def.catchall;
   if (catchall && !(catchall instanceof z.ZodNever)) return full;
-  const out: Record<string, unknown> = {};
+  // `success` leads, as the spec's bodies show it, wherever a schema lists it.
+  const out: Record<string, unknown> = "success" in schema.shape ? { success: full.success } : {};
   for (const key of Object.keys(schema.shape)) {
     if (key in full && full[key] !== undefined) out[key] = full[key];
   }
@@ -209,7 +212,7 @@ function handle(deps: Deps, r: ApiRoute): MiddlewareHandler<AuthEnv> {
     for (const check of r.checks ?? []) await check(x);
     if (r.parseBody) x.body = r.parseBody(await readJsonObject(c), deps);
     else if (bodySchema) x.body = parseOrThrow(bodySchema, await readJsonObject(c), r.hints);
-    if (r.query) {
+    if (r.query && !r.rawQuery) {
       x.query = r.queryErrors
         ? parseWith(r.query, presentQuery(c), r.queryErrors)
         : parseOrThrow(r.query, presentQuery(c), r.hints);
