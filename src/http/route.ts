@@ -82,6 +82,13 @@ export interface FuzzSpec {
   params?: boolean;
   /** Fuzz the body (default: when the route has a body). */
   bodies?: boolean;
+  /** Put before a fuzzed path parameter, so an empty one still reaches the route (`/jobs/j…`). */
+  paramPrefix?: string;
+  /**
+   * Parameter fuzz runs, each with its credential and the query parameters it sends (default:
+   * one run, `as`, every parameter of `query`).
+   */
+  variants?: { as?: FuzzSpec["as"]; keys?: string[] }[];
 }
 
 /** A check the spec orders before validation (bridge: session, then fields, then chains). */

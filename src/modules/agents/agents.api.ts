@@ -99,7 +99,9 @@ export const agentsRoutes = [
       const agents = await service.findAgents(x.deps, merchant, x.query);
       return { agent: agents[0], agents, count: agents.length };
     },
-    fuzz: { as: "bearer" },
+    fuzz: {
+      variants: [{ as: "none", keys: ["scaAddress"] }, { as: "bearer", keys: ["name", "tokenId"] }],
+    },
   }),
   defineRoute({
     method: "get",

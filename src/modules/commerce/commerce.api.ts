@@ -126,7 +126,7 @@ export const jobsRoutes = [
         },
       };
     },
-    fuzz: { params: true },
+    fuzz: { paramPrefix: "j" },
   }),
   defineRoute({
     method: "post",

@@ -35,7 +35,10 @@ export const keysRoutes = [
       key: await service.createKey(x.deps, x.merchant.id, x.body),
       warning: M.keyWarning,
     }),
-    fuzz: { sample: { type: "secret", environment: "test", label: "fuzz", scopes: ["payments"] } },
+    fuzz: {
+      sample: { type: "secret", environment: "test", label: "fuzz", scopes: ["payments"] },
+      as: "cookie",
+    },
   }),
   defineRoute({
     method: "get",
@@ -71,6 +74,7 @@ export const keysRoutes = [
       message: M.keyRevoked,
       key: await service.revokeKey(x.deps, x.merchant.id, x.params.id),
     }),
+    fuzz: { as: "cookie" },
   }),
   defineRoute({
     method: "post",
@@ -97,5 +101,6 @@ export const keysRoutes = [
       ...await service.rotateKey(x.deps, x.merchant.id, x.params.id),
       warning: M.keyWarning,
     }),
+    fuzz: { as: "cookie" },
   }),
 ];
