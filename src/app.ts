@@ -38,7 +38,11 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   const metrics = createMetrics(deps);
   app.use(metrics.middleware);
   // Size, time, media type and text rules for every request, before any route reads it.
-  app.use(requestLimits(deps.config, opts.modules.flatMap((m) => m.bodyRules ?? [])));
+  app.use(requestLimits(
+    deps.config,
+    opts.modules.flatMap((m) => m.bodyRules ?? []),
+    opts.modules.flatMap((m) => (m.table ?? []).filter((r) => r.auth.bare).map((r) => r.path)),
+  ));
 
   app.onError((err, c) => {
     const answer = answerFor(err);
