@@ -16,6 +16,7 @@ import { healthRoutes } from "./http/health.ts";
 import { createMetrics } from "./http/metrics.ts";
 import type { ReadinessCheck } from "./readiness.ts";
 import type { AppModule } from "./modules/index.ts";
+import { mountRoutes } from "./http/route.ts";
 
 export type AppEnv = { Variables: { requestId: string } };
 
@@ -39,7 +40,11 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   const metrics = createMetrics(deps);
   app.use(metrics.middleware);
   // Size, time, media type and text rules for every request, before any route reads it.
-  app.use(requestLimits(deps.config, opts.modules.flatMap((m) => m.bodyRules ?? [])));
+  app.use(requestLimits(
+    deps.config,
+    opts.modules.flatMap((m) => m.bodyRules ?? []),
+    opts.modules.flatMap((m) => (m.table ?? []).filter((r) => r.auth.bare).map((r) => r.path)),
+  ));
 
   app.onError((err, c) => {
     const answer = answerFor(err);
@@ -87,6 +92,7 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   app.route("/", metrics.routes);
   if (opts.healthOnly) return app;
   for (const mod of opts.modules) {
+    if (mod.table) app.route("/", mountRoutes(deps, mod.table));
     if (mod.api) app.route("/", mod.api(deps));
     if (mod.pages) app.route("/", mod.pages(deps));
   }

@@ -1,8 +1,10 @@
 /**
  * The documented contract of an `/api/` route: method, path, credentials, request schemas and
- * the response body per status. Each module lists its routes in `<name>.schemas.ts`; the same
- * list feeds `/api/openapi.json` (src/http/openapi.ts) and the tests' response-drift check, and a
- * test compares it with the routes the app really mounts (no drift either way).
+ * the response body per status. A module declares each route once in its table
+ * (`defineRoute`, src/http/route.ts, in `<name>.api.ts`), whose `docOf` gives this; x402 still
+ * lists RouteDocs in `x402.schemas.ts`. Every module's list feeds `/api/openapi.json`
+ * (src/http/openapi.ts) and the tests' response-drift check, and a test compares it with the
+ * routes the app really mounts (no drift either way).
  *
  * Request schemas carry the catalog text of each field in their issues, so one parse gives both
  * the API's answer (the first failing field's text) and a form's per-field errors.

@@ -51,8 +51,8 @@ export interface BodyRule {
 const JSON_PREFIXES = ["/api/", "/rpc/", "/checkout/"];
 const JSON_TYPES: readonly string[] = ["application/json"];
 const NO_BODY = new Set(["GET", "HEAD", "OPTIONS"]);
-/** The spec's `{ error }`-only endpoint. */
-const BARE_PATHS = new Set(["/api/merchant/dashboard"]);
+/** Set on a request to a route whose refusals are the spec's `{ error }` only (declared bare). */
+const BARE = "bareRefusals";
 
 /** The parsed JSON body, when the edge parsed it (readJsonObject reuses it). */
 export const EDGE_JSON = "edgeJson";
@@ -61,13 +61,17 @@ export type EdgeJson = { value: unknown };
 export function requestLimits(
   config: Pick<Config, "MAX_BODY_BYTES" | "BODY_READ_TIMEOUT_MS">,
   rules: BodyRule[] = [],
+  /** Paths whose answers are `{ error }` only (the route table's `auth.bare` routes). */
+  barePaths: string[] = [],
 ): MiddlewareHandler {
+  const bare = new Set(barePaths);
   const compiled = rules.map((r) => ({
     ...r,
     method: r.method.toUpperCase(),
     re: pattern(r.path),
   }));
   return async (c, next) => {
+    if (bare.has(c.req.path)) c.set(BARE as never, true as never);
     const started = performance.now();
     const url = new URL(c.req.url);
     const textFault = pathFault(c, url.pathname) ?? queryFault(url.searchParams);
@@ -277,7 +281,7 @@ function refusalBody(c: Context, error: string, hint?: string) {
   if (path === "/dashboard" || path.startsWith("/dashboard/")) {
     return { body: error, type: "text/plain; charset=UTF-8" };
   }
-  const body = BARE_PATHS.has(path)
+  const body = c.get(BARE as never)
     ? { error }
     : { success: false, error, ...(hint === undefined ? {} : { hint }) };
   return { body: JSON.stringify(body), type: "application/json; charset=UTF-8" };

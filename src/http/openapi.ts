@@ -1,6 +1,6 @@
 /**
- * `/api/openapi.json`: an OpenAPI 3.1 document generated from every module's route list
- * (`<name>.schemas.ts`) with zod 4's own JSON Schema output (draft 2020-12, OpenAPI 3.1's
+ * `/api/openapi.json`: an OpenAPI 3.1 document generated from every module's route table
+ * (src/http/route.ts; x402's RouteDoc list) with zod 4's own JSON Schema output (draft 2020-12, OpenAPI 3.1's
  * dialect). `/api/docs`: Swagger UI from the `swagger-ui-dist` package, served from our origin.
  */
 import { STRICT_CSP } from "./csp.ts";

@@ -10,13 +10,13 @@ import { chainJobs } from "../chain/jobs.ts";
 import { explorerPages } from "../chain/explorer.pages.tsx";
 import { rateLimitJobs } from "../http/rate-limit.jobs.ts";
 import { mailModule } from "./mail/mail.module.ts";
-import { merchantsApi } from "./merchants/merchants.api.ts";
-import { keysApi } from "./keys/keys.api.ts";
-import { consumersApi } from "./consumers/consumers.api.ts";
-import { webhooksApi } from "./webhooks/webhooks.api.ts";
+import { merchantsRoutes } from "./merchants/merchants.api.ts";
+import { keysRoutes } from "./keys/keys.api.ts";
+import { consumersRoutes } from "./consumers/consumers.api.ts";
+import { webhooksRoutes } from "./webhooks/webhooks.api.ts";
 import { webhookJobs } from "./webhooks/webhooks.jobs.ts";
 import { idempotencyCleanupJob } from "../http/idempotency.jobs.ts";
-import { paymentsApi } from "./payments/payments.api.ts";
+import { paymentsRoutes } from "./payments/payments.api.ts";
 import { paymentJobs } from "./payments/payments.jobs.ts";
 import { settlementHandlers } from "./payments/payments.settlement.ts";
 import { checkoutPages } from "./payments/payments.pages.tsx";
@@ -25,30 +25,20 @@ import { assetPages } from "../http/assets.ts";
 import { dashboardPages } from "./dashboard/dashboard.pages.tsx";
 import type { RouteDoc } from "../http/contract.ts";
 import { docsApi, docsRoutes } from "../http/openapi.ts";
-import { merchantsRoutes } from "./merchants/merchants.schemas.ts";
-import { keysRoutes } from "./keys/keys.schemas.ts";
-import { consumersRoutes } from "./consumers/consumers.schemas.ts";
-import { webhooksRoutes } from "./webhooks/webhooks.schemas.ts";
-import { paymentsRoutes } from "./payments/payments.schemas.ts";
-import { walletsApi } from "./wallets/wallets.api.ts";
-import { walletsRoutes } from "./wallets/wallets.schemas.ts";
-import { streamsApi } from "./streams/streams.api.ts";
-import { streamsRoutes } from "./streams/streams.schemas.ts";
+import { docOf } from "../http/route.ts";
+import { walletsRoutes } from "./wallets/wallets.api.ts";
+import { streamsRoutes } from "./streams/streams.api.ts";
 import { streamJobs, streamsOnStart } from "./streams/streams.jobs.ts";
-import { escrowApi } from "./escrow/escrow.api.ts";
-import { escrowRoutes } from "./escrow/escrow.schemas.ts";
+import { escrowRoutes } from "./escrow/escrow.api.ts";
 import { escrowJobs, escrowOnStart } from "./escrow/escrow.jobs.ts";
 import { bridgeModule } from "./bridge/bridge.module.ts";
 import { x402Module } from "./x402/x402.module.ts";
 import { x402ChannelsModule } from "./x402/x402.channels.module.ts";
-import { payrollApi } from "./payroll/payroll.api.ts";
-import { payrollRoutes } from "./payroll/payroll.schemas.ts";
+import { payrollRoutes } from "./payroll/payroll.api.ts";
 import { payrollJobs, payrollOnStart } from "./payroll/payroll.jobs.ts";
-import { jobsApi } from "./commerce/commerce.api.ts";
-import { jobsRoutes } from "./commerce/commerce.schemas.ts";
+import { jobsRoutes } from "./commerce/commerce.api.ts";
 import { commerceJobs, commerceOnStart } from "./commerce/commerce.jobs.ts";
-import { agentsApi } from "./agents/agents.api.ts";
-import { agentsRoutes } from "./agents/agents.schemas.ts";
+import { agentsRoutes } from "./agents/agents.api.ts";
 import { agentJobs } from "./agents/agents.jobs.ts";
 import { agentsX402Port } from "./agents/agents.x402.ts";
 import type { DashboardSection } from "./dashboard/section.ts";
@@ -76,21 +66,14 @@ export const platformModule: AppModule = {
 export const modules: AppModule[] = [
   platformModule,
   mailModule,
-  { name: "merchants", api: merchantsApi, routes: merchantsRoutes },
-  { name: "keys", api: keysApi, routes: keysRoutes, sections: [keysSection] },
-  { name: "wallets", api: walletsApi, routes: walletsRoutes, sections: [walletsSection] },
-  { name: "consumers", api: consumersApi, routes: consumersRoutes },
-  {
-    name: "webhooks",
-    api: webhooksApi,
-    routes: webhooksRoutes,
-    jobs: webhookJobs,
-    sections: [webhooksSection],
-  },
+  { name: "merchants", table: merchantsRoutes },
+  { name: "keys", table: keysRoutes, sections: [keysSection] },
+  { name: "wallets", table: walletsRoutes, sections: [walletsSection] },
+  { name: "consumers", table: consumersRoutes },
+  { name: "webhooks", table: webhooksRoutes, jobs: webhookJobs, sections: [webhooksSection] },
   {
     name: "payments",
-    api: paymentsApi,
-    routes: paymentsRoutes,
+    table: paymentsRoutes,
     pages: checkoutPages,
     sections: [overviewSection, paymentsSection, linksSection],
     jobs: paymentJobs,
@@ -98,8 +81,7 @@ export const modules: AppModule[] = [
   },
   {
     name: "streams",
-    api: streamsApi,
-    routes: streamsRoutes,
+    table: streamsRoutes,
     sections: [streamsSection],
     jobs: streamJobs,
     // Creates a killed process left half done are finished from the chain (streams.recovery.ts).
@@ -107,8 +89,7 @@ export const modules: AppModule[] = [
   },
   {
     name: "escrow",
-    api: escrowApi,
-    routes: escrowRoutes,
+    table: escrowRoutes,
     sections: [escrowSection],
     jobs: escrowJobs,
     // Escrows whose action was mined while the process stopped are caught up (escrow.catchup.ts).
@@ -120,8 +101,7 @@ export const modules: AppModule[] = [
   x402ChannelsModule,
   {
     name: "payroll",
-    api: payrollApi,
-    routes: payrollRoutes,
+    table: payrollRoutes,
     sections: [payrollSection],
     jobs: payrollJobs,
     // Batches a killed process left PROCESSING are resumed at once (payroll.jobs.ts).
@@ -131,19 +111,12 @@ export const modules: AppModule[] = [
   },
   {
     name: "commerce",
-    api: jobsApi,
-    routes: jobsRoutes,
+    table: jobsRoutes,
     jobs: commerceJobs,
     // Job actions a crash left recorded are settled at once (commerce.catchup.ts).
     onStart: commerceOnStart,
   },
-  {
-    name: "agents",
-    api: agentsApi,
-    routes: agentsRoutes,
-    jobs: agentJobs,
-    sections: [agentsSection],
-  },
+  { name: "agents", table: agentsRoutes, jobs: agentJobs, sections: [agentsSection] },
   { name: "rpc", api: rpcProxy },
   { name: "assets", pages: assetPages },
   { name: "dashboard", pages: (deps) => dashboardPages(deps, dashboardSections(modules)) },
@@ -156,7 +129,7 @@ export const modules: AppModule[] = [
 
 /** Every documented `/api/` route of the list (the docs module's own included). */
 export function apiRoutes(list: AppModule[] = modules): RouteDoc[] {
-  return list.flatMap((m) => m.routes ?? []);
+  return list.flatMap((m) => [...(m.table ?? []).map(docOf), ...(m.routes ?? [])]);
 }
 
 /** Every module's dashboard sections. */

@@ -9,6 +9,7 @@ import type { LogHandler } from "../chain/index.ts";
 import type { RouteDoc } from "../http/contract.ts";
 import type { BodyRule } from "../http/limits.ts";
 import type { DashboardSection } from "./dashboard/section.ts";
+import type { ApiRoute } from "../http/route.ts";
 
 export interface AppModule {
   name: string;
@@ -16,7 +17,12 @@ export interface AppModule {
   api?: (deps: Deps) => Hono<any>;
   // deno-lint-ignore no-explicit-any
   pages?: (deps: Deps) => Hono<any>;
-  /** Every `/api/` route of `api`, documented (`<name>.schemas.ts`); a test checks both agree. */
+  /**
+   * The module's `/api/` routes, each declared once (src/http/route.ts): mounted, documented
+   * and fuzzed from this table.
+   */
+  table?: ApiRoute[];
+  /** Routes `api` mounts by hand, documented apart (`<name>.schemas.ts`); a test checks both agree. */
   routes?: RouteDoc[];
   /** Its dashboard sections (`<name>.section.tsx`); the dashboard mounts every module's. */
   sections?: DashboardSection[];

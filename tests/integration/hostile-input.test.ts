@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { startTestService, type TestService } from "../helpers/service.ts";
 import { createMerchant, type TestMerchant } from "../helpers/accounts.ts";
+import { tableEndpoints } from "../helpers/fuzz-table.ts";
 
 const SEED = 20261122;
 /** Cases per endpoint (a fixed seed, so every run sends the same requests). */
@@ -422,71 +423,14 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
       bareStatuses?: number[];
     }
     const none = () => "";
+    // Every declared /api/ route with a `fuzz` entry (src/http/route.ts), from the route table.
+    const table = tableEndpoints(
+      { cookie, key, bearer, values: { $wallet: m.walletAddress, $email: m.email, $dead: DEAD } },
+      RUNS,
+    );
+    // Routes outside the table: the checkout pages, the RPC proxy, and x402 (its own list).
     const bodies: Endpoint[] = [
-      {
-        method: "POST",
-        path: () => "/api/merchant/signup",
-        headers: {},
-        sample: {
-          email: "fuzz@example.com",
-          businessName: "Fuzz",
-          password: "correct horse battery",
-          walletProvider: "EXTENSION_WALLET",
-        },
-      },
-      {
-        method: "POST",
-        path: () => "/api/merchant/verify",
-        headers: {},
-        sample: { email: m.email, code: "ABC123" },
-      },
-      {
-        method: "POST",
-        path: () => "/api/merchant/login",
-        headers: {},
-        sample: { email: m.email, password: "wrong password" },
-      },
-      {
-        method: "PATCH",
-        path: () => "/api/merchant/wallet",
-        headers: cookie,
-        sample: { walletProvider: "MANAGED" },
-      },
-      {
-        method: "POST",
-        path: () => "/api/merchant/wallet/connect",
-        headers: cookie,
-        sample: {
-          address: m.walletAddress,
-          message: "m",
-          signature: "0x00",
-          walletKind: "LINK_WALLET",
-        },
-      },
-      {
-        method: "POST",
-        path: () => "/api/keys",
-        headers: cookie,
-        sample: { type: "secret", environment: "test", label: "fuzz", scopes: ["payments"] },
-      },
-      {
-        method: "POST",
-        path: () => "/api/consumer/session",
-        headers: {},
-        sample: { walletAddress: "0x000000000000000000000000000000000000dEaD" },
-      },
-      {
-        method: "POST",
-        path: () => "/api/merchant/payment-link",
-        headers: cookie,
-        sample: { amount: "1.50", description: "fuzz", metadata: { order: "1" } },
-      },
-      {
-        method: "POST",
-        path: () => "/api/payments/initialize",
-        headers: key,
-        sample: { amount: "2.00", currency: "USDC", description: "fuzz", metadata: { a: "b" } },
-      },
+      ...table.bodies,
       {
         method: "POST",
         path: () => `/checkout/${reference}/calldata`,
@@ -553,98 +497,6 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
         path: () => `/checkout/${reference}/bridge-burn`,
         headers: {},
         sample: { sourceChain: "Base_Sepolia", txHash: "0x" + "ab".repeat(32) },
-      },
-      {
-        method: "POST",
-        path: () => "/api/wallets",
-        headers: key,
-        sample: { label: "fuzz" },
-      },
-      {
-        // The merchant's wallets hold nothing: a well-formed request is refused for balance.
-        method: "POST",
-        path: () => "/api/merchant/withdraw",
-        headers: key,
-        extra: ["balance"],
-        sample: {
-          amount: "0.000001",
-          destinationAddress: "0x000000000000000000000000000000000000dEaD",
-        },
-      },
-      // Escrow and streams: the merchant's wallets hold nothing and the references are
-      // unknown, so well-formed requests are refused too (for balance, or 404).
-      {
-        method: "POST",
-        path: () => "/api/escrow/create",
-        headers: key,
-        extra: ["balance"],
-        sample: {
-          depositorSCA: m.walletAddress,
-          beneficiarySCA: "0x000000000000000000000000000000000000dEaD",
-          amount: "1.00",
-          expiresInSeconds: 3600,
-          description: "fuzz",
-        },
-      },
-      ...["release", "confirm"].map((action) => ({
-        method: "POST",
-        path: () => `/api/escrow/${action}`,
-        headers: key,
-        sample: { reference: "escrow_abc_def", callerSCA: m.walletAddress },
-        runs: Math.ceil(RUNS / 3),
-      })),
-      {
-        method: "POST",
-        path: () => "/api/escrow/dispute",
-        headers: key,
-        sample: { reference: "escrow_abc_def", callerSCA: m.walletAddress, reason: "late" },
-      },
-      {
-        method: "POST",
-        path: () => "/api/escrow/refund",
-        headers: key,
-        sample: { reference: "escrow_abc_def" },
-        runs: Math.ceil(RUNS / 3),
-      },
-      {
-        method: "POST",
-        path: () => "/api/payments/stream",
-        headers: key,
-        extra: ["balance"],
-        hintObject: true,
-        sample: {
-          senderSCA: m.walletAddress,
-          receiverSCA: "0x000000000000000000000000000000000000dEaD",
-          ratePerSecond: "0.000001",
-          totalDeposited: "1",
-        },
-      },
-      {
-        method: "POST",
-        path: () => "/api/payments/stream/stop",
-        headers: key,
-        sample: { reference: "stream_abc_def", callerSCA: m.walletAddress },
-        runs: Math.ceil(RUNS / 3),
-      },
-      {
-        method: "POST",
-        path: () => "/api/payments/stream/withdraw",
-        headers: key,
-        sample: { reference: "stream_abc_def", receiverSCA: m.walletAddress },
-        runs: Math.ceil(RUNS / 3),
-      },
-      // Payroll: a zero amount is well-formed and ends FAILED without sending anything.
-      {
-        method: "POST",
-        path: () => "/api/payroll/run",
-        headers: key,
-        extra: ["index", "example"],
-        hintObject: true,
-        sample: {
-          recipients: [{ recipientSCA: DEAD, amount: "0", label: "fuzz" }],
-          description: "fuzz",
-        },
-        runs: Math.ceil(RUNS / 3),
       },
       // x402: unknown listings, garbage proofs, wallets the merchant does not have.
       {
@@ -722,99 +574,9 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
         hintObject: true,
         sample: { amount: "1", destinationChain: "settleTestnet", destinationAddress: DEAD },
       },
-      // Agents and jobs: the agent deploy sends transactions when well-formed, so fewer runs.
-      {
-        method: "POST",
-        path: () => "/api/agent/deploy",
-        headers: key,
-        sample: { name: "fuzz", metadataURI: "ipfs://fuzz" },
-        runs: Math.ceil(RUNS / 10),
-      },
-      {
-        method: "POST",
-        path: () => "/api/jobs/create",
-        headers: key,
-        bareStatuses: [403, 404],
-        sample: {
-          clientWalletId: "00000000-0000-0000-0000-000000000000",
-          provider: DEAD,
-          evaluator: DEAD,
-          budget: "1",
-          expiresInSeconds: 3600,
-          description: "fuzz",
-        },
-      },
-      ...["fund", "submit", "complete", "reject", "refund"].map((action) => ({
-        method: "POST",
-        path: () => `/api/jobs/${action}`,
-        headers: key,
-        bareStatuses: [403, 404],
-        sample: {
-          jobId: 999999,
-          clientWalletId: "00000000-0000-0000-0000-000000000000",
-          providerWalletId: "00000000-0000-0000-0000-000000000000",
-          evaluatorWalletId: "00000000-0000-0000-0000-000000000000",
-          deliverableData: "ipfs://fuzz",
-          reason: "fuzz",
-        },
-        runs: Math.ceil(RUNS / 5),
-      })),
-      // Bridge: no consumer session, so every body is refused before it is read.
-      {
-        method: "POST",
-        path: () => "/api/cctp/transfer",
-        headers: {},
-        sample: {
-          fromChain: "Base_Sepolia",
-          toChain: "Settle_Testnet",
-          amount: "1",
-          recipient: DEAD,
-        },
-        runs: Math.ceil(RUNS / 5),
-      },
-      // Bodiless POSTs still get bodies thrown at them.
-      {
-        method: "POST",
-        path: () => "/api/merchant/webhook-secret/roll",
-        headers: cookie,
-        sample: {},
-        runs: Math.ceil(RUNS / 3),
-      },
     ];
     const params: Endpoint[] = [
-      {
-        method: "GET",
-        path: (p) => `/api/payments?cursor=${p}&status=${p}&limit=${p}`,
-        headers: key,
-      },
-      { method: "GET", path: (p) => `/api/payments/verify/${p}`, headers: key },
-      {
-        method: "GET",
-        path: (p) => `/api/webhooks/deliveries?reference=${p}&status=${p}`,
-        headers: cookie,
-      },
-      { method: "POST", path: (p) => `/api/webhooks/deliveries/${p}/replay`, headers: cookie },
-      { method: "POST", path: (p) => `/api/keys/${p}/rotate`, headers: cookie },
-      { method: "GET", path: (p) => `/api/wallets/${p}`, headers: key },
-      { method: "GET", path: (p) => `/api/escrow?reference=${p}&status=${p}`, headers: key },
-      {
-        method: "GET",
-        path: (p) => `/api/payments/stream?reference=${p}&status=${p}&sender=${p}`,
-        headers: key,
-      },
-      { method: "DELETE", path: (p) => `/api/keys/${p}`, headers: cookie },
-      { method: "GET", path: (p) => `/api/payroll/run?batchRef=${p}`, headers: key },
-      { method: "POST", path: (p) => `/api/merchant/wallet/sign-requests/${p}`, headers: key },
-      { method: "GET", path: (p) => `/api/agent/status?scaAddress=${p}`, headers: {} },
-      { method: "GET", path: (p) => `/api/agent/status?name=${p}&tokenId=${p}`, headers: bearer },
-      { method: "GET", path: (p) => `/api/agent/reputation?agentId=${p}`, headers: bearer },
-      {
-        method: "GET",
-        path: (p) => `/api/jobs/j${p}`,
-        headers: key,
-        bareStatuses: [403, 404],
-      },
-      { method: "GET", path: (p) => `/api/cctp/transfer/status?reference=${p}`, headers: {} },
+      ...table.params,
       {
         method: "GET",
         path: (p) => `/api/x402/seller/balance?sellerAddress=${p}`,
@@ -831,9 +593,7 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
         headers: bearer,
       },
       { method: "GET", path: (p) => `/x402/s${p}`, headers: {}, extra: ["x402Version", "accepts"] },
-      { method: "GET", path: (p) => `/api/merchant/wallet/connect?address=${p}`, headers: cookie },
       { method: "GET", path: (p) => `/checkout/${reference}/pay-data?payer=${p}`, headers: {} },
-      { method: "GET", path: (p) => `/api/merchant/dashboard?${p}=${p}`, headers: key, bare: true },
     ];
 
     const check = async (e: Endpoint, path: string, body?: string | Uint8Array) => {

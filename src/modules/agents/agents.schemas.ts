@@ -4,7 +4,6 @@
  */
 import { z } from "zod";
 import { M } from "../../http/messages.ts";
-import { errorBody, errors, type RouteDoc } from "../../http/contract.ts";
 import { isAddress } from "../../chain/address.ts";
 import { AGENT_STATUSES, TOKEN_ID } from "./agents.rules.ts";
 
@@ -38,7 +37,7 @@ export const reputationQuery = z.object({
     .describe("The token id (or the full 8004:{chainId}:{tokenId})"),
 });
 
-const payment = z.object({
+export const payment = z.object({
   id: z.string(),
   amount: z.number(),
   status: z.string(),
@@ -80,95 +79,4 @@ export const agentBasicRecord = z.object({
 });
 
 /** Full for the caller's own agents (a key's lookup), basic for the public lookup. */
-const agentAnswer = z.union([agentRecord, agentBasicRecord]);
-
-const ok = z.literal(true);
-const tag = "Agents";
-const merchantKey = ["bearer", "apiKey"] as const;
-
-export const agentsRoutes: RouteDoc[] = [
-  {
-    method: "post",
-    path: "/api/agent/deploy",
-    summary: "Deploy an agent: owner wallet, CREATE2 smart account, ERC-8004 registration",
-    tag,
-    auth: [...merchantKey],
-    idempotent: true,
-    body: deployAgentBody,
-    bodyExample: { name: "Research Scout", metadataURI: "ipfs://bafy…/agent.json" },
-    responses: {
-      201: {
-        description: "Registered on chain",
-        schema: z.object({
-          success: ok,
-          agent: agentRecord,
-          agentId: z.string(),
-          txHash: z.string(),
-          explorerUrl: z.string(),
-        }),
-      },
-      ...errors([400, 401, 403, 408, 409, 429, 500, 502]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/agent/status",
-    summary:
-      "Agents by smart account (public: the basic record), token id or name (your agents, bearer key)",
-    tag,
-    auth: [...merchantKey],
-    query: statusQuery,
-    responses: {
-      200: {
-        description: "Matches: full records of your own agents (with your key), basic records " +
-          "(Agent without managedWalletId, usdcBalance, reputation and payments) otherwise",
-        schema: z.object({
-          success: ok,
-          agent: agentAnswer,
-          agents: z.array(agentAnswer),
-          count: z.number(),
-        }),
-      },
-      400: { description: "Malformed query", schema: errorBody },
-      401: {
-        description: "`Authentication required for agent search/listing.`",
-        schema: errorBody,
-      },
-      404: { description: "`No agent found matching query.`", schema: errorBody },
-      ...errors([403, 429, 500]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/agent/reputation",
-    summary: "An agent's reputation estimate from its payments, and its registry",
-    tag,
-    auth: [...merchantKey],
-    query: reputationQuery,
-    responses: {
-      200: {
-        description: "The summary",
-        schema: z.object({
-          success: ok,
-          agent: z.object({
-            tokenId: z.string(),
-            name: z.string(),
-            scaAddress: z.string(),
-            status: z.enum(AGENT_STATUSES),
-          }),
-          reputationSummary: z.object({
-            estimatedScore: z.number(),
-            totalPayments: z.number(),
-            successfulPayments: z.number(),
-            totalVolumeUSDC: z.number(),
-            reputationRegistryAddress: z.string(),
-            onChainFeedbackCount: z.number(),
-            onChainAverage: z.number(),
-          }),
-          recentPayments: z.array(payment),
-        }),
-      },
-      ...errors([400, 401, 403, 404, 429, 500]),
-    },
-  },
-];
+export const agentAnswer = z.union([agentRecord, agentBasicRecord]);

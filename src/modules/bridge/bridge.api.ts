@@ -3,104 +3,232 @@
  * managed wallet), the public chain descriptors and transfer status, and the local attester in
  * the shape of Circle's attestation API.
  */
-import { Hono } from "hono";
+import { z } from "zod";
 import { getCookie } from "hono/cookie";
-import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
-import { parseQuery, readJsonObject } from "../../http/body.ts";
-import { parseOrThrow } from "../../http/contract.ts";
-import { type AuthEnv, guard } from "../../http/auth.ts";
+import { errors } from "../../http/contract.ts";
+import { defineRoute, type RouteAuth } from "../../http/route.ts";
 import { M } from "../../http/messages.ts";
-import { idempotent } from "../../http/idempotency.ts";
 import { CONSUMER_COOKIE } from "../../http/session-token.ts";
-import { profileForDomain } from "../../chain/profiles.ts";
+import { profileForDomain, type SourceChainName } from "../../chain/profiles.ts";
 import { localFeeTiers } from "./bridge.attestation.ts";
 import * as service from "./bridge.service.ts";
-import { DESTINATION_CHAIN, isSupportedSource } from "./bridge.rules.ts";
-import { REQUIRED_FIELDS, statusQuery, transferBody } from "./bridge.schemas.ts";
+import { DESTINATION_CHAIN, isSupportedSource, TRANSFER_SPEEDS } from "./bridge.rules.ts";
+import {
+  attestedMessage,
+  attesterParams,
+  attesterQuery,
+  destinationChain,
+  errorWithBalance,
+  feeParams,
+  REQUIRED_FIELDS,
+  sourceChain,
+  statusQuery,
+  transferBody,
+  transferRecord,
+} from "./bridge.schemas.ts";
 
-export function bridgeApi(deps: Deps) {
-  const app = new Hono<AuthEnv>();
-  const open = guard(deps, { accept: [] });
+const open: RouteAuth = { accept: [] };
+const ok = z.literal(true);
+const tag = "Bridge";
 
-  app.post("/api/cctp/transfer", open, idempotent(deps), async (c) => {
-    const account = await service.signedIn(deps, getCookie(c, CONSUMER_COOKIE));
-    const body = await readJsonObject(c);
-    if (REQUIRED_FIELDS.some((f) => body[f] === undefined || body[f] === null || body[f] === "")) {
-      throw new DomainError("bridge_fields_missing");
-    }
-    if (typeof body.fromChain !== "string" || !isSupportedSource(body.fromChain)) {
-      throw new DomainError("bridge_source_unsupported", {
-        chain: String(body.fromChain).slice(0, 64),
-      });
-    }
-    if (body.toChain !== DESTINATION_CHAIN) throw new DomainError("bridge_destination_unsupported");
-    const input = parseOrThrow(transferBody, body);
-    const request = {
-      fromChain: body.fromChain,
-      amount: input.amount,
-      recipient: input.recipient,
-      transferSpeed: input.transferSpeed,
-    };
-    const t = input.paymentReference
-      ? await service.payFromChain(deps, account, input.paymentReference, request)
-      : await service.startTransfer(deps, account, request);
-    const statusUrl = service.statusPath(t.reference);
-    const view = service.transferView(deps, t);
-    return c.json({
-      success: true,
-      status: "pending",
-      reference: t.reference,
-      message: `${M.bridgeStarted} GET ${statusUrl}`,
-      statusUrl,
-      transferSpeed: view.transferSpeed,
-      burnAmount: view.burnAmount,
-      maxFee: view.maxFee,
-    }, 202);
-  });
-
-  app.get("/api/cctp/transfer", open, (c) => c.json({ success: true, ...service.descriptors() }));
-
-  app.get("/api/cctp/transfer/status", open, async (c) => {
-    const { reference } = parseQuery(c, statusQuery);
-    const t = await service.findTransfer(deps, reference);
-    return c.json({ success: true, ...service.transferView(deps, t) });
-  });
-
-  // The local attester under Circle's API paths: CCTP_ATTESTATION_API_URL may be set to
-  // `$BASE_URL/api/cctp/attestation` (another process, or a peer deployment, asks it over HTTP).
-  // It answers whenever it holds attester keys, whether or not this process uses it itself.
-  app.get("/api/cctp/attestation/v2/messages/:sourceDomain", open, async (c) => {
-    const domain = c.req.param("sourceDomain");
-    const hash = c.req.query("transactionHash") ?? "";
-    if (!/^\d{1,10}$/.test(domain) || !/^0x[0-9a-fA-F]{64}$/.test(hash)) {
-      return c.json({ error: "Invalid sourceDomain or transactionHash" }, 400);
-    }
-    const chain = profileForDomain(Number(domain));
-    if (!chain) return c.json({ error: "Message not found" }, 404);
-    try {
-      const messages = await deps.chain.cctp.attest(chain, hash as `0x${string}`);
-      if (!messages) return c.json({ error: "Message not found" }, 404);
-      return c.json({ messages });
-    } catch (e) {
-      if (e instanceof DomainError && e.code === "chain_unavailable") {
-        return c.json({ error: e.details.hint ?? "attester unavailable" }, 503);
+export const bridgeRoutes = [
+  defineRoute({
+    method: "post",
+    path: "/api/cctp/transfer",
+    summary: "Bridge USDC from your managed wallet on a source chain into Settle_Testnet",
+    tag,
+    auth: { accept: [], consumer: true },
+    idempotent: true,
+    body: transferBody,
+    bodyExample: {
+      fromChain: "Base_Sepolia",
+      toChain: "Settle_Testnet",
+      amount: "10.00",
+      recipient: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
+    },
+    responses: {
+      202: {
+        description: "Started; poll the status path",
+        schema: z.object({
+          success: ok,
+          status: z.literal("pending"),
+          reference: z.string().describe("bridge_<random>"),
+          message: z.string(),
+          statusUrl: z.string().describe("The status path of this transfer"),
+          transferSpeed: z.enum(TRANSFER_SPEEDS),
+          burnAmount: z.string().describe("What will be burned (a checkout: amount plus fee)"),
+          maxFee: z.string().describe("The bridge fee this transfer allows"),
+        }),
+      },
+      400: {
+        description: "Missing or malformed fields, too little USDC, or an amount below the fee",
+        schema: errorWithBalance,
+      },
+      409: {
+        description: "paymentReference names a payment that is no longer payable",
+        schema: errorWithBalance.extend({ status: z.string().optional() }),
+      },
+      ...errors([401, 404, 429, 500]),
+    },
+    // The spec's order: the session, then every missing field at once, then the chains.
+    checks: [
+      async ({ c, deps, locals }) => {
+        locals.account = await service.signedIn(deps, getCookie(c, CONSUMER_COOKIE));
+      },
+      async ({ json }) => {
+        const body = await json();
+        if (
+          REQUIRED_FIELDS.some((f) => body[f] === undefined || body[f] === null || body[f] === "")
+        ) {
+          throw new DomainError("bridge_fields_missing");
+        }
+        if (typeof body.fromChain !== "string" || !isSupportedSource(body.fromChain)) {
+          throw new DomainError("bridge_source_unsupported", {
+            chain: String(body.fromChain).slice(0, 64),
+          });
+        }
+        if (body.toChain !== DESTINATION_CHAIN) {
+          throw new DomainError("bridge_destination_unsupported");
+        }
+      },
+    ],
+    handler: async (x) => {
+      const account = x.locals.account as Awaited<ReturnType<typeof service.signedIn>>;
+      const request = {
+        fromChain: (await x.json()).fromChain as SourceChainName,
+        amount: x.body.amount,
+        recipient: x.body.recipient,
+        transferSpeed: x.body.transferSpeed,
+      };
+      const t = x.body.paymentReference
+        ? await service.payFromChain(x.deps, account, x.body.paymentReference, request)
+        : await service.startTransfer(x.deps, account, request);
+      const statusUrl = service.statusPath(t.reference);
+      return {
+        ...service.transferView(x.deps, t),
+        status: "pending",
+        message: `${M.bridgeStarted} GET ${statusUrl}`,
+        statusUrl,
+      };
+    },
+    // No consumer session, so every body is refused before it is read.
+    fuzz: {
+      sample: {
+        fromChain: "Base_Sepolia",
+        toChain: "Settle_Testnet",
+        amount: "1",
+        recipient: "$dead",
+      },
+      runsDivisor: 5,
+    },
+  }),
+  defineRoute({
+    method: "get",
+    path: "/api/cctp/transfer",
+    summary: "The chains bridging supports",
+    tag,
+    auth: open,
+    responses: {
+      200: {
+        description: "Source and destination chains",
+        schema: z.object({
+          success: ok,
+          sourceChains: z.array(sourceChain),
+          destinationChains: z.array(destinationChain),
+        }),
+      },
+      ...errors([429]),
+    },
+    handler: () => service.descriptors(),
+  }),
+  defineRoute({
+    method: "get",
+    path: "/api/cctp/transfer/status",
+    summary: "A bridge transfer's progress: pending → burned → attested → minted | failed",
+    tag,
+    auth: open,
+    query: statusQuery,
+    responses: {
+      200: {
+        description: "The transfer",
+        schema: transferRecord.extend({ success: ok }),
+      },
+      ...errors([400, 404, 429]),
+    },
+    queryErrors: {},
+    handler: async (x) =>
+      service.transferView(x.deps, await service.findTransfer(x.deps, x.query.reference)),
+    fuzz: {},
+  }),
+  defineRoute({
+    method: "get",
+    path: "/api/cctp/attestation/v2/messages/:sourceDomain",
+    summary:
+      "The local attester, in the shape of Circle's attestation API (GET /v2/messages/{sourceDomain})",
+    tag,
+    auth: open,
+    params: attesterParams,
+    query: attesterQuery,
+    responses: {
+      200: {
+        description: "The burn's messages with their attestations",
+        schema: z.object({ messages: z.array(attestedMessage) }),
+      },
+      400: { description: "Malformed parameters", schema: z.object({ error: z.string() }) },
+      404: { description: "No such burn (yet)", schema: z.object({ error: z.string() }) },
+      503: {
+        description: "No attester key is configured",
+        schema: z.object({ error: z.string() }),
+      },
+      ...errors([429]),
+    },
+    rawQuery: true,
+    handler: async ({ c, deps, params }) => {
+      const domain = params.sourceDomain;
+      const hash = c.req.query("transactionHash") ?? "";
+      if (!/^\d{1,10}$/.test(domain) || !/^0x[0-9a-fA-F]{64}$/.test(hash)) {
+        return c.json({ error: "Invalid sourceDomain or transactionHash" }, 400);
       }
-      throw e;
-    }
-  });
-
-  app.get(
-    "/api/cctp/attestation/v2/burn/USDC/fees/:sourceDomain/:destinationDomain",
-    open,
-    (c) => {
-      const { sourceDomain, destinationDomain } = c.req.param();
+      const chain = profileForDomain(Number(domain));
+      if (!chain) return c.json({ error: "Message not found" }, 404);
+      try {
+        const messages = await deps.chain.cctp.attest(chain, hash as `0x${string}`);
+        if (!messages) return c.json({ error: "Message not found" }, 404);
+        return { messages };
+      } catch (e) {
+        if (e instanceof DomainError && e.code === "chain_unavailable") {
+          return c.json({ error: e.details.hint ?? "attester unavailable" }, 503);
+        }
+        throw e;
+      }
+    },
+  }),
+  defineRoute({
+    method: "get",
+    path: "/api/cctp/attestation/v2/burn/USDC/fees/:sourceDomain/:destinationDomain",
+    summary:
+      "The local attester's fee tiers, in the shape of Circle's fee API (minimumFee in basis points)",
+    tag,
+    auth: open,
+    params: feeParams,
+    responses: {
+      200: {
+        description: "One tier per finality threshold: 1000 fast, 2000 standard",
+        schema: z.array(z.object({
+          finalityThreshold: z.number().int(),
+          minimumFee: z.union([z.number(), z.string()]),
+        })),
+      },
+      400: { description: "Malformed parameters", schema: z.object({ error: z.string() }) },
+      ...errors([429]),
+    },
+    handler: ({ c, deps, params }) => {
+      const { sourceDomain, destinationDomain } = params;
       if (!/^\d{1,10}$/.test(sourceDomain) || !/^\d{1,10}$/.test(destinationDomain)) {
         return c.json({ error: "Invalid sourceDomain or destinationDomain" }, 400);
       }
       return c.json(localFeeTiers(deps));
     },
-  );
-
-  return app;
-}
+  }),
+];

@@ -5,7 +5,6 @@
  */
 import { z } from "zod";
 import { M } from "../../http/messages.ts";
-import { errors, type RouteDoc } from "../../http/contract.ts";
 import { isAddress } from "../../chain/address.ts";
 import { usdcAmount } from "../../money.ts";
 import { BRIDGE_STATUSES, TRANSFER_SPEEDS } from "./bridge.rules.ts";
@@ -99,8 +98,6 @@ export const attesterQuery = z.object({
 });
 
 const iso = z.string().describe("ISO 8601 timestamp");
-const ok = z.literal(true);
-const tag = "Bridge";
 
 export const sourceChain = z.object({
   id: z.string(),
@@ -159,7 +156,7 @@ export const transferRecord = z.object({
   updatedAt: iso,
 }).meta({ id: "BridgeTransfer" });
 
-const errorWithBalance = z.object({
+export const errorWithBalance = z.object({
   success: z.literal(false),
   error: z.string(),
   hint: z.string().optional(),
@@ -175,121 +172,3 @@ export const attestedMessage = z.object({
   cctpVersion: z.literal(2),
   status: z.enum(["complete", "pending_confirmations"]),
 });
-
-export const bridgeRoutes: RouteDoc[] = [
-  {
-    method: "post",
-    path: "/api/cctp/transfer",
-    summary: "Bridge USDC from your managed wallet on a source chain into Settle_Testnet",
-    tag,
-    auth: ["consumerCookie"],
-    idempotent: true,
-    body: transferBody,
-    bodyExample: {
-      fromChain: "Base_Sepolia",
-      toChain: "Settle_Testnet",
-      amount: "10.00",
-      recipient: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
-    },
-    responses: {
-      202: {
-        description: "Started; poll the status path",
-        schema: z.object({
-          success: ok,
-          status: z.literal("pending"),
-          reference: z.string().describe("bridge_<random>"),
-          message: z.string(),
-          statusUrl: z.string().describe("The status path of this transfer"),
-          transferSpeed: z.enum(TRANSFER_SPEEDS),
-          burnAmount: z.string().describe("What will be burned (a checkout: amount plus fee)"),
-          maxFee: z.string().describe("The bridge fee this transfer allows"),
-        }),
-      },
-      400: {
-        description: "Missing or malformed fields, too little USDC, or an amount below the fee",
-        schema: errorWithBalance,
-      },
-      409: {
-        description: "paymentReference names a payment that is no longer payable",
-        schema: errorWithBalance.extend({ status: z.string().optional() }),
-      },
-      ...errors([401, 404, 429, 500]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/cctp/transfer",
-    summary: "The chains bridging supports",
-    tag,
-    auth: [],
-    responses: {
-      200: {
-        description: "Source and destination chains",
-        schema: z.object({
-          success: ok,
-          sourceChains: z.array(sourceChain),
-          destinationChains: z.array(destinationChain),
-        }),
-      },
-      ...errors([429]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/cctp/transfer/status",
-    summary: "A bridge transfer's progress: pending → burned → attested → minted | failed",
-    tag,
-    auth: [],
-    query: statusQuery,
-    responses: {
-      200: {
-        description: "The transfer",
-        schema: transferRecord.extend({ success: ok }),
-      },
-      ...errors([400, 404, 429]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/cctp/attestation/v2/messages/:sourceDomain",
-    summary:
-      "The local attester, in the shape of Circle's attestation API (GET /v2/messages/{sourceDomain})",
-    tag,
-    auth: [],
-    params: attesterParams,
-    query: attesterQuery,
-    responses: {
-      200: {
-        description: "The burn's messages with their attestations",
-        schema: z.object({ messages: z.array(attestedMessage) }),
-      },
-      400: { description: "Malformed parameters", schema: z.object({ error: z.string() }) },
-      404: { description: "No such burn (yet)", schema: z.object({ error: z.string() }) },
-      503: {
-        description: "No attester key is configured",
-        schema: z.object({ error: z.string() }),
-      },
-      ...errors([429]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/cctp/attestation/v2/burn/USDC/fees/:sourceDomain/:destinationDomain",
-    summary:
-      "The local attester's fee tiers, in the shape of Circle's fee API (minimumFee in basis points)",
-    tag,
-    auth: [],
-    params: feeParams,
-    responses: {
-      200: {
-        description: "One tier per finality threshold: 1000 fast, 2000 standard",
-        schema: z.array(z.object({
-          finalityThreshold: z.number().int(),
-          minimumFee: z.union([z.number(), z.string()]),
-        })),
-      },
-      400: { description: "Malformed parameters", schema: z.object({ error: z.string() }) },
-      ...errors([429]),
-    },
-  },
-];

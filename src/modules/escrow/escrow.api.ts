@@ -5,12 +5,9 @@
  * chain of a new escrow, and only that chain's escrows are seen or acted on (another
  * environment's answer 404, like another merchant's).
  */
-import { type Context, Hono } from "hono";
-import type { Deps } from "../../deps.ts";
-import { parseQuery, readJsonObject } from "../../http/body.ts";
-import { parseOrThrow } from "../../http/contract.ts";
-import { type AuthEnv, guard, merchantOf, profileOf } from "../../http/auth.ts";
-import { idempotent } from "../../http/idempotency.ts";
+import { z } from "zod";
+import { errors } from "../../http/contract.ts";
+import { defineRoute, type RouteAuth, type RouteRequest } from "../../http/route.ts";
 import { M } from "../../http/messages.ts";
 import * as service from "./escrow.service.ts";
 import type { EscrowScope } from "./escrow.service.ts";
@@ -19,6 +16,9 @@ import {
   createEscrowBody,
   disputeBody,
   escrowQuery,
+  escrowRecord,
+  hash,
+  iso,
   partyActionBody,
   refundBody,
   resolveBody,
@@ -32,100 +32,248 @@ const MESSAGES = {
   resolveRefunded: M.escrowResolvedRefunded,
 } as const;
 
-export function escrowApi(deps: Deps) {
-  const app = new Hono<AuthEnv>();
-  const merchantKey = (write: boolean) =>
-    guard(deps, {
-      accept: ["bearer", "apiKey"],
-      keyKinds: ["merchant", "secret"],
-      scope: "escrow",
-      write,
-      group: "escrow",
-    });
-  const write = merchantKey(true);
-  const read = merchantKey(false);
-  // DESIGN §9: the operator credential, and nothing else, resolves disputes.
-  const operator = guard(deps, {
-    accept: ["bearer", "apiKey"],
-    keyKinds: ["operator"],
-    write: true,
-    group: "escrow",
-  });
-  const once = idempotent(deps);
-  const scopeOf = (c: Context<AuthEnv>): EscrowScope => ({
-    merchantId: merchantOf(c).id,
-    profile: profileOf(c),
-  });
-  const create = createEscrowBody(deps.config.WEBHOOK_TARGETS);
-
-  app.post("/api/escrow/create", write, once, async (c) => {
-    const input = parseOrThrow(create, await readJsonObject(c), CREATE_HINTS);
-    const e = service.escrowView(
-      deps,
-      await service.createEscrow(deps, merchantOf(c), profileOf(c), input),
-    );
-    return c.json({
-      success: true,
-      reference: e.reference,
-      status: "ACTIVE" as const,
-      amount: e.amount,
-      currency: e.currency,
-      depositor: e.depositor,
-      beneficiary: e.beneficiary,
-      expiresAt: e.expiresAt,
-      txHash: e.txHash,
-      explorerUrl: e.explorerUrl,
-      escrow: e,
-    }, 201);
-  });
-
-  app.post("/api/escrow/release", write, once, async (c) => {
-    const input = parseOrThrow(partyActionBody, await readJsonObject(c));
-    const r = await service.release(deps, scopeOf(c), input.reference, input.callerSCA);
-    return c.json(done(r));
-  });
-
-  app.post("/api/escrow/confirm", write, once, async (c) => {
-    const input = parseOrThrow(partyActionBody, await readJsonObject(c));
-    const r = await service.confirm(deps, scopeOf(c), input.reference, input.callerSCA);
-    return c.json(done(r));
-  });
-
-  app.post("/api/escrow/dispute", write, once, async (c) => {
-    const input = parseOrThrow(disputeBody, await readJsonObject(c));
-    const r = await service.dispute(deps, scopeOf(c), input);
-    return c.json({ success: true, ...r, message: M.escrowDisputed });
-  });
-
-  app.post("/api/escrow/refund", write, once, async (c) => {
-    const input = parseOrThrow(refundBody, await readJsonObject(c));
-    return c.json(done(await service.refund(deps, scopeOf(c), input.reference)));
-  });
-
-  app.post("/api/escrow/resolve", operator, once, async (c) => {
-    const input = parseOrThrow(resolveBody, await readJsonObject(c));
-    return c.json(done(await service.resolve(deps, input.reference, input.outcome)));
-  });
-
-  app.get("/api/escrow", read, async (c) => {
-    const q = parseQuery(c, escrowQuery);
-    if (q.reference !== undefined) {
-      const e = await service.getEscrow(deps, scopeOf(c), q.reference);
-      return c.json({ success: true, escrow: service.escrowView(deps, e) });
-    }
-    const rows = await service.listEscrows(deps, scopeOf(c), { status: q.status, limit: q.limit });
-    return c.json({ success: true, escrows: rows.map((e) => service.escrowView(deps, e)) });
-  });
-
-  return app;
-}
+const merchantKey = (write: boolean): RouteAuth => ({
+  accept: ["bearer", "apiKey"],
+  keyKinds: ["merchant", "secret"],
+  scope: "escrow",
+  write,
+  group: "escrow",
+});
+const write = merchantKey(true);
+const read = merchantKey(false);
+// DESIGN §9: the operator credential, and nothing else, resolves disputes.
+const operator: RouteAuth = {
+  accept: ["bearer", "apiKey"],
+  keyKinds: ["operator"],
+  write: true,
+  group: "escrow",
+};
+const scopeOf = (x: RouteRequest<unknown, unknown>): EscrowScope => ({
+  merchantId: x.merchant.id,
+  profile: x.profile,
+});
 
 function done(r: Awaited<ReturnType<typeof service.release>>) {
   return {
-    success: true as const,
     escrow: r.escrow,
     txHash: r.txHash,
     explorerUrl: r.explorerUrl,
     message: MESSAGES[r.done],
   };
 }
+
+const ok = z.literal(true);
+const actionResponse = z.object({
+  success: ok,
+  escrow: escrowRecord,
+  txHash: hash,
+  explorerUrl: z.string(),
+  message: z.string(),
+});
+
+const refusal = (text: string) => ({ description: text, schema: errorWithBalance });
+const errorWithBalance = z.object({
+  success: z.literal(false),
+  error: z.string(),
+  hint: z.string().optional(),
+  balance: z.string().optional(),
+  txHash: z.string().optional(),
+});
+
+const tag = "Escrow";
+const chainErrors = errors([401, 404, 408, 409, 429, 500, 502], errorWithBalance);
+
+export const escrowRoutes = [
+  defineRoute({
+    method: "post",
+    path: "/api/escrow/create",
+    summary: "Hold USDC from one of your wallets for a beneficiary until release or expiry",
+    tag,
+    auth: write,
+    idempotent: true,
+    body: createEscrowBody("any"),
+    bodyExample: {
+      depositorWalletId: "3f1c…",
+      beneficiarySCA: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
+      amount: "25.00",
+      expiresInSeconds: 86400,
+      description: "Logo design",
+    },
+    responses: {
+      201: {
+        description: "Funded on chain",
+        schema: z.object({
+          success: ok,
+          reference: z.string(),
+          status: z.literal("ACTIVE"),
+          amount: z.string(),
+          currency: z.literal("USDC"),
+          depositor: z.string(),
+          beneficiary: z.string(),
+          expiresAt: iso,
+          txHash: hash,
+          explorerUrl: z.string(),
+          escrow: escrowRecord,
+        }),
+      },
+      400: refusal("Malformed input, or the depositor's balance is too low (then `balance`)"),
+      403: refusal("The depositor is not a wallet you control, or the key may not do this"),
+      ...chainErrors,
+    },
+    bodyFor: (deps) => createEscrowBody(deps.config.WEBHOOK_TARGETS),
+    hints: CREATE_HINTS,
+    handler: async (x) => {
+      const e = service.escrowView(
+        x.deps,
+        await service.createEscrow(x.deps, x.merchant, x.profile, x.body),
+      );
+      return { ...e, status: "ACTIVE", escrow: e };
+    },
+    fuzz: {
+      sample: {
+        depositorSCA: "$wallet",
+        beneficiarySCA: "$dead",
+        amount: "1.00",
+        expiresInSeconds: 3600,
+        description: "fuzz",
+      },
+      as: "key",
+      extra: ["balance"],
+    },
+  }),
+  ...(["release", "confirm"] as const).map((op) =>
+    defineRoute({
+      method: "post",
+      path: `/api/escrow/${op}`,
+      summary: op === "release"
+        ? "The depositor releases the amount to the beneficiary"
+        : "The beneficiary marks the delivery done (the escrow stays ACTIVE)",
+      tag,
+      auth: write,
+      idempotent: true,
+      body: partyActionBody,
+      bodyExample: { reference: "escrow_…", callerSCA: "0x…" },
+      responses: {
+        200: { description: "Mined", schema: actionResponse },
+        400: refusal("Malformed input, or the escrow's state does not allow it"),
+        403: refusal(
+          `callerSCA is not the ${op === "release" ? "depositor" : "beneficiary"}, or not yours`,
+        ),
+        ...chainErrors,
+      },
+      handler: async (x) =>
+        done(await service[op](x.deps, scopeOf(x), x.body.reference, x.body.callerSCA)),
+      fuzz: {
+        sample: { reference: "escrow_abc_def", callerSCA: "$wallet" },
+        as: "key",
+        runsDivisor: 3,
+      },
+    })
+  ),
+  defineRoute({
+    method: "post",
+    path: "/api/escrow/dispute",
+    summary: "Depositor or beneficiary disputes an ACTIVE escrow",
+    tag,
+    auth: write,
+    idempotent: true,
+    body: disputeBody,
+    bodyExample: { reference: "escrow_…", callerSCA: "0x…", reason: "Never delivered" },
+    responses: {
+      200: {
+        description: "Disputed on chain",
+        schema: z.object({
+          success: ok,
+          escrow: z.object({
+            reference: z.string(),
+            status: z.literal("DISPUTED"),
+            disputeReason: z.string(),
+            disputedBy: z.string(),
+            disputeTxHash: hash,
+          }),
+          txHash: hash,
+          explorerUrl: z.string(),
+          message: z.string(),
+        }),
+      },
+      400: refusal("Malformed input, or not ACTIVE: `Escrow is RELEASED — cannot dispute.`"),
+      403: refusal("callerSCA is not a party, or not a wallet you control"),
+      ...chainErrors,
+    },
+    handler: async (x) => ({
+      ...await service.dispute(x.deps, scopeOf(x), x.body),
+      message: M.escrowDisputed,
+    }),
+    fuzz: {
+      sample: { reference: "escrow_abc_def", callerSCA: "$wallet", reason: "late" },
+      as: "key",
+    },
+  }),
+  defineRoute({
+    method: "post",
+    path: "/api/escrow/refund",
+    summary: "Refund an expired ACTIVE escrow to the depositor (also automatic at expiry)",
+    tag,
+    auth: write,
+    idempotent: true,
+    body: refundBody,
+    bodyExample: { reference: "escrow_…" },
+    responses: {
+      200: { description: "Mined", schema: actionResponse },
+      400: refusal("Malformed input, not expired yet, or not ACTIVE"),
+      403: refusal("The key may not do this"),
+      ...chainErrors,
+    },
+    handler: async (x) => done(await service.refund(x.deps, scopeOf(x), x.body.reference)),
+    fuzz: { sample: { reference: "escrow_abc_def" }, as: "key", runsDivisor: 3 },
+  }),
+  defineRoute({
+    method: "post",
+    path: "/api/escrow/resolve",
+    summary: "The operator resolves a DISPUTED escrow (operator key only)",
+    tag,
+    auth: operator,
+    idempotent: true,
+    body: resolveBody,
+    bodyExample: { reference: "escrow_…", outcome: "refunded" },
+    responses: {
+      200: { description: "Mined", schema: actionResponse },
+      400: refusal("Malformed input, or the escrow is not DISPUTED"),
+      403: refusal("Not an operator key (merchant keys are refused)"),
+      ...chainErrors,
+    },
+    handler: async (x) => done(await service.resolve(x.deps, x.body.reference, x.body.outcome)),
+  }),
+  defineRoute({
+    method: "get",
+    path: "/api/escrow",
+    summary: "One escrow (`reference`) or yours, newest first",
+    tag,
+    auth: read,
+    query: escrowQuery,
+    responses: {
+      200: {
+        description: "`escrow` with `reference`, else `escrows`",
+        schema: z.union([
+          z.object({ success: ok, escrow: escrowRecord }),
+          z.object({ success: ok, escrows: z.array(escrowRecord) }),
+        ]),
+      },
+      ...errors([400, 401, 403, 404, 429]),
+    },
+    queryErrors: {},
+    handler: async (x) => {
+      const q = x.query;
+      if (q.reference !== undefined) {
+        const e = await service.getEscrow(x.deps, scopeOf(x), q.reference);
+        return { escrow: service.escrowView(x.deps, e) };
+      }
+      const rows = await service.listEscrows(x.deps, scopeOf(x), {
+        status: q.status,
+        limit: q.limit,
+      });
+      return { escrows: rows.map((e) => service.escrowView(x.deps, e)) };
+    },
+    fuzz: { as: "key" },
+  }),
+];

@@ -4,7 +4,6 @@
  */
 import { z } from "zod";
 import { M } from "../../http/messages.ts";
-import { errors, type RouteDoc } from "../../http/contract.ts";
 import { isAddress } from "../../chain/address.ts";
 import { usdcAmount } from "../../money.ts";
 import type { TargetPolicy } from "../webhooks/webhooks.targets.ts";
@@ -76,8 +75,8 @@ export const escrowQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).optional(),
 });
 
-const iso = z.string().describe("ISO 8601 timestamp");
-const hash = z.string().describe("Transaction hash");
+export const iso = z.string().describe("ISO 8601 timestamp");
+export const hash = z.string().describe("Transaction hash");
 
 export const escrowRecord = z.object({
   reference: z.string(),
@@ -104,166 +103,3 @@ export const escrowRecord = z.object({
   refundTxHash: hash.nullable(),
   createdAt: iso,
 }).meta({ id: "Escrow" });
-
-const ok = z.literal(true);
-const actionResponse = z.object({
-  success: ok,
-  escrow: escrowRecord,
-  txHash: hash,
-  explorerUrl: z.string(),
-  message: z.string(),
-});
-
-const refusal = (text: string) => ({ description: text, schema: errorWithBalance });
-const errorWithBalance = z.object({
-  success: z.literal(false),
-  error: z.string(),
-  hint: z.string().optional(),
-  balance: z.string().optional(),
-  txHash: z.string().optional(),
-});
-
-const merchantKey = ["bearer", "apiKey"] as const;
-const tag = "Escrow";
-const chainErrors = errors([401, 404, 408, 409, 429, 500, 502], errorWithBalance);
-
-export const escrowRoutes: RouteDoc[] = [
-  {
-    method: "post",
-    path: "/api/escrow/create",
-    summary: "Hold USDC from one of your wallets for a beneficiary until release or expiry",
-    tag,
-    auth: [...merchantKey],
-    idempotent: true,
-    body: createEscrowBody("any"),
-    bodyExample: {
-      depositorWalletId: "3f1c…",
-      beneficiarySCA: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
-      amount: "25.00",
-      expiresInSeconds: 86400,
-      description: "Logo design",
-    },
-    responses: {
-      201: {
-        description: "Funded on chain",
-        schema: z.object({
-          success: ok,
-          reference: z.string(),
-          status: z.literal("ACTIVE"),
-          amount: z.string(),
-          currency: z.literal("USDC"),
-          depositor: z.string(),
-          beneficiary: z.string(),
-          expiresAt: iso,
-          txHash: hash,
-          explorerUrl: z.string(),
-          escrow: escrowRecord,
-        }),
-      },
-      400: refusal("Malformed input, or the depositor's balance is too low (then `balance`)"),
-      403: refusal("The depositor is not a wallet you control, or the key may not do this"),
-      ...chainErrors,
-    },
-  },
-  ...(["release", "confirm"] as const).map((op): RouteDoc => ({
-    method: "post",
-    path: `/api/escrow/${op}`,
-    summary: op === "release"
-      ? "The depositor releases the amount to the beneficiary"
-      : "The beneficiary marks the delivery done (the escrow stays ACTIVE)",
-    tag,
-    auth: [...merchantKey],
-    idempotent: true,
-    body: partyActionBody,
-    bodyExample: { reference: "escrow_…", callerSCA: "0x…" },
-    responses: {
-      200: { description: "Mined", schema: actionResponse },
-      400: refusal("Malformed input, or the escrow's state does not allow it"),
-      403: refusal(
-        `callerSCA is not the ${op === "release" ? "depositor" : "beneficiary"}, or not yours`,
-      ),
-      ...chainErrors,
-    },
-  })),
-  {
-    method: "post",
-    path: "/api/escrow/dispute",
-    summary: "Depositor or beneficiary disputes an ACTIVE escrow",
-    tag,
-    auth: [...merchantKey],
-    idempotent: true,
-    body: disputeBody,
-    bodyExample: { reference: "escrow_…", callerSCA: "0x…", reason: "Never delivered" },
-    responses: {
-      200: {
-        description: "Disputed on chain",
-        schema: z.object({
-          success: ok,
-          escrow: z.object({
-            reference: z.string(),
-            status: z.literal("DISPUTED"),
-            disputeReason: z.string(),
-            disputedBy: z.string(),
-            disputeTxHash: hash,
-          }),
-          txHash: hash,
-          explorerUrl: z.string(),
-          message: z.string(),
-        }),
-      },
-      400: refusal("Malformed input, or not ACTIVE: `Escrow is RELEASED — cannot dispute.`"),
-      403: refusal("callerSCA is not a party, or not a wallet you control"),
-      ...chainErrors,
-    },
-  },
-  {
-    method: "post",
-    path: "/api/escrow/refund",
-    summary: "Refund an expired ACTIVE escrow to the depositor (also automatic at expiry)",
-    tag,
-    auth: [...merchantKey],
-    idempotent: true,
-    body: refundBody,
-    bodyExample: { reference: "escrow_…" },
-    responses: {
-      200: { description: "Mined", schema: actionResponse },
-      400: refusal("Malformed input, not expired yet, or not ACTIVE"),
-      403: refusal("The key may not do this"),
-      ...chainErrors,
-    },
-  },
-  {
-    method: "post",
-    path: "/api/escrow/resolve",
-    summary: "The operator resolves a DISPUTED escrow (operator key only)",
-    tag,
-    auth: [...merchantKey],
-    idempotent: true,
-    body: resolveBody,
-    bodyExample: { reference: "escrow_…", outcome: "refunded" },
-    responses: {
-      200: { description: "Mined", schema: actionResponse },
-      400: refusal("Malformed input, or the escrow is not DISPUTED"),
-      403: refusal("Not an operator key (merchant keys are refused)"),
-      ...chainErrors,
-    },
-  },
-  {
-    method: "get",
-    path: "/api/escrow",
-    summary: "One escrow (`reference`) or yours, newest first",
-    tag,
-    auth: [...merchantKey],
-    query: escrowQuery,
-    responses: {
-      200: {
-        description: "`escrow` with `reference`, else `escrows`",
-        schema: z.union([
-          z.object({ success: ok, escrow: escrowRecord }),
-          z.object({ success: ok, escrows: z.array(escrowRecord) }),
-        ]),
-      },
-      ...errors([400, 401, 403, 404, 429]),
-    },
-  },
-];

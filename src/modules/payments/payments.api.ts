@@ -2,111 +2,228 @@
  * /api/merchant/payment-link (merchant session) and /api/payments/* (API key: x-api-key or
  * bearer). All in the shared payments rate-limit bucket; creates take an Idempotency-Key.
  */
-import { Hono } from "hono";
-import type { Deps } from "../../deps.ts";
-import { parseQuery, readJsonObject } from "../../http/body.ts";
-import { type AuthEnv, guard, merchantOf, profileOf } from "../../http/auth.ts";
-import { idempotent } from "../../http/idempotency.ts";
+import { z } from "zod";
+import { errors } from "../../http/contract.ts";
+import { defineRoute, type RouteAuth } from "../../http/route.ts";
 import { M } from "../../http/messages.ts";
 import { usdcToNumber } from "../../money.ts";
 import * as service from "./payments.service.ts";
-import { paymentRecord } from "./payments.rules.ts";
-import { CREATE_HINTS, createPaymentBody, historyQuery } from "./payments.schemas.ts";
-import { parseOrThrow } from "../../http/contract.ts";
+import { paymentRecord as paymentView } from "./payments.rules.ts";
+import {
+  CREATE_HINTS,
+  createExample,
+  createPaymentBody,
+  historyQuery,
+  iso,
+  paymentDetail,
+  paymentRecord,
+  recordExample,
+  reference,
+  status,
+} from "./payments.schemas.ts";
 
-export function paymentsApi(deps: Deps) {
-  const app = new Hono<AuthEnv>();
-  const session = guard(deps, { accept: ["cookie"], group: "payments" });
-  const sessionRead = guard(deps, { accept: ["cookie"] });
-  const write = guard(deps, {
-    accept: ["apiKey", "bearer"],
-    write: true,
-    scope: "payments",
-    group: "payments",
-  });
-  const read = guard(deps, { accept: ["apiKey", "bearer"], scope: "payments", group: "payments" });
-  const once = idempotent(deps);
-  const create = createPaymentBody(deps.config.WEBHOOK_TARGETS);
+const write: RouteAuth = {
+  accept: ["apiKey", "bearer"],
+  write: true,
+  scope: "payments",
+  group: "payments",
+};
+const read: RouteAuth = { accept: ["apiKey", "bearer"], scope: "payments", group: "payments" };
+const body = createPaymentBody("public");
 
-  app.post("/api/merchant/payment-link", session, once, async (c) => {
-    const merchant = merchantOf(c);
-    const input = parseOrThrow(create, await readJsonObject(c), CREATE_HINTS);
-    // The session's mode picks the chain, as a key's prefix does.
-    const p = await service.createPayment(deps, merchant, "link", profileOf(c), input);
-    return c.json({
-      success: true,
-      reference: p.reference,
-      checkoutUrl: service.checkoutUrl(deps, p.reference),
-      amount: usdcToNumber(p.amount),
-      currency: p.currency,
-      description: p.description,
-      merchant: merchant.businessName,
-      expiresIn: "24 hours",
-    }, 201);
-  });
-
-  app.get("/api/merchant/payment-link", sessionRead, async (c) => {
-    const { rows } = await service.history(deps, merchantOf(c).id, [profileOf(c)], {
-      kind: "link",
-      limit: 100,
-    });
-    return c.json({
-      success: true,
-      links: rows.map((p) => ({
-        reference: p.reference,
-        amount: usdcToNumber(p.amount),
-        currency: p.currency,
-        status: p.status,
-        checkoutUrl: service.checkoutUrl(deps, p.reference),
-        createdAt: p.createdAt.toISOString(),
-        description: p.description,
-        expiresAt: p.expiresAt.toISOString(),
-      })),
-    });
-  });
-
-  app.post("/api/payments/initialize", write, once, async (c) => {
-    const auth = c.get("auth");
-    const input = parseOrThrow(create, await readJsonObject(c), CREATE_HINTS);
-    const p = await service.createPayment(deps, merchantOf(c), "session", auth.key!.profile, input);
-    return c.json({
-      success: true,
-      reference: p.reference,
-      checkoutUrl: service.checkoutUrl(deps, p.reference),
-      data: {
-        amount: usdcToNumber(p.amount),
-        currency: p.currency,
-        status: p.status,
-        description: p.description,
-        expiresAt: p.expiresAt.toISOString(),
+export const paymentsRoutes = [
+  defineRoute({
+    method: "post",
+    path: "/api/merchant/payment-link",
+    summary: "Create a payment link (24 hours)",
+    tag: "Payments",
+    auth: { accept: ["cookie"], group: "payments" },
+    idempotent: true,
+    body,
+    bodyExample: createExample,
+    responses: {
+      201: {
+        description: "The link",
+        schema: z.object({
+          success: z.literal(true),
+          reference: z.string(),
+          checkoutUrl: z.string(),
+          amount: z.number(),
+          currency: z.string(),
+          description: z.string().nullable(),
+          merchant: z.string(),
+          expiresIn: z.literal("24 hours"),
+        }),
+        example: {
+          success: true,
+          reference,
+          checkoutUrl: `https://pay.example.com/checkout/${reference}`,
+          amount: 25.5,
+          currency: "USDC",
+          description: "Order #1042",
+          merchant: "Test Shop",
+          expiresIn: "24 hours",
+        },
       },
-    }, 201);
-  });
-
-  app.get("/api/payments/verify/:reference", read, async (c) => {
-    const auth = c.get("auth");
-    const data = await service.verifyPayment(
-      deps,
-      merchantOf(c).id,
-      auth.key!.profile,
-      c.req.param("reference"),
-    );
-    return c.json({ success: true, data });
-  });
-
-  app.get("/api/payments", read, async (c) => {
-    const auth = c.get("auth");
-    const q = parseQuery(c, historyQuery, { message: M.paymentHistoryQuery });
-    const page = await service.history(deps, merchantOf(c).id, [auth.key!.profile], q);
-    return c.json({
-      success: true,
-      data: page.rows.map((p) => ({
-        ...paymentRecord(p, auth.key!.profile, deps.clock.now()),
-        expiresAt: p.expiresAt.toISOString(),
-      })),
-      nextCursor: page.nextCursor,
-    });
-  });
-
-  return app;
-}
+      ...errors([400, 401, 409, 429]),
+    },
+    bodyFor: (deps) => createPaymentBody(deps.config.WEBHOOK_TARGETS),
+    hints: CREATE_HINTS,
+    handler: async ({ deps, merchant, profile, body }) => {
+      // The session's mode picks the chain, as a key's prefix does.
+      const p = await service.createPayment(deps, merchant, "link", profile, body);
+      return {
+        reference: p.reference,
+        checkoutUrl: service.checkoutUrl(deps, p.reference),
+        amount: usdcToNumber(p.amount),
+        currency: p.currency,
+        description: p.description,
+        merchant: merchant.businessName,
+        expiresIn: "24 hours",
+      };
+    },
+    fuzz: { sample: { amount: "1.50", description: "fuzz", metadata: { order: "1" } } },
+  }),
+  defineRoute({
+    method: "get",
+    path: "/api/merchant/payment-link",
+    summary: "The 100 newest payment links",
+    tag: "Payments",
+    auth: { accept: ["cookie"] },
+    responses: {
+      200: {
+        description: "Links, newest first",
+        schema: z.object({
+          success: z.literal(true),
+          links: z.array(z.object({
+            reference: z.string(),
+            amount: z.number(),
+            currency: z.string(),
+            status,
+            checkoutUrl: z.string(),
+            createdAt: iso,
+            description: z.string().nullable(),
+            expiresAt: iso,
+          })),
+        }),
+      },
+      ...errors([401, 429]),
+    },
+    handler: async ({ deps, merchant, profile }) => {
+      const { rows } = await service.history(deps, merchant.id, [profile], {
+        kind: "link",
+        limit: 100,
+      });
+      return {
+        links: rows.map((p) => ({
+          reference: p.reference,
+          amount: usdcToNumber(p.amount),
+          currency: p.currency,
+          status: p.status,
+          checkoutUrl: service.checkoutUrl(deps, p.reference),
+          createdAt: p.createdAt.toISOString(),
+          description: p.description,
+          expiresAt: p.expiresAt.toISOString(),
+        })),
+      };
+    },
+  }),
+  defineRoute({
+    method: "post",
+    path: "/api/payments/initialize",
+    summary: "Create a hosted checkout session (120 minutes)",
+    tag: "Payments",
+    auth: write,
+    idempotent: true,
+    body,
+    bodyExample: createExample,
+    responses: {
+      201: {
+        description: "The session",
+        schema: z.object({
+          success: z.literal(true),
+          reference: z.string(),
+          checkoutUrl: z.string(),
+          data: z.object({
+            amount: z.number(),
+            currency: z.string(),
+            status,
+            description: z.string().nullable(),
+            expiresAt: iso,
+          }),
+        }),
+      },
+      ...errors([400, 401, 403, 409, 429]),
+    },
+    bodyFor: (deps) => createPaymentBody(deps.config.WEBHOOK_TARGETS),
+    hints: CREATE_HINTS,
+    handler: async ({ deps, merchant, profile, body }) => {
+      const p = await service.createPayment(deps, merchant, "session", profile, body);
+      return {
+        reference: p.reference,
+        checkoutUrl: service.checkoutUrl(deps, p.reference),
+        data: {
+          amount: usdcToNumber(p.amount),
+          currency: p.currency,
+          status: p.status,
+          description: p.description,
+          expiresAt: p.expiresAt.toISOString(),
+        },
+      };
+    },
+    fuzz: {
+      sample: { amount: "2.00", currency: "USDC", description: "fuzz", metadata: { a: "b" } },
+    },
+  }),
+  defineRoute({
+    method: "get",
+    path: "/api/payments/verify/:reference",
+    summary: "One payment by reference, on the key's chain",
+    tag: "Payments",
+    auth: read,
+    params: z.object({ reference: z.string() }),
+    responses: {
+      200: {
+        description: "The payment",
+        schema: z.object({ success: z.literal(true), data: paymentDetail }),
+      },
+      ...errors([401, 403, 404, 429]),
+    },
+    handler: async (x) => ({
+      data: await service.verifyPayment(x.deps, x.merchant.id, x.profile, x.params.reference),
+    }),
+    fuzz: {},
+  }),
+  defineRoute({
+    method: "get",
+    path: "/api/payments",
+    summary: "Payment history on the key's chain, newest first, by cursor pages",
+    tag: "Payments",
+    auth: read,
+    query: historyQuery,
+    responses: {
+      200: {
+        description: "One page",
+        schema: z.object({
+          success: z.literal(true),
+          data: z.array(paymentRecord.extend({ expiresAt: iso })),
+          nextCursor: z.string().nullable(),
+        }),
+        example: { success: true, data: [recordExample], nextCursor: null },
+      },
+      ...errors([400, 401, 403, 429]),
+    },
+    queryErrors: { message: M.paymentHistoryQuery },
+    handler: async ({ deps, merchant, profile, query }) => {
+      const page = await service.history(deps, merchant.id, [profile], query);
+      return {
+        data: page.rows.map((p) => ({
+          ...paymentView(p, profile, deps.clock.now()),
+          expiresAt: p.expiresAt.toISOString(),
+        })),
+        nextCursor: page.nextCursor,
+      };
+    },
+    fuzz: {},
+  }),
+];

@@ -4,7 +4,6 @@
  */
 import { z } from "zod";
 import { M } from "../../http/messages.ts";
-import { errors, type RouteDoc } from "../../http/contract.ts";
 import { usdcAmount } from "../../money.ts";
 import type { TargetPolicy } from "../webhooks/webhooks.targets.ts";
 import { webhookUrlField } from "../webhooks/webhooks.schemas.ts";
@@ -71,8 +70,8 @@ export const relayBody = z.object({
 }, M.relayBody);
 export type RelayInput = z.output<typeof relayBody>;
 
-const iso = z.string().describe("ISO 8601 timestamp");
-const status = z.enum(PAYMENT_STATUSES);
+export const iso = z.string().describe("ISO 8601 timestamp");
+export const status = z.enum(PAYMENT_STATUSES);
 
 /** The spec's payment record. */
 export const paymentRecord = z.object({
@@ -100,14 +99,14 @@ export const paymentDetail = paymentRecord.extend({
   metadata: z.record(z.string(), z.unknown()).nullable(),
 }).meta({ id: "PaymentDetail" });
 
-const reference = "pay_ref_k3j4h5g6f7d8s9a0";
-const createExample = {
+export const reference = "pay_ref_k3j4h5g6f7d8s9a0";
+export const createExample = {
   amount: "25.50",
   currency: "USDC",
   description: "Order #1042",
   webhookUrl: "https://shop.example.com/hooks/settlement",
 };
-const recordExample = {
+export const recordExample = {
   id: "0b6f8c1e-0000-4000-8000-000000000002",
   reference,
   amount: 25.5,
@@ -121,134 +120,3 @@ const recordExample = {
   timestamp: "2025-01-01T00:00:00.000Z",
   webhookUrl: null,
 };
-
-const body = createPaymentBody("public");
-const apiKey = ["apiKey", "bearer"] as const;
-
-export const paymentsRoutes: RouteDoc[] = [
-  {
-    method: "post",
-    path: "/api/merchant/payment-link",
-    summary: "Create a payment link (24 hours)",
-    tag: "Payments",
-    auth: ["merchantCookie"],
-    idempotent: true,
-    body,
-    bodyExample: createExample,
-    responses: {
-      201: {
-        description: "The link",
-        schema: z.object({
-          success: z.literal(true),
-          reference: z.string(),
-          checkoutUrl: z.string(),
-          amount: z.number(),
-          currency: z.string(),
-          description: z.string().nullable(),
-          merchant: z.string(),
-          expiresIn: z.literal("24 hours"),
-        }),
-        example: {
-          success: true,
-          reference,
-          checkoutUrl: `https://pay.example.com/checkout/${reference}`,
-          amount: 25.5,
-          currency: "USDC",
-          description: "Order #1042",
-          merchant: "Test Shop",
-          expiresIn: "24 hours",
-        },
-      },
-      ...errors([400, 401, 409, 429]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/merchant/payment-link",
-    summary: "The 100 newest payment links",
-    tag: "Payments",
-    auth: ["merchantCookie"],
-    responses: {
-      200: {
-        description: "Links, newest first",
-        schema: z.object({
-          success: z.literal(true),
-          links: z.array(z.object({
-            reference: z.string(),
-            amount: z.number(),
-            currency: z.string(),
-            status,
-            checkoutUrl: z.string(),
-            createdAt: iso,
-            description: z.string().nullable(),
-            expiresAt: iso,
-          })),
-        }),
-      },
-      ...errors([401, 429]),
-    },
-  },
-  {
-    method: "post",
-    path: "/api/payments/initialize",
-    summary: "Create a hosted checkout session (120 minutes)",
-    tag: "Payments",
-    auth: [...apiKey],
-    idempotent: true,
-    body,
-    bodyExample: createExample,
-    responses: {
-      201: {
-        description: "The session",
-        schema: z.object({
-          success: z.literal(true),
-          reference: z.string(),
-          checkoutUrl: z.string(),
-          data: z.object({
-            amount: z.number(),
-            currency: z.string(),
-            status,
-            description: z.string().nullable(),
-            expiresAt: iso,
-          }),
-        }),
-      },
-      ...errors([400, 401, 403, 409, 429]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/payments/verify/:reference",
-    summary: "One payment by reference, on the key's chain",
-    tag: "Payments",
-    auth: [...apiKey],
-    params: z.object({ reference: z.string() }),
-    responses: {
-      200: {
-        description: "The payment",
-        schema: z.object({ success: z.literal(true), data: paymentDetail }),
-      },
-      ...errors([401, 403, 404, 429]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/payments",
-    summary: "Payment history on the key's chain, newest first, by cursor pages",
-    tag: "Payments",
-    auth: [...apiKey],
-    query: historyQuery,
-    responses: {
-      200: {
-        description: "One page",
-        schema: z.object({
-          success: z.literal(true),
-          data: z.array(paymentRecord.extend({ expiresAt: iso })),
-          nextCursor: z.string().nullable(),
-        }),
-        example: { success: true, data: [recordExample], nextCursor: null },
-      },
-      ...errors([400, 401, 403, 429]),
-    },
-  },
-];

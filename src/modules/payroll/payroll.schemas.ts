@@ -5,7 +5,6 @@
  */
 import { z } from "zod";
 import { M, MF } from "../../http/messages.ts";
-import { errorBody, errors, type RouteDoc } from "../../http/contract.ts";
 import { AmountError, parseUsdcLoose } from "../../money.ts";
 import type { TargetPolicy } from "../webhooks/webhooks.targets.ts";
 import { webhookUrlField } from "../webhooks/webhooks.schemas.ts";
@@ -101,7 +100,7 @@ export function parseRunBody(body: Record<string, unknown>, policy: TargetPolicy
 }
 
 /** The documented shape of the run body (the parser above is what enforces it). */
-const runBodyDoc = z.object({
+export const runBodyDoc = z.object({
   recipients: z.array(z.object({
     recipientSCA: z.string().describe("Recipient wallet address"),
     amount: z.union([z.string(), z.number()]).describe(
@@ -144,7 +143,7 @@ const counts = {
   pendingSignatureCount: z.number().int(),
 };
 
-const runResponse = z.object({
+export const runResponse = z.object({
   success: z.literal(true),
   batchRef: z.string(),
   status: z.enum(BATCH_STATUSES),
@@ -169,7 +168,7 @@ export const batchResource = z.object({
   completedAt: iso.nullable(),
 });
 
-const runError = z.object({
+export const runError = z.object({
   success: z.literal(false),
   error: z.string(),
   hint: z.string().optional(),
@@ -193,12 +192,12 @@ export const signRequestView = z.object({
   createdAt: iso,
 });
 
-const listSignResponse = z.object({
+export const listSignResponse = z.object({
   success: z.literal(true),
   signRequests: z.array(signRequestView),
 });
 
-const submitSignResponse = z.object({
+export const submitSignResponse = z.object({
   success: z.literal(true),
   signRequest: z.object({
     id: z.string(),
@@ -212,68 +211,3 @@ const submitSignResponse = z.object({
     pendingSignatureCount: z.number().int(),
   }),
 });
-
-const tag = "Payroll";
-
-export const payrollRoutes: RouteDoc[] = [
-  {
-    method: "post",
-    path: "/api/payroll/run",
-    summary: "Pay up to 5,000 recipients in USDC from your wallet",
-    tag,
-    auth: ["apiKey"],
-    idempotent: true,
-    body: runBodyDoc,
-    bodyExample: PAYROLL_EXAMPLE,
-    responses: {
-      200: {
-        description:
-          "The batch: finished, or PROCESSING with the results so far (it finishes in the background)",
-        schema: runResponse,
-      },
-      400: { description: "Malformed request; nothing recorded or sent", schema: runError },
-      ...errors([401, 403, 409, 429, 500]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/payroll/run",
-    summary: "A payroll batch with every recipient's result",
-    tag,
-    auth: ["apiKey"],
-    query: batchQuery,
-    responses: {
-      200: {
-        description: "The batch",
-        schema: z.object({ success: z.literal(true), batch: batchResource }),
-      },
-      ...errors([400, 401, 403, 404, 429]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/merchant/wallet/sign-requests",
-    summary: "Payroll payments waiting for your external wallet to send them",
-    tag,
-    auth: ["merchantCookie", "apiKey"],
-    responses: {
-      200: { description: "Pending sign requests, oldest batch first", schema: listSignResponse },
-      ...errors([401, 403, 429]),
-    },
-  },
-  {
-    method: "post",
-    path: "/api/merchant/wallet/sign-requests/:id",
-    summary: "Report the transaction your wallet sent for a sign request; checked on chain",
-    tag,
-    auth: ["merchantCookie", "apiKey"],
-    params: signRequestParams,
-    body: signRequestBody,
-    bodyExample: { txHash: `0x${"ab".repeat(32)}` },
-    responses: {
-      200: { description: "Verified on chain; the recipient is paid", schema: submitSignResponse },
-      400: { description: "Malformed hash, or not the requested transfer", schema: errorBody },
-      ...errors([401, 403, 404, 409, 429, 500]),
-    },
-  },
-];

@@ -5,7 +5,6 @@
  */
 import { z } from "zod";
 import { M } from "../../http/messages.ts";
-import { errors, type RouteDoc } from "../../http/contract.ts";
 import { usdcAmount } from "../../money.ts";
 import type { TargetPolicy } from "../webhooks/webhooks.targets.ts";
 import { webhookUrlField } from "../webhooks/webhooks.schemas.ts";
@@ -85,7 +84,7 @@ export const streamResource = z.object({
   percentComplete: z.number().describe("2 places"),
 });
 
-const createResponse = z.object({
+export const createResponse = z.object({
   success: z.literal(true),
   reference: z.string(),
   stream: z.object({
@@ -107,7 +106,7 @@ const createResponse = z.object({
   nextSteps: z.object({ stop: z.string(), withdraw: z.string(), status: z.string() }),
 });
 
-const listResponse = z.object({
+export const listResponse = z.object({
   success: z.literal(true),
   metrics: z.object({
     total: z.number().int(),
@@ -120,7 +119,7 @@ const listResponse = z.object({
   streams: z.array(streamResource),
 });
 
-const stopResponse = z.object({
+export const stopResponse = z.object({
   success: z.literal(true),
   stream: z.object({
     reference: z.string(),
@@ -135,7 +134,7 @@ const stopResponse = z.object({
   message: z.string(),
 });
 
-const withdrawResponse = z.object({
+export const withdrawResponse = z.object({
   success: z.literal(true),
   reference: z.string(),
   amountWithdrawn: num,
@@ -145,74 +144,9 @@ const withdrawResponse = z.object({
 });
 
 /** The create request's 400: `hint` is an object with `example` when a field is missing. */
-const createError = z.object({
+export const createError = z.object({
   success: z.literal(false),
   error: z.string(),
   hint: z.union([z.string(), z.object({ example: z.record(z.string(), z.string()) })]).optional(),
   balance: z.string().describe("The sender's USDC (6 places) when it is too little").optional(),
 });
-
-const tag = "Streams";
-const auth = ["apiKey"] as const;
-
-export const streamsRoutes: RouteDoc[] = [
-  {
-    method: "post",
-    path: "/api/payments/stream",
-    summary: "Lock USDC from a wallet you control in a per-second stream",
-    tag,
-    auth: [...auth],
-    idempotent: true,
-    body: createStreamBody("any"),
-    bodyExample: STREAM_EXAMPLE,
-    responses: {
-      200: { description: "Locked on chain; the stream is ACTIVE", schema: createResponse },
-      400: {
-        description:
-          "Missing or malformed fields, or too little USDC in the sender (then `balance`)",
-        schema: createError,
-      },
-      ...errors([401, 403, 408, 409, 429, 500, 502]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/payments/stream",
-    summary: "Streams with derived values and metrics",
-    tag,
-    auth: [...auth],
-    query: listStreamsQuery,
-    responses: {
-      200: { description: "Streams", schema: listResponse },
-      ...errors([400, 401, 403, 429]),
-    },
-  },
-  {
-    method: "post",
-    path: "/api/payments/stream/stop",
-    summary: "Stop a stream: the receiver gets what accrued, the sender the rest",
-    tag,
-    auth: [...auth],
-    idempotent: true,
-    body: stopStreamBody,
-    bodyExample: { reference: "stream_m1abc_x7k2", callerSCA: STREAM_EXAMPLE.senderSCA },
-    responses: {
-      200: { description: "Stopped on chain", schema: stopResponse },
-      ...errors([400, 401, 403, 404, 408, 409, 429, 500, 502]),
-    },
-  },
-  {
-    method: "post",
-    path: "/api/payments/stream/withdraw",
-    summary: "Pay the receiver (a wallet you control) what has accrued",
-    tag,
-    auth: [...auth],
-    idempotent: true,
-    body: withdrawStreamBody,
-    bodyExample: { reference: "stream_m1abc_x7k2", receiverSCA: STREAM_EXAMPLE.receiverSCA },
-    responses: {
-      200: { description: "Withdrawn on chain", schema: withdrawResponse },
-      ...errors([400, 401, 403, 404, 408, 409, 429, 500, 502]),
-    },
-  },
-];

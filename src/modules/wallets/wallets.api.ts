@@ -4,58 +4,125 @@
  * refused (403): these routes reach the merchant's money. The credential's environment (a key's
  * prefix, a session's mode) is the only chain whose balances are shown and moved.
  */
-import { Hono } from "hono";
-import type { Deps } from "../../deps.ts";
-import { readJsonObject } from "../../http/body.ts";
-import { parseOrThrow } from "../../http/contract.ts";
-import { type AuthEnv, guard, merchantOf, profileOf } from "../../http/auth.ts";
-import { idempotent } from "../../http/idempotency.ts";
+import { z } from "zod";
+import { errors } from "../../http/contract.ts";
+import { defineRoute, type RouteAuth } from "../../http/route.ts";
 import * as service from "./wallets.service.ts";
-import { createWalletBody, WITHDRAW_HINTS, withdrawBody } from "./wallets.schemas.ts";
+import {
+  createWalletBody,
+  usdc6,
+  wallet,
+  walletIdParams,
+  walletWithBalances,
+  WITHDRAW_HINTS,
+  withdrawBody,
+  withdrawResponse,
+} from "./wallets.schemas.ts";
 
 /** No limited key carries this scope, so only full-access keys pass. */
 const WALLETS_SCOPE = "wallets";
 
-export function walletsApi(deps: Deps) {
-  const app = new Hono<AuthEnv>();
-  const credentials = (write: boolean) =>
-    guard(deps, {
-      accept: ["cookie", "apiKey", "bearer"],
-      keyKinds: ["merchant", "secret"],
-      scope: WALLETS_SCOPE,
-      write,
-    });
-  const read = credentials(false);
-  const write = credentials(true);
-  const once = idempotent(deps);
+const credentials = (write: boolean): RouteAuth => ({
+  accept: ["cookie", "apiKey", "bearer"],
+  keyKinds: ["merchant", "secret"],
+  scope: WALLETS_SCOPE,
+  write,
+});
+const ok = z.literal(true);
+const tag = "Wallets";
 
-  app.post("/api/wallets", write, once, async (c) => {
-    const input = parseOrThrow(createWalletBody, await readJsonObject(c));
-    const wallet = await service.createWallet(deps, merchantOf(c), input);
-    return c.json({ success: true, wallet }, 201);
-  });
-
-  app.get("/api/wallets", read, async (c) => {
-    const wallets = await service.listWallets(deps, merchantOf(c), [profileOf(c)]);
-    return c.json({ success: true, wallets });
-  });
-
-  app.get("/api/wallets/:id", read, async (c) => {
-    const wallet = await service.getWallet(deps, merchantOf(c), c.req.param("id"), [profileOf(c)]);
-    return c.json({ success: true, wallet });
-  });
-
-  app.post("/api/merchant/withdraw", write, once, async (c) => {
-    const input = parseOrThrow(withdrawBody, await readJsonObject(c), WITHDRAW_HINTS);
-    const r = await service.withdraw(
-      deps,
-      merchantOf(c),
-      profileOf(c),
-      input,
-      c.req.header("idempotency-key"),
-    );
-    return c.json({ success: true, ...r });
-  });
-
-  return app;
-}
+export const walletsRoutes = [
+  defineRoute({
+    method: "post",
+    path: "/api/wallets",
+    summary: "Create a managed wallet",
+    tag,
+    auth: credentials(true),
+    idempotent: true,
+    body: createWalletBody,
+    bodyExample: { label: "Refunds" },
+    responses: {
+      201: {
+        description: "The new wallet",
+        schema: z.object({ success: ok, wallet }),
+      },
+      ...errors([400, 401, 403, 409, 429]),
+    },
+    handler: async (x) => ({
+      wallet: await service.createWallet(x.deps, x.merchant, x.body),
+    }),
+    fuzz: { sample: { label: "fuzz" }, as: "key" },
+  }),
+  defineRoute({
+    method: "get",
+    path: "/api/wallets",
+    summary: "The merchant's managed wallets with their USDC on the credential's chain",
+    tag,
+    auth: credentials(false),
+    responses: {
+      200: {
+        description: "Oldest first",
+        schema: z.object({ success: ok, wallets: z.array(walletWithBalances) }),
+      },
+      ...errors([401, 403, 429]),
+    },
+    handler: async (x) => ({
+      wallets: await service.listWallets(x.deps, x.merchant, [x.profile]),
+    }),
+  }),
+  defineRoute({
+    method: "get",
+    path: "/api/wallets/:id",
+    summary: "One of the merchant's wallets",
+    tag,
+    auth: credentials(false),
+    params: walletIdParams,
+    responses: {
+      200: {
+        description: "The wallet",
+        schema: z.object({ success: ok, wallet: walletWithBalances }),
+      },
+      ...errors([401, 403, 404, 429]),
+    },
+    handler: async (x) => ({
+      wallet: await service.getWallet(x.deps, x.merchant, x.params.id, [x.profile]),
+    }),
+    fuzz: { as: "key" },
+  }),
+  defineRoute({
+    method: "post",
+    path: "/api/merchant/withdraw",
+    summary: "Send USDC out of a managed wallet on the credential's chain",
+    tag,
+    auth: credentials(true),
+    idempotent: true,
+    body: withdrawBody,
+    hints: WITHDRAW_HINTS,
+    bodyExample: {
+      amount: "25.00",
+      destinationAddress: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
+    },
+    responses: {
+      200: { description: "Mined", schema: withdrawResponse },
+      400: {
+        description:
+          "Malformed input; the payout wallet is external; or the balance is too low (then `balance`)",
+        schema: z.object({
+          success: z.literal(false),
+          error: z.string(),
+          hint: z.string().optional(),
+          balance: usdc6.optional(),
+        }),
+      },
+      ...errors([401, 403, 404, 408, 409, 429, 500, 502]),
+    },
+    handler: async (x) =>
+      await service.withdraw(x.deps, x.merchant, x.profile, x.body, x.idempotencyKey),
+    // The merchant's wallets hold nothing: a well-formed request is refused for balance.
+    fuzz: {
+      sample: { amount: "0.000001", destinationAddress: "$dead" },
+      as: "key",
+      extra: ["balance"],
+    },
+  }),
+];

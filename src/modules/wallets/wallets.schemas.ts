@@ -4,7 +4,6 @@
  */
 import { z } from "zod";
 import { M } from "../../http/messages.ts";
-import { errors, type RouteDoc } from "../../http/contract.ts";
 import { isAddress } from "../../chain/address.ts";
 import { usdcAmount } from "../../money.ts";
 
@@ -31,7 +30,7 @@ export const withdrawBody = z.object({
 export const WITHDRAW_HINTS: Record<string, string> = { amount: M.withdrawAmountHint };
 
 const iso = z.string().describe("ISO 8601 timestamp");
-const usdc6 = z.string().describe("USDC with 6 decimal places");
+export const usdc6 = z.string().describe("USDC with 6 decimal places");
 
 export const wallet = z.object({
   id: z.string().describe("UUID: the wallet id other endpoints take"),
@@ -60,83 +59,3 @@ export const withdrawResponse = z.object({
     "The chain of the credential's environment (a key's prefix; a session's mode)",
   ),
 });
-
-const ok = z.literal(true);
-const auth = ["merchantCookie", "apiKey", "bearer"] as const;
-const tag = "Wallets";
-
-export const walletsRoutes: RouteDoc[] = [
-  {
-    method: "post",
-    path: "/api/wallets",
-    summary: "Create a managed wallet",
-    tag,
-    auth: [...auth],
-    idempotent: true,
-    body: createWalletBody,
-    bodyExample: { label: "Refunds" },
-    responses: {
-      201: {
-        description: "The new wallet",
-        schema: z.object({ success: ok, wallet }),
-      },
-      ...errors([400, 401, 403, 409, 429]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/wallets",
-    summary: "The merchant's managed wallets with their USDC on the credential's chain",
-    tag,
-    auth: [...auth],
-    responses: {
-      200: {
-        description: "Oldest first",
-        schema: z.object({ success: ok, wallets: z.array(walletWithBalances) }),
-      },
-      ...errors([401, 403, 429]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/wallets/:id",
-    summary: "One of the merchant's wallets",
-    tag,
-    auth: [...auth],
-    params: walletIdParams,
-    responses: {
-      200: {
-        description: "The wallet",
-        schema: z.object({ success: ok, wallet: walletWithBalances }),
-      },
-      ...errors([401, 403, 404, 429]),
-    },
-  },
-  {
-    method: "post",
-    path: "/api/merchant/withdraw",
-    summary: "Send USDC out of a managed wallet on the credential's chain",
-    tag,
-    auth: [...auth],
-    idempotent: true,
-    body: withdrawBody,
-    bodyExample: {
-      amount: "25.00",
-      destinationAddress: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
-    },
-    responses: {
-      200: { description: "Mined", schema: withdrawResponse },
-      400: {
-        description:
-          "Malformed input; the payout wallet is external; or the balance is too low (then `balance`)",
-        schema: z.object({
-          success: z.literal(false),
-          error: z.string(),
-          hint: z.string().optional(),
-          balance: usdc6.optional(),
-        }),
-      },
-      ...errors([401, 403, 404, 408, 409, 429, 500, 502]),
-    },
-  },
-];

@@ -1,7 +1,6 @@
 /** Webhooks: the `webhookUrl` request field other modules embed, the deliveries API, routes. */
 import { z } from "zod";
 import { M } from "../../http/messages.ts";
-import { errors, type RouteDoc } from "../../http/contract.ts";
 import { checkWebhookUrl, type TargetPolicy } from "./webhooks.targets.ts";
 
 /**
@@ -55,64 +54,3 @@ export const deliveryView = z.object({
     outcome: z.enum(["delivered", "failed", "refused"]),
   })),
 }).meta({ id: "WebhookDelivery" });
-
-const secretBody = z.object({ success: z.literal(true), secret: z.string() });
-
-export const webhooksRoutes: RouteDoc[] = [
-  {
-    method: "get",
-    path: "/api/merchant/webhook-secret",
-    summary: "The signing secret of outbound deliveries",
-    tag: "Webhooks",
-    auth: ["merchantCookie"],
-    responses: {
-      200: {
-        description: "The secret",
-        schema: secretBody,
-        example: { success: true, secret: "whsec_..." },
-      },
-      ...errors([401, 429]),
-    },
-  },
-  {
-    method: "post",
-    path: "/api/merchant/webhook-secret/roll",
-    summary: "Replace the signing secret",
-    tag: "Webhooks",
-    auth: ["merchantCookie"],
-    responses: {
-      200: { description: "The new secret", schema: secretBody },
-      ...errors([401, 429]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/webhooks/deliveries",
-    summary: "Outbound deliveries, newest first",
-    tag: "Webhooks",
-    auth: ["merchantCookie", "apiKey"],
-    query: deliveriesQuery,
-    responses: {
-      200: {
-        description: "Deliveries with their attempts",
-        schema: z.object({ success: z.literal(true), deliveries: z.array(deliveryView) }),
-      },
-      ...errors([400, 401, 403, 429]),
-    },
-  },
-  {
-    method: "post",
-    path: "/api/webhooks/deliveries/:id/replay",
-    summary: "Attempt a delivery again now",
-    tag: "Webhooks",
-    auth: ["merchantCookie", "apiKey"],
-    params: z.object({ id: z.string() }),
-    responses: {
-      200: {
-        description: "The delivery after the attempt",
-        schema: z.object({ success: z.literal(true), delivery: deliveryView }),
-      },
-      ...errors([400, 401, 403, 404, 429]),
-    },
-  },
-];
