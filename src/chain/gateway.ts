@@ -32,6 +32,9 @@ export { TRANSFER_WITH_AUTHORIZATION_TYPES };
 
 export const GATEWAY_DOMAIN_NAME = "GatewayVault";
 export const GATEWAY_DOMAIN_VERSION = "1";
+/** Circle Gateway's batched option: the vault accepts authorizations under this domain too. */
+export const BATCHED_DOMAIN_NAME = "GatewayWalletBatched";
+export const BATCHED_DOMAIN_VERSION = "1";
 
 /** An EIP-3009-shaped authorization: the x402 payload's `authorization`. */
 export type TransferAuthorization = {
@@ -57,16 +60,20 @@ export interface GatewayChain {
   walletAccount(walletId: string): Promise<LocalAccount>;
 }
 
-/** Which contract's EIP-712 domain an authorization is signed over. */
-export type AuthorizationTarget = "gateway" | "usdc";
+/**
+ * Which EIP-712 domain an authorization is signed over: the vault's own, the token's (`exact`),
+ * or Circle's batched option's (`GatewayWalletBatched`, verifyingContract the vault), which the
+ * vault accepts as its own.
+ */
+export type AuthorizationTarget = "gateway" | "usdc" | "batched";
 
 export function gatewayOps(chain: GatewayChain) {
   const vault = (p: ProfileName) => chain.contract(p, "GatewayVault");
   const client = (p: ProfileName): PublicClient => chain.runtime(p).client as PublicClient;
   const domain = (p: ProfileName, target: AuthorizationTarget) =>
     target === "usdc" ? usdcDomain(chain.runtime(p)) : {
-      name: GATEWAY_DOMAIN_NAME,
-      version: GATEWAY_DOMAIN_VERSION,
+      name: target === "batched" ? BATCHED_DOMAIN_NAME : GATEWAY_DOMAIN_NAME,
+      version: target === "batched" ? BATCHED_DOMAIN_VERSION : GATEWAY_DOMAIN_VERSION,
       chainId: chain.runtime(p).chainId,
       verifyingContract: vault(p),
     } as const;
@@ -161,6 +168,25 @@ export function gatewayOps(chain: GatewayChain) {
         functionName: "totalBalance",
         args: [account],
       });
+    },
+
+    /**
+     * `account`'s available vault balance and the block it was read at (what the gateway-balance
+     * mirror of batched charges keeps: a settlement mined after that block is not in it).
+     */
+    async availableAt(
+      p: ProfileName,
+      account: `0x${string}`,
+    ): Promise<{ available: bigint; block: bigint }> {
+      const block = await client(p).getBlockNumber({ cacheTime: 0 });
+      const b = await client(p).readContract({
+        address: vault(p),
+        abi: GatewayVault.abi,
+        functionName: "balanceOf",
+        args: [account],
+        blockNumber: block,
+      });
+      return { available: b.available, block };
     },
 
     async balance(p: ProfileName, account: `0x${string}`): Promise<GatewayBalance> {
