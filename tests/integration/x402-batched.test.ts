@@ -240,6 +240,69 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
       await settleRound(svc.deps);
       assert.equal(await vaultOf(addr), 2n * PRICE);
     });
+
+    await t.step("a withdrawal started while charges are pending never takes them", async () => {
+      const call = api(svc);
+      const buyerM = await createMerchant(svc);
+      const auth = { authorization: `Bearer ${buyerM.apiKey}` };
+      const w = await call("POST", "/api/wallets", {
+        headers: { "x-api-key": buyerM.apiKey },
+        body: {},
+      });
+      assert.equal(w.status, 201, w.text);
+      const wallet = w.json.wallet as { id: string; address: string };
+      const addr = wallet.address.toLowerCase() as `0x${string}`;
+      await chain.mintUsdc({ profile: X402_PROFILE, to: addr, amount: 2n * USDC });
+      const dep = await call("POST", "/api/x402/gateway/deposit", {
+        headers: auth,
+        body: { walletId: wallet.id, amount: "1" },
+      });
+      assert.equal(dep.status, 200, dep.text);
+      const account = await chain.walletAccount(wallet.id);
+      const payOnce = async () => {
+        const header = await batchedPayment(svc, account, resource, {
+          to: sellerAddr,
+          value: PRICE,
+        });
+        const r = await fetch(resource, { headers: { "payment-signature": header } });
+        await r.body?.cancel();
+        return r.status;
+      };
+      for (let i = 0; i < 30; i++) assert.equal(await payOnce(), 200);
+      // 0.30 promised, not on chain yet: the vault would let 1.00 go; we do not.
+      const all = await call("POST", "/api/x402/gateway/withdraw", {
+        headers: auth,
+        body: { walletId: wallet.id, amount: "1" },
+      });
+      assert.equal(all.status, 400, all.text);
+      assert.equal(all.json.withdrawable, "0.700000");
+      // The race: a withdrawal of the rest while more calls come in.
+      const [out, ...statuses] = await Promise.all([
+        call("POST", "/api/x402/gateway/withdraw", {
+          headers: auth,
+          body: { walletId: wallet.id, amount: "0.6" },
+        }),
+        ...Array.from({ length: 20 }, payOnce),
+      ]);
+      assert.ok([200, 400].includes(out.status), out.text);
+      const served = statuses.filter((s) => s === 200).length;
+      assert.ok(statuses.every((s) => s === 200 || s === 402));
+      await waitFor(async () => {
+        await settleRound(svc.deps);
+        const [open] = await sql`
+          select count(*)::int as n from x402_gateway_charges
+          where payer = ${addr} and status in ('pending', 'reserved')`;
+        return open.n === 0;
+      }, { timeoutMs: 60_000, what: "the wallet's charges settled" });
+      const [c] = await sql`
+        select count(*) filter (where status = 'settled')::int as settled,
+               count(*) filter (where status = 'failed')::int as failed
+        from x402_gateway_charges where payer = ${addr}`;
+      assert.equal(c.failed, 0, "no charge found the balance gone");
+      assert.equal(c.settled, 30 + served);
+      const withdrawn = out.status === 200 ? 600_000n : 0n;
+      assert.equal(await vaultOf(addr), USDC - withdrawn - BigInt(30 + served) * PRICE);
+    });
   } finally {
     await upstream.shutdown();
     await svc.stop();

@@ -313,9 +313,13 @@ export async function markWithdrawing(
   payer: string,
   until: Date | null,
 ): Promise<void> {
+  // An upsert: a payer with no mirror yet gets one (balance 0, never read), so a reservation
+  // reading the chain meanwhile cannot slip in before the mark.
   await sql`
-    update x402_gateway_accounts set withdrawing_until = ${until}
-    where chain_id = ${chainId} and payer = ${payer}`;
+    insert into x402_gateway_accounts (chain_id, payer, balance, synced_block, synced_at,
+      withdrawing_until)
+    values (${chainId}, ${payer}, 0, 0, 'epoch', ${until})
+    on conflict (chain_id, payer) do update set withdrawing_until = excluded.withdrawing_until`;
 }
 
 export async function countUnbatched(sql: Db, chainId: number): Promise<number> {

@@ -26,9 +26,9 @@ import {
   BATCHED_VERSION,
   checkBatchedWindow,
   isBatchedPayment,
-  MIRROR_TTL_S,
 } from "./x402.batched.rules.ts";
 import { kickSettlement } from "./x402.batched.kick.ts";
+import { reserveCharge } from "./x402.batched.mirror.ts";
 
 /** Circle's batched option for a listing, as the 402 offers it. */
 export function batchedRequirement(deps: Pick<Deps, "chain">, p: ProfileName, listing: ListingRow) {
@@ -193,33 +193,4 @@ async function batchedCall(
       status: "pending",
     },
   };
-}
-
-/**
- * The one-statement reservation, against a mirror no older than MIRROR_TTL_S: when it finds no
- * room (no mirror yet, a stale one, or not enough), the payer's balance is read from the chain
- * once and the reservation tried again.
- */
-export async function reserveCharge(
-  deps: Deps,
-  p: ProfileName,
-  c: repo.NewCharge,
-): Promise<repo.Reservation> {
-  const freshAfter = new Date(c.now.getTime() - MIRROR_TTL_S * 1000);
-  const first = await repo.reserve(deps.sql, c, freshAfter);
-  if (first !== "no_funds") return first;
-  await syncAccount(deps, p, c.payer as `0x${string}`);
-  return await repo.reserve(deps.sql, { ...c, now: deps.clock.now() }, freshAfter);
-}
-
-/** Re-reads the payer's available vault balance into the mirror. */
-export async function syncAccount(deps: Deps, p: ProfileName, payer: `0x${string}`) {
-  const { available, block } = await deps.chain.gateway.availableAt(p, payer);
-  await repo.sync(deps.sql, {
-    chainId: deps.chain.chainId(p),
-    payer,
-    available,
-    block,
-    now: deps.clock.now(),
-  });
 }
