@@ -189,6 +189,15 @@ export function gatewayOps(chain: GatewayChain) {
       return { available: b.available, block };
     },
 
+    /** The deployed vault's withdrawal delay (seconds). */
+    async withdrawalDelay(p: ProfileName): Promise<bigint> {
+      return await client(p).readContract({
+        address: vault(p),
+        abi: GatewayVault.abi,
+        functionName: "withdrawalDelay",
+      });
+    },
+
     async balance(p: ProfileName, account: `0x${string}`): Promise<GatewayBalance> {
       const [b, withdrawable] = await Promise.all([
         client(p).readContract({

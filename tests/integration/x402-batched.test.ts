@@ -15,6 +15,7 @@ import { api, createMerchant } from "../helpers/accounts.ts";
 import { externalBuyer, X402_PROFILE } from "../helpers/x402.ts";
 import { batchedPayment } from "../helpers/x402-batched.ts";
 import { waitFor } from "../helpers/poll.ts";
+import { parsePrometheus, sample } from "../helpers/prometheus.ts";
 import { settleRound } from "../../src/modules/x402/x402.batched.settle.ts";
 
 const USDC = 1_000_000n;
@@ -97,6 +98,51 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
       assert.equal(await vaultOf(sellerAddr), sellerPaid);
       assert.equal(await vaultOf(buyer.address), 99n * PRICE);
       assert.equal((await settleRound(svc.deps)).length, 0, "nothing owed: nothing sent");
+    });
+
+    await t.step("pending in the seller's balance, the dashboard and /metrics", async () => {
+      const key = generatePrivateKey();
+      const buyer = await externalBuyer(svc, key, 1n * USDC);
+      await buyer.deposit(10n * PRICE);
+      const account = privateKeyToAccount(key);
+      for (let i = 0; i < 2; i++) {
+        const header = await batchedPayment(svc, account, resource, {
+          to: sellerAddr,
+          value: PRICE,
+        });
+        const r = await fetch(resource, { headers: { "payment-signature": header } });
+        assert.equal(r.status, 200, await r.text());
+      }
+      const bearer = { authorization: `Bearer ${seller.apiKey}` };
+      const before = await api(svc)("GET", "/api/x402/seller/balance", { headers: bearer });
+      assert.equal(before.status, 200, before.text);
+      assert.deepEqual(before.json.pending, { incoming: "0.020000", outgoing: "0.000000" });
+      assert.equal(
+        (before.json.gateway as { available: string }).available,
+        "0.010000",
+        "settled: the first call only",
+      );
+      const page = await api(svc)("GET", "/dashboard/x402", { cookie: seller.cookie });
+      assert.equal(page.status, 200);
+      assert.match(page.text, /data-pending="gateway">\s*2 \(0\.020000 USDC\)/);
+      assert.match(page.text, /data-charge-status="pending"/);
+      const gauge = async () =>
+        sample(
+          parsePrometheus(await (await fetch(`${svc.baseUrl}/metrics`)).text()),
+          "settlement_x402_pending_charges",
+          { kind: "gateway" },
+        );
+      assert.equal(await gauge(), 2);
+      const [batch] = await settleRound(svc.deps);
+      assert.equal(batch.size, 2);
+      sellerPaid += 2n * PRICE;
+      const after = await api(svc)("GET", "/api/x402/seller/balance", { headers: bearer });
+      assert.deepEqual(after.json.pending, { incoming: "0.000000", outgoing: "0.000000" });
+      assert.equal((after.json.gateway as { available: string }).available, "0.030000");
+      assert.equal(await gauge(), 0);
+      const settled = await api(svc)("GET", "/dashboard/x402", { cookie: seller.cookie });
+      assert.match(settled.text, /data-batch-status="confirmed"/);
+      assert.match(settled.text, /gateway batch<\/td>\s*<td>2<\/td>/);
     });
 
     await t.step("50 buyers × 40 calls, balances running out midway", async () => {
@@ -233,7 +279,7 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
       await s.body?.cancel();
       const rows = await sql`
         select status from x402_gateway_charges where payer = ${addr} order by created_at`;
-      assert.deepEqual(rows.map((r) => r.status), ["released", "pending"]);
+      assert.deepEqual(rows.map((r) => r.status).sort(), ["pending", "released"]);
       const [acct] = await sql`
         select held from x402_gateway_accounts where payer = ${addr}`;
       assert.equal(BigInt(acct.held), PRICE, "only the served call holds");

@@ -26,9 +26,33 @@ import {
   BATCHED_VERSION,
   checkBatchedWindow,
   isBatchedPayment,
+  minWithdrawalDelay,
 } from "./x402.batched.rules.ts";
 import { kickSettlement } from "./x402.batched.kick.ts";
 import { reserveCharge } from "./x402.batched.mirror.ts";
+
+const solvent = new WeakMap<object, { ok: boolean; at: number }>();
+
+/**
+ * Whether batched acceptance is safe on the chain's vault: its withdrawal delay exceeds the
+ * settlement window plus the mirror's age (x402.batched.rules.ts), or the chain is a local node
+ * of ours (zero delay, test keys: docs/decisions.md). Read once, a "no" asked again a minute on.
+ */
+export async function batchedSafe(deps: Deps, p: ProfileName): Promise<boolean> {
+  if (deps.chain.runtime(p).node) return true;
+  const known = solvent.get(deps.chain);
+  if (known && (known.ok || Date.now() - known.at < 60_000)) return known.ok;
+  const delay = await deps.chain.gateway.withdrawalDelay(p).catch(() => 0n);
+  const ok = delay >= BigInt(minWithdrawalDelay(deps.config.X402_BATCH_SECONDS));
+  if (!ok) {
+    deps.log.warn("x402 batched option off: the vault's withdrawal delay is too short", {
+      delay: Number(delay),
+      needed: minWithdrawalDelay(deps.config.X402_BATCH_SECONDS),
+    });
+  }
+  solvent.set(deps.chain, { ok, at: Date.now() });
+  return ok;
+}
 
 /** Circle's batched option for a listing, as the 402 offers it. */
 export function batchedRequirement(deps: Pick<Deps, "chain">, p: ProfileName, listing: ListingRow) {
@@ -58,9 +82,10 @@ export async function batchedAwareCall(
   input: StandardCall,
 ): Promise<ChannelOutcome> {
   const decoded = input.payment?.version === 2 ? decodeHeader(input.payment.header) : null;
-  if (isBatchedPayment(decoded)) return await batchedCall(deps, input, decoded);
+  const safe = await batchedSafe(deps, x402Profile(deps));
+  if (safe && isBatchedPayment(decoded)) return await batchedCall(deps, input, decoded);
   const out = await channelAwareCall(deps, input);
-  if (out.kind !== "required") return out;
+  if (out.kind !== "required" || !safe) return out;
   return await withBatchedOffer(deps, input, out);
 }
 

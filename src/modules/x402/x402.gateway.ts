@@ -15,6 +15,7 @@ import { x402Profile } from "./x402.context.ts";
 import { payerClaim, withdrawableNow } from "./x402.claims.ts";
 import { withClaim } from "../../db/claims.ts";
 import { whileWithdrawing } from "./x402.batched.mirror.ts";
+import { pendingOf } from "./x402.batched.views.ts";
 import { usdcClaim } from "../wallets/wallets.service.ts";
 import * as bridge from "../bridge/bridge.service.ts";
 import { isSupportedSource } from "../bridge/bridge.rules.ts";
@@ -133,11 +134,12 @@ export async function sellerBalance(deps: Deps, m: MerchantRow, sellerAddress?: 
   const address = sellerAddress ?? m.walletAddress;
   if (!address) throw new DomainError("payout_wallet_missing");
   const a = lower(address);
-  const [wallet, gateway] = await Promise.all([
+  const [wallet, gateway, pending] = await Promise.all([
     deps.chain.usdcBalance(profile, a),
     gatewayView(deps, profile, a),
+    pendingOf(deps.sql, deps.chain.chainId(profile), a),
   ]);
-  return { sellerAddress: checksum(a), wallet: { balance: usdc(wallet) }, gateway };
+  return { sellerAddress: checksum(a), wallet: { balance: usdc(wallet) }, gateway, pending };
 }
 
 /**

@@ -19,6 +19,7 @@ import { gatewayView, requestIntent, SOURCE_CHAIN } from "./x402.gateway.ts";
 import { payerClaim, withdrawableNow } from "./x402.claims.ts";
 import { withClaim } from "../../db/claims.ts";
 import { whileWithdrawing } from "./x402.batched.mirror.ts";
+import { pendingOf } from "./x402.batched.views.ts";
 import type { Address, MerchantAgent, X402AgentPort } from "./x402.types.ts";
 
 const usdc = (units: bigint) => formatUsdc(units, { decimals: "fixed" });
@@ -140,15 +141,17 @@ export async function signProof(
 export async function payerBalance(deps: PayerDeps, m: MerchantRow, ref: PayerRef) {
   const profile = x402Profile(deps);
   const payer = await resolvePayer(deps, m, ref);
-  const [wallet, gateway] = await Promise.all([
+  const [wallet, gateway, pending] = await Promise.all([
     deps.chain.usdcBalance(profile, payer.address),
     gatewayView(deps, profile, payer.address),
+    pendingOf(deps.sql, deps.chain.chainId(profile), payer.address),
   ]);
   return {
     address: checksum(payer.address),
     ...payerFields(payer),
     wallet: { balance: usdc(wallet) },
     gateway,
+    pending,
   };
 }
 
