@@ -14,7 +14,6 @@ import {
   parseEventLogs,
   parseSignature,
   type PublicClient,
-  recoverTypedDataAddress,
   stringToHex,
 } from "viem";
 import { AgentAccount, GatewayVault, TestUSDC } from "./contracts/artifacts/index.ts";
@@ -24,6 +23,7 @@ import {
   usdcDomain,
 } from "./eip3009.ts";
 import type { ProfileName } from "./profiles.ts";
+import { signedByEoa } from "./authorization-check.ts";
 import type { Signer, TxRequest } from "./sender.ts";
 import type { TxRow } from "./transactions.repo.ts";
 import type { ChainRuntime } from "./runtime.ts";
@@ -96,12 +96,9 @@ export function gatewayOps(chain: GatewayChain) {
         primaryType: "TransferWithAuthorization" as const,
         message: a,
       };
-      // An EOA's signature is checked here; anything else (an ERC-1271 smart account) by the
-      // node, as the contract will.
-      try {
-        const signer = await recoverTypedDataAddress({ ...typed, signature });
-        if (signer.toLowerCase() === a.from.toLowerCase()) return true;
-      } catch { /* not a plain ECDSA signature */ }
+      // An EOA's signature is checked here (no RPC); anything else (an ERC-1271 smart account)
+      // by the node, as the contract will: one eth_call.
+      if (typed.domain.name !== undefined && signedByEoa(typed.domain, a, signature)) return true;
       try {
         return await client(p).verifyTypedData({
           address: a.from,

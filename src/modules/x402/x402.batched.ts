@@ -31,6 +31,24 @@ import {
 import { kickSettlement } from "./x402.batched.kick.ts";
 import { reserveCharge } from "./x402.batched.mirror.ts";
 
+const listingCache = new WeakMap<object, Map<string, { listing: ListingRow; at: number }>>();
+const LISTING_TTL_MS = 5_000;
+
+/**
+ * A listing as the paid-call path reads it: listings never change once created, so a few
+ * seconds' cache per process spares a query per call (a missing one is never cached).
+ */
+async function listingOf(deps: Deps, slug: string): Promise<ListingRow> {
+  let bySlug = listingCache.get(deps.sql);
+  if (!bySlug) listingCache.set(deps.sql, bySlug = new Map());
+  const hit = bySlug.get(slug);
+  if (hit && Date.now() - hit.at < LISTING_TTL_MS) return hit.listing;
+  const listing = await getListing(deps, slug);
+  if (bySlug.size > 10_000) bySlug.clear();
+  bySlug.set(slug, { listing, at: Date.now() });
+  return listing;
+}
+
 const solvent = new WeakMap<object, { ok: boolean; at: number }>();
 
 /**
@@ -106,7 +124,7 @@ async function batchedCall(
   input: StandardCall,
   decoded: unknown,
 ): Promise<ChannelOutcome> {
-  const listing = await getListing(deps, input.slug);
+  const listing = await listingOf(deps, input.slug);
   if (!listing.methods.includes(input.method)) {
     throw new DomainError("x402_method_not_allowed", {
       hint: `Allowed: ${listing.methods.join(", ")}`,
