@@ -64,19 +64,21 @@ export async function settleRound(
       }
       for (const b of await repo.pendingBatches(deps.sql, chainId)) {
         const done = await finishBatch(deps, p, b.id);
-        if (done) out.push(done);
+        if (done && done !== "refused") out.push(done);
       }
+      // A batch the node refuses (its gas over the block's limit, say) is tried again halved:
+      // never the same list signed twice at one nonce.
+      let max = deps.config.X402_BATCH_MAX;
       for (let i = 0; i < MAX_BATCHES; i++) {
         const id = crypto.randomUUID();
-        const size = await repo.createBatch(deps.sql, {
-          id,
-          chainId,
-          max: deps.config.X402_BATCH_MAX,
-          now: deps.clock.now(),
-        });
+        const size = await repo.createBatch(deps.sql, { id, chainId, max, now: deps.clock.now() });
         if (!size) break;
         const done = await finishBatch(deps, p, id);
-        if (!done) break;
+        if (done === "refused" && size > 1) {
+          max = Math.max(1, Math.floor(size / 2));
+          continue;
+        }
+        if (!done || done === "refused") break;
         out.push(done);
       }
       return out;
@@ -92,7 +94,7 @@ async function finishBatch(
   deps: Deps,
   p: ProfileName,
   id: string,
-): Promise<SettledBatch | null> {
+): Promise<SettledBatch | "refused" | null> {
   const charges = await repo.batchCharges(deps.sql, id);
   const now = () => deps.clock.now();
   if (!charges.length) {
@@ -152,7 +154,7 @@ async function finishBatch(
     if (chainRefused(e)) {
       await repo.failBatch(deps.sql, id, e instanceof Error ? e.message : String(e), now());
       deps.log.warn("x402 settlement batch failed", { batch: id, error: e });
-      return null;
+      return "refused";
     }
     // A receipt that did not come in time: the batch stays pending, the next round waits again.
     if (e instanceof DomainError && e.code === "chain_timeout") return null;
