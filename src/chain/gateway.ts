@@ -256,18 +256,22 @@ export function gatewayOps(chain: GatewayChain) {
       req: {
         items: { authorization: TransferAuthorization; signature: Hex }[];
         intentKey: string;
+        /** A gas limit to send with instead of the node's estimate (slow for a large batch). */
+        gas?: bigint;
       },
     ): Promise<{ tx: TxRow; settled: boolean[] }> {
+      const data = encodeFunctionData({
+        abi: GatewayVault.abi,
+        functionName: "transferWithAuthorizations",
+        args: [req.items.map((i) => ({ ...i.authorization, signature: i.signature }))],
+      });
       const tx = await chain.send({
         profile: p,
         from: "relayer", // permissionless relay: one of the relayer pool (sender.ts)
         to: vault(p),
-        data: encodeFunctionData({
-          abi: GatewayVault.abi,
-          functionName: "transferWithAuthorizations",
-          args: [req.items.map((i) => ({ ...i.authorization, signature: i.signature }))],
-        }),
+        data,
         intentKey: req.intentKey,
+        ...(req.gas ? { gas: req.gas } : {}),
       });
       const receipt = await client(p).getTransactionReceipt({ hash: tx.txHash as Hex });
       const paid = new Set(

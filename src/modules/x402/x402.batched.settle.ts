@@ -25,6 +25,19 @@ const MAX_BATCHES = 20;
 
 export const BATCH_INTENT = "x402gw:batch:";
 
+/**
+ * The batch's gas limit, given rather than estimated (a node's estimate of a 500-payment batch
+ * re-executes it many times: over a second on anvil). An EOA's payment costs ~43k (one ecrecover,
+ * a new nonce slot, two balance writes, two events); a smart account's signature check is a call
+ * of unknown cost, allowed 150k. Unused gas is not paid for; a batch that still runs out reverts
+ * and is retried halved (settleRound).
+ */
+export function batchGas(charges: { signature: string }[]): bigint {
+  let gas = 150_000n;
+  for (const c of charges) gas += c.signature.length === 132 ? 55_000n : 150_000n;
+  return gas;
+}
+
 export interface SettledBatch {
   id: string;
   txHash: string;
@@ -115,6 +128,7 @@ async function finishBatch(
         signature: c.signature as `0x${string}`,
       })),
       intentKey: `${BATCH_INTENT}${id}`,
+      gas: batchGas(charges),
     });
     const block = tx.blockNumber ?? 0n;
     const paid: { id: string; txHash: string; block: bigint }[] = [];
