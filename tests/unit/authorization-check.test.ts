@@ -42,5 +42,19 @@ Deno.test("signedByEoa agrees with viem; high-s, other domain, other payer refus
     const flipped = `0x${high.toCompactHex()}${(v === 27 ? 28 : 27).toString(16)}` as Hex;
     assert.equal(await recoverTypedDataAddress({ ...typed, signature: flipped }), account.address);
     assert.equal(signedByEoa(domain, message, flipped), false);
+    // A second signature of the known payer (the cached key's path): good, then its v flipped
+    // (ecrecover would find another address), then another payer's claim.
+    const again = { ...message, nonce: toHex(crypto.getRandomValues(new Uint8Array(32))) };
+    const second = await account.signTypedData({ ...typed, message: again });
+    assert.equal(signedByEoa(domain, again, second), true);
+    const wrongV = `${second.slice(0, 130)}${second.endsWith("1b") ? "1c" : "1b"}` as Hex;
+    assert.notEqual(
+      await recoverTypedDataAddress({ ...typed, message: again, signature: wrongV }).catch(
+        () => null,
+      ),
+      account.address,
+    );
+    assert.equal(signedByEoa(domain, again, wrongV), false);
+    assert.equal(signedByEoa(domain, { ...again, value: again.value + 1n }, second), false);
   }
 });
