@@ -68,3 +68,35 @@ export async function whileWithdrawing<T>(
     }
   }
 }
+
+interface ServeWaiter {
+  id: string;
+  upstreamStatus: number;
+  done: PromiseWithResolvers<void>;
+}
+const serving = new WeakMap<object, ServeWaiter[]>();
+
+/**
+ * Marks a charge served (reserved → pending) before its answer goes out. The calls that finish
+ * in the same turn of the event loop are written by one statement (a group commit); each caller
+ * still waits for its own row to be written.
+ */
+export function serveCharge(deps: Deps, id: string, upstreamStatus: number): Promise<void> {
+  let queue = serving.get(deps.sql);
+  const done = Promise.withResolvers<void>();
+  if (!queue) {
+    serving.set(deps.sql, queue = []);
+    const q = queue;
+    setTimeout(async () => {
+      serving.delete(deps.sql);
+      try {
+        await repo.serveMany(deps.sql, q, deps.clock.now());
+        for (const w of q) w.done.resolve();
+      } catch (e) {
+        for (const w of q) w.done.reject(e);
+      }
+    }, 0);
+  }
+  queue.push({ id, upstreamStatus, done });
+  return done.promise;
+}

@@ -136,6 +136,20 @@ export async function serve(sql: Db, id: string, upstreamStatus: number, now: Da
     where id = ${id} and status = 'reserved'`;
 }
 
+/** Several upstream answers at once (reserved → pending), one statement. */
+export async function serveMany(
+  sql: Db,
+  items: { id: string; upstreamStatus: number }[],
+  now: Date,
+): Promise<void> {
+  await sql`
+    update x402_gateway_charges c set status = 'pending', upstream_status = s.status,
+      served_at = ${now}
+    from unnest(${items.map((i) => i.id)}::uuid[], ${items.map((i) => i.upstreamStatus)}::int[])
+      as s(id, status)
+    where c.id = s.id and c.status = 'reserved'`;
+}
+
 /** The upstream failed (or the call was abandoned): nothing charged, the hold is given back. */
 export async function release(
   sql: Db,

@@ -29,7 +29,7 @@ import {
   minWithdrawalDelay,
 } from "./x402.batched.rules.ts";
 import { kickSettlement } from "./x402.batched.kick.ts";
-import { reserveCharge } from "./x402.batched.mirror.ts";
+import { reserveCharge, serveCharge } from "./x402.batched.mirror.ts";
 
 const listingCache = new WeakMap<object, Map<string, { listing: ListingRow; at: number }>>();
 const LISTING_TTL_MS = 5_000;
@@ -217,7 +217,7 @@ async function batchedCall(
     }
     throw new DomainError("x402_upstream_unreachable", { hint: up.error });
   }
-  await repo.serve(deps.sql, charge.id, up.status, deps.clock.now());
+  await serveCharge(deps, charge.id, up.status);
   kickSettlement(deps, 1);
   return {
     kind: "paid",
