@@ -13,7 +13,7 @@ create table x402_gateway_accounts (
   held bigint not null default 0 check (held >= 0),
   synced_block bigint not null,
   synced_at timestamptz not null,
-  -- A withdrawal through the API in flight: reservations wait for its re-read.
+  -- A withdrawal through the API in flight: reservations are refused until its re-read.
   withdrawing_until timestamptz,
   primary key (chain_id, payer)
 );

@@ -8,7 +8,7 @@ import type { ProfileName } from "../../chain/profiles.ts";
 import * as repo from "./x402.batched.repo.ts";
 import { MIRROR_TTL_S } from "./x402.batched.rules.ts";
 
-/** How long a withdrawal of ours keeps reservations of its payer waiting, at most (a crash). */
+/** How long a withdrawal of ours keeps reservations of its payer refused, at most (a crash). */
 const WITHDRAW_HOLD_MS = 180_000;
 
 /**
@@ -41,9 +41,9 @@ export async function syncAccount(deps: Deps, p: ProfileName, payer: `0x${string
 }
 
 /**
- * Runs a withdrawal of `payer`'s vault balance: reservations of the payer wait while it is in
- * flight (the mark takes the mirror row's lock, so every reservation before it is committed and
- * counted by the withdrawal's check), and the mirror is read again once it is mined.
+ * Runs a withdrawal of `payer`'s vault balance: reservations of the payer are refused while it
+ * is in flight (the mark takes the mirror row's lock, so every reservation before it is committed
+ * and counted by the withdrawal's check), and the mirror is read again once it is mined.
  */
 export async function whileWithdrawing<T>(
   deps: Deps,

@@ -320,7 +320,7 @@ export async function unsettled(sql: Db, chainId: number, payer: string): Promis
   return row.total;
 }
 
-/** Marks a withdrawal of ours in flight for the payer: reservations wait until `until`. */
+/** Marks a withdrawal of ours in flight for the payer: reservations are refused until `until`. */
 export async function markWithdrawing(
   sql: Db,
   chainId: number,

@@ -190,7 +190,7 @@ export async function withdraw(
   // the payer withdrawal does: two withdrawals, or a withdrawal and a paid call of this wallet in
   // flight, never count on the same balance (a second one is a 400, not a revert).
   const claim = payerClaim(deps.chain.chainId(profile), seller);
-  // Batched reservations of this payer wait for it too (x402.batched.mirror.ts).
+  // Batched reservations of this payer are refused meanwhile (x402.batched.mirror.ts).
   const tx = await withClaim(
     deps.sql,
     claim,

@@ -183,7 +183,7 @@ export async function withdrawPayer(
   // two withdrawals, or a withdrawal and a paid call in flight (PENDING, its upstream already
   // called), never count on the same balance; the check holds no connection while it waits.
   const claim = payerClaim(deps.chain.chainId(profile), payer.address);
-  // Batched reservations of this payer wait for it too (x402.batched.mirror.ts).
+  // Batched reservations of this payer are refused meanwhile (x402.batched.mirror.ts).
   const tx = await withClaim(
     deps.sql,
     claim,
