@@ -77,6 +77,8 @@ async function autocannon(url: string, headers: Record<string, string>, body: st
 }
 
 export async function run() {
+  // Paid calls on the gateway balance, settled in batches (bench/x402-batched.bench.ts).
+  await (await import("./x402-batched.bench.ts")).run();
   const upstream = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     () => Response.json({ temperature: 21.5 }),

@@ -76,6 +76,10 @@ const envSchema = z.object({
   PAYROLL_WAIT_MS: z.coerce.number().int().min(0).max(120_000).default(25_000),
   /** Seconds between the x402 batch-settlement claim job's rounds (x402.channels.claims.ts). */
   X402_CHANNEL_CLAIM_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
+  /** Gateway-balance charges (x402.batched.*): seconds between settlement rounds at most. */
+  X402_BATCH_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
+  /** …or as soon as this many charges wait (and the most one transaction carries). */
+  X402_BATCH_MAX: z.coerce.number().int().min(1).max(2000).default(500),
   /** Bearer token /metrics requires (always in production, where it is refused without one). */
   METRICS_TOKEN: optionalString.pipe(
     z.string().min(16, "must be at least 16 characters").optional(),

@@ -4,14 +4,18 @@
  * contract will), whether a nonce was used and which transaction paid with it, and a managed
  * wallet's signature of an authorization.
  */
-import { type Hex, type PublicClient, recoverTypedDataAddress } from "viem";
+import type { Hex, PublicClient } from "viem";
 import { GatewayVault, TestUSDC } from "./contracts/artifacts/index.ts";
 import { TRANSFER_WITH_AUTHORIZATION_TYPES, usdcDomain } from "./eip3009.ts";
 import type { ProfileName } from "./profiles.ts";
+import { signedByEoa } from "./authorization-check.ts";
 import type { GatewayChain } from "./gateway.ts";
 
 export const GATEWAY_DOMAIN_NAME = "GatewayVault";
 export const GATEWAY_DOMAIN_VERSION = "1";
+/** Circle Gateway's batched option: the vault accepts authorizations under this domain too. */
+export const BATCHED_DOMAIN_NAME = "GatewayWalletBatched";
+export const BATCHED_DOMAIN_VERSION = "1";
 
 /** An EIP-3009-shaped authorization: the x402 payload's `authorization`. */
 export type TransferAuthorization = {
@@ -23,8 +27,12 @@ export type TransferAuthorization = {
   nonce: Hex;
 };
 
-/** Which contract's EIP-712 domain an authorization is signed over. */
-export type AuthorizationTarget = "gateway" | "usdc";
+/**
+ * Which EIP-712 domain an authorization is signed over: the vault's own, the token's (`exact`),
+ * or Circle's batched option's (`GatewayWalletBatched`, verifyingContract the vault), which the
+ * vault accepts as its own.
+ */
+export type AuthorizationTarget = "gateway" | "usdc" | "batched";
 
 export const gatewayVault = (chain: GatewayChain, p: ProfileName) =>
   chain.contract(p, "GatewayVault");
@@ -34,8 +42,8 @@ export const gatewayClient = (chain: GatewayChain, p: ProfileName): PublicClient
 /** The EIP-712 domain payers sign over (GatewayVault's, or the token's for `exact`). */
 export const gatewayDomain = (chain: GatewayChain, p: ProfileName, target: AuthorizationTarget) =>
   target === "usdc" ? usdcDomain(chain.runtime(p)) : {
-    name: GATEWAY_DOMAIN_NAME,
-    version: GATEWAY_DOMAIN_VERSION,
+    name: target === "batched" ? BATCHED_DOMAIN_NAME : GATEWAY_DOMAIN_NAME,
+    version: target === "batched" ? BATCHED_DOMAIN_VERSION : GATEWAY_DOMAIN_VERSION,
     chainId: chain.runtime(p).chainId,
     verifyingContract: gatewayVault(chain, p),
   } as const;
@@ -54,12 +62,9 @@ export async function transferSignedBy(
     primaryType: "TransferWithAuthorization" as const,
     message: a,
   };
-  // An EOA's signature is checked here; anything else (an ERC-1271 smart account) by the
-  // node, as the contract will.
-  try {
-    const signer = await recoverTypedDataAddress({ ...typed, signature });
-    if (signer.toLowerCase() === a.from.toLowerCase()) return true;
-  } catch { /* not a plain ECDSA signature */ }
+  // An EOA's signature is checked here (no RPC); anything else (an ERC-1271 smart account)
+  // by the node, as the contract will: one eth_call.
+  if (typed.domain.name !== undefined && signedByEoa(typed.domain, a, signature)) return true;
   try {
     return await gatewayClient(chain, p).verifyTypedData({
       address: a.from,

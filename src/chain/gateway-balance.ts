@@ -18,6 +18,36 @@ import type { TxRow } from "./transactions.repo.ts";
 import type { GatewayBalance, GatewayChain } from "./gateway.ts";
 import { gatewayClient, gatewayVault } from "./gateway-authorization.ts";
 
+/**
+ * `account`'s available vault balance and the block it was read at (what the gateway-balance
+ * mirror of batched charges keeps: a settlement mined after that block is not in it).
+ */
+export async function availableAt(
+  chain: GatewayChain,
+  p: ProfileName,
+  account: `0x${string}`,
+): Promise<{ available: bigint; block: bigint }> {
+  const client = gatewayClient(chain, p);
+  const block = await client.getBlockNumber({ cacheTime: 0 });
+  const b = await client.readContract({
+    address: gatewayVault(chain, p),
+    abi: GatewayVault.abi,
+    functionName: "balanceOf",
+    args: [account],
+    blockNumber: block,
+  });
+  return { available: b.available, block };
+}
+
+/** The deployed vault's withdrawal delay (seconds). */
+export async function withdrawalDelay(chain: GatewayChain, p: ProfileName): Promise<bigint> {
+  return await gatewayClient(chain, p).readContract({
+    address: gatewayVault(chain, p),
+    abi: GatewayVault.abi,
+    functionName: "withdrawalDelay",
+  });
+}
+
 /** available + withdrawing: what payment authorizations can spend. */
 export async function totalBalance(
   chain: GatewayChain,

@@ -56,17 +56,21 @@ export async function settleAuthorization(
 export async function settleAuthorizations(chain: GatewayChain, p: ProfileName, req: {
   items: { authorization: TransferAuthorization; signature: Hex }[];
   intentKey: string;
+  /** A gas limit to send with instead of the node's estimate (slow for a large batch). */
+  gas?: bigint;
 }): Promise<{ tx: TxRow; settled: boolean[] }> {
+  const data = encodeFunctionData({
+    abi: GatewayVault.abi,
+    functionName: "transferWithAuthorizations",
+    args: [req.items.map((i) => ({ ...i.authorization, signature: i.signature }))],
+  });
   const tx = await chain.send({
     profile: p,
     from: "relayer", // permissionless relay: one of the relayer pool (sender.ts)
     to: gatewayVault(chain, p),
-    data: encodeFunctionData({
-      abi: GatewayVault.abi,
-      functionName: "transferWithAuthorizations",
-      args: [req.items.map((i) => ({ ...i.authorization, signature: i.signature }))],
-    }),
+    data,
     intentKey: req.intentKey,
+    ...(req.gas ? { gas: req.gas } : {}),
   });
   const receipt = await gatewayClient(chain, p).getTransactionReceipt({ hash: tx.txHash as Hex });
   const paid = new Set(

@@ -24,10 +24,12 @@ import {
 } from "./gateway-authorization.ts";
 import { settleAuthorization, settleAuthorizations } from "./gateway-settle.ts";
 import {
+  availableAt,
   depositFromAccount,
   depositFromWallet,
   gatewayBalance,
   totalBalance,
+  withdrawalDelay,
   withdrawFromAccount,
   withdrawFromVault,
   withdrawnBy,
@@ -36,6 +38,8 @@ import {
 export { TRANSFER_WITH_AUTHORIZATION_TYPES };
 export {
   type AuthorizationTarget,
+  BATCHED_DOMAIN_NAME,
+  BATCHED_DOMAIN_VERSION,
   GATEWAY_DOMAIN_NAME,
   GATEWAY_DOMAIN_VERSION,
   type TransferAuthorization,
@@ -77,6 +81,8 @@ export function gatewayOps(chain: GatewayChain) {
     ) => paidWithNonce(chain, p, target, from, nonce),
     total: (p: ProfileName, account: `0x${string}`) => totalBalance(chain, p, account),
     balance: (p: ProfileName, account: `0x${string}`) => gatewayBalance(chain, p, account),
+    availableAt: (p: ProfileName, account: `0x${string}`) => availableAt(chain, p, account),
+    withdrawalDelay: (p: ProfileName) => withdrawalDelay(chain, p),
     settle: (
       p: ProfileName,
       target: AuthorizationTarget,

@@ -18,6 +18,7 @@ import client from "prom-client";
 import type { Deps } from "../deps.ts";
 import { queueStats } from "../queue/stats.ts";
 import { attemptOutcomes } from "../modules/webhooks/webhooks.service.ts";
+import { settlementStats } from "../modules/x402/x402.batched.views.ts";
 
 export interface Metrics {
   registry: client.Registry;
@@ -96,12 +97,40 @@ export function createMetrics(deps: Pick<Deps, "sql" | "chain" | "config" | "log
     registers: [registry],
   });
 
+  const x402Pending = new client.Gauge({
+    name: "settlement_x402_pending_charges",
+    help: "x402 paid calls served and not yet settled on chain, by kind (gateway, channel).",
+    labelNames: ["kind"],
+    registers: [registry],
+  });
+  const x402Oldest = new client.Gauge({
+    name: "settlement_x402_oldest_pending_charge_seconds",
+    help: "Age of the oldest x402 gateway-balance charge waiting for its settlement (0: none).",
+    registers: [registry],
+  });
+  const x402BatchSize = new client.Gauge({
+    name: "settlement_x402_batch_size",
+    help: "Payments carried by the latest confirmed x402 settlement batch.",
+    registers: [registry],
+  });
+  const x402Lag = new client.Gauge({
+    name: "settlement_x402_settlement_lag_seconds",
+    help: "Longest wait, served to settled, of a charge in the latest confirmed batch.",
+    registers: [registry],
+  });
+
   async function refresh() {
-    const [queues, outcomes, chains] = await Promise.all([
+    const [queues, outcomes, chains, x402] = await Promise.all([
       queueStats(deps.sql),
       attemptOutcomes(deps),
       deps.chain.observe(),
+      settlementStats(deps),
     ]);
+    x402Pending.set({ kind: "gateway" }, x402.gatewayPending);
+    x402Pending.set({ kind: "channel" }, x402.channelPending);
+    x402Oldest.set(x402.oldestSeconds ?? 0);
+    x402BatchSize.set(x402.lastBatchSize ?? 0);
+    x402Lag.set(x402.lastLagSeconds ?? 0);
     jobs.reset();
     jobAge.reset();
     for (const q of queues) {

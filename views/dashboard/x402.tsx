@@ -48,6 +48,28 @@ export interface X402Balances {
   available: string;
   withdrawing: string;
   withdrawable: string;
+  /** Owed to the payout address by calls served, not yet settled on chain. */
+  pending?: string;
+}
+
+/** Paid calls accepted now and settled later: gateway-balance batches and channel claims. */
+export interface X402Settlement {
+  pending: { kind: string; count: number; amount: string }[];
+  charges: {
+    createdAt: string;
+    listingSlug: string | null;
+    payer: string;
+    amount: string;
+    status: string;
+    explorerUrl: string | null;
+  }[];
+  batches: {
+    kind: string;
+    createdAt: string;
+    status: string;
+    payments: number;
+    explorerUrl: string | null;
+  }[];
 }
 
 export interface X402Form {
@@ -60,6 +82,7 @@ export interface X402ViewProps {
   listings: ListingItem[];
   calls: PaidCallItem[];
   balances: X402Balances | null;
+  settlement?: X402Settlement;
   notice?: NoticeData;
   listingForm?: X402Form;
   withdrawForm?: X402Form;
@@ -75,6 +98,7 @@ export function X402View(props: X402ViewProps) {
       <Balances {...props} />
       <Listings {...props} />
       <CreateListing {...props} />
+      {props.settlement && <Settlement settlement={props.settlement} />}
       <PaidCalls calls={props.calls} />
     </section>
   );
@@ -102,8 +126,14 @@ function Balances(props: X402ViewProps) {
               </dd>
               <dt>Wallet (on chain)</dt>
               <dd data-balance="wallet">{b.wallet} USDC</dd>
-              <dt>Gateway total</dt>
+              <dt>Gateway total (settled on chain)</dt>
               <dd data-balance="total">{b.total} USDC</dd>
+              {b.pending !== undefined && (
+                <>
+                  <dt>Pending (served, not yet settled)</dt>
+                  <dd data-balance="pending">{b.pending} USDC</dd>
+                </>
+              )}
               <dt>Available</dt>
               <dd data-balance="available">{b.available} USDC</dd>
               <dt>Withdrawing</dt>
@@ -303,7 +333,97 @@ const TONE: Record<string, "ok" | "warn" | "bad" | "neutral"> = {
   SUCCESS: "ok",
   PENDING: "neutral",
   FAILED: "bad",
+  settled: "ok",
+  confirmed: "ok",
+  pending: "neutral",
+  failed: "bad",
+  released: "neutral",
 };
+
+function Settlement(props: { settlement: X402Settlement }) {
+  const s = props.settlement;
+  return (
+    <div class="panel" data-testid="x402-settlement">
+      <h2 id="x402-settlement-title">Settlement in batches</h2>
+      <dl class="facts">
+        {s.pending.map((p) => (
+          <>
+            <dt>Pending {p.kind === "channel" ? "channel charges" : "gateway charges"}</dt>
+            <dd data-pending={p.kind}>
+              {p.count} ({p.amount} USDC)
+            </dd>
+          </>
+        ))}
+      </dl>
+      <h3 id="x402-batches-title">Latest batches</h3>
+      {s.batches.length === 0 ? <p>No settlement batch yet.</p> : (
+        <div class="table-wrap">
+          <table aria-labelledby="x402-batches-title">
+            <thead>
+              <tr>
+                <th scope="col">When</th>
+                <th scope="col">Kind</th>
+                <th scope="col">Payments</th>
+                <th scope="col">Status</th>
+              </tr>
+            </thead>
+            <tbody>
+              {s.batches.map((b) => (
+                <tr data-batch-status={b.status}>
+                  <td>
+                    <Time iso={b.createdAt} />
+                  </td>
+                  <td>{b.kind}</td>
+                  <td>{b.payments}</td>
+                  <td>
+                    <Badge tone={TONE[b.status] ?? "neutral"}>{b.status}</Badge>{" "}
+                    {b.explorerUrl && <a href={b.explorerUrl} rel="noopener">tx</a>}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <h3 id="x402-charges-title">Latest charges on the gateway balance</h3>
+      {s.charges.length === 0 ? <p>No charge yet.</p> : (
+        <div class="table-wrap">
+          <table aria-labelledby="x402-charges-title">
+            <thead>
+              <tr>
+                <th scope="col">When</th>
+                <th scope="col">Listing</th>
+                <th scope="col">Payer</th>
+                <th scope="col">Amount</th>
+                <th scope="col">Status</th>
+              </tr>
+            </thead>
+            <tbody>
+              {s.charges.map((c) => (
+                <tr data-charge-status={c.status}>
+                  <td>
+                    <Time iso={c.createdAt} />
+                  </td>
+                  <td>
+                    <code>{c.listingSlug ?? "—"}</code>
+                  </td>
+                  <td>
+                    <code>{c.payer}</code>
+                  </td>
+                  <td>{c.amount} USDC</td>
+                  <td>
+                    <Badge tone={TONE[c.status] ?? "neutral"}>{c.status}</Badge>{" "}
+                    {c.explorerUrl && <a href={c.explorerUrl} rel="noopener">tx</a>}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </div>
+  );
+}
 
 function PaidCalls(props: { calls: PaidCallItem[] }) {
   return (

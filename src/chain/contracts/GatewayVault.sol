@@ -6,6 +6,7 @@ import {IERC20Permit} from "@openzeppelin/contracts/token/ERC20/extensions/IERC2
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
+import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/MessageHashUtils.sol";
 import {IERC3009} from "@openzeppelin/contracts/interfaces/draft-IERC3009.sol";
 
 /**
@@ -20,6 +21,10 @@ import {IERC3009} from "@openzeppelin/contracts/interfaces/draft-IERC3009.sol";
  * authorizations spend available first and then withdrawing, so a payer cannot pull funds out
  * from under an authorization it already signed while the delay runs. With a zero delay (the
  * local deployment) the available balance is withdrawable at once.
+ *
+ * Authorizations are accepted under two EIP-712 domains: this contract's own ("GatewayVault",
+ * "1") and Circle Gateway's batched one ("GatewayWalletBatched", "1", this address), which
+ * Circle's unmodified x402 batching client signs for the `verifyingContract` the 402 names.
  */
 contract GatewayVault is EIP712 {
     using SafeERC20 for IERC20;
@@ -48,6 +53,12 @@ contract GatewayVault is EIP712 {
     IERC20 public immutable usdc;
     uint256 public immutable withdrawalDelay;
 
+    bytes32 private constant EIP712_DOMAIN_TYPEHASH = keccak256(
+        "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"
+    );
+    bytes32 private immutable _batchedDomainSeparator;
+    uint256 private immutable _batchedChainId;
+
     mapping(address account => Balance) private _balances;
     mapping(address authorizer => mapping(bytes32 nonce => bool)) private _usedNonces;
 
@@ -65,7 +76,6 @@ contract GatewayVault is EIP712 {
     error AuthorizationExpired(uint256 validBefore);
     error AuthorizationAlreadyUsed(address authorizer, bytes32 nonce);
     error InvalidSignature();
-    error BatchOutOfGas();
     error InsufficientBalance(uint256 balance, uint256 needed);
     error NotWithdrawable(uint256 withdrawable, uint256 needed);
     /// @dev The permit reverted and the existing allowance does not cover the amount.
@@ -75,6 +85,8 @@ contract GatewayVault is EIP712 {
         if (usdc_ == address(0)) revert ZeroAddress();
         usdc = IERC20(usdc_);
         withdrawalDelay = withdrawalDelay_;
+        _batchedChainId = block.chainid;
+        _batchedDomainSeparator = _buildBatchedDomainSeparator();
     }
 
     // ---- deposits ---------------------------------------------------------------------------
@@ -133,20 +145,16 @@ contract GatewayVault is EIP712 {
         bytes32 nonce,
         bytes calldata signature
     ) public {
-        if (to == address(0)) revert ZeroAddress();
-        if (value == 0) revert ZeroAmount();
-        if (block.timestamp < validAfter) revert AuthorizationNotYetValid(validAfter);
-        if (block.timestamp >= validBefore) revert AuthorizationExpired(validBefore);
-        if (_usedNonces[from][nonce]) revert AuthorizationAlreadyUsed(from, nonce);
-        bytes32 digest = _hashTypedDataV4(
-            keccak256(abi.encode(TRANSFER_WITH_AUTHORIZATION_TYPEHASH, from, to, value, validAfter, validBefore, nonce))
-        );
-        if (!SignatureChecker.isValidSignatureNow(from, digest, signature)) revert InvalidSignature();
-        _usedNonces[from][nonce] = true;
-        emit AuthorizationUsed(from, nonce);
-        _debit(from, value);
-        _balances[to].available += value;
-        emit PaymentTransferred(from, to, value, nonce);
+        bytes4 refused = _tryTransfer(from, to, value, validAfter, validBefore, nonce, signature);
+        if (refused == bytes4(0)) return;
+        if (refused == ZeroAddress.selector) revert ZeroAddress();
+        if (refused == ZeroAmount.selector) revert ZeroAmount();
+        if (refused == AuthorizationNotYetValid.selector) revert AuthorizationNotYetValid(validAfter);
+        if (refused == AuthorizationExpired.selector) revert AuthorizationExpired(validBefore);
+        if (refused == AuthorizationAlreadyUsed.selector) revert AuthorizationAlreadyUsed(from, nonce);
+        if (refused == InvalidSignature.selector) revert InvalidSignature();
+        Balance storage b = _balances[from];
+        revert InsufficientBalance(b.available + b.withdrawing, value);
     }
 
     /// @notice Settles many authorizations in one transaction; each one that fails (used nonce,
@@ -155,17 +163,62 @@ contract GatewayVault is EIP712 {
         ok = new bool[](auths.length);
         for (uint256 i = 0; i < auths.length; i++) {
             Authorization calldata a = auths[i];
-            try this.transferWithAuthorization(
-                a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, a.signature
-            ) {
+            bytes4 refused = _tryTransfer(a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, a.signature);
+            if (refused == bytes4(0)) {
                 ok[i] = true;
-            } catch (bytes memory reason) {
-                // Every refusal of ours carries a custom error; empty data is out of gas, which
-                // must fail the whole batch, so a gas estimate never skips a good authorization.
-                if (reason.length == 0) revert BatchOutOfGas();
-                emit AuthorizationFailed(a.from, a.nonce, reason);
+            } else {
+                emit AuthorizationFailed(a.from, a.nonce, abi.encodePacked(refused));
             }
         }
+    }
+
+    /// @notice The EIP-712 domain separator of Circle's batched option ("GatewayWalletBatched", "1").
+    function batchedDomainSeparator() public view returns (bytes32) {
+        return block.chainid == _batchedChainId ? _batchedDomainSeparator : _buildBatchedDomainSeparator();
+    }
+
+    /// @dev The transfer, or the selector of the error that refuses it (nothing changed then).
+    function _tryTransfer(
+        address from,
+        address to,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes calldata signature
+    ) private returns (bytes4) {
+        if (to == address(0)) return ZeroAddress.selector;
+        if (value == 0) return ZeroAmount.selector;
+        if (block.timestamp < validAfter) return AuthorizationNotYetValid.selector;
+        if (block.timestamp >= validBefore) return AuthorizationExpired.selector;
+        if (_usedNonces[from][nonce]) return AuthorizationAlreadyUsed.selector;
+        bytes32 structHash =
+            keccak256(abi.encode(TRANSFER_WITH_AUTHORIZATION_TYPEHASH, from, to, value, validAfter, validBefore, nonce));
+        if (
+            !SignatureChecker.isValidSignatureNow(from, _hashTypedDataV4(structHash), signature)
+                && !SignatureChecker.isValidSignatureNow(
+                    from, MessageHashUtils.toTypedDataHash(batchedDomainSeparator(), structHash), signature
+                )
+        ) return InvalidSignature.selector;
+        Balance storage b = _balances[from];
+        uint256 total = b.available + b.withdrawing;
+        if (total < value) return InsufficientBalance.selector;
+        _usedNonces[from][nonce] = true;
+        emit AuthorizationUsed(from, nonce);
+        uint256 fromAvailable = _min(b.available, value);
+        b.available -= fromAvailable;
+        b.withdrawing -= value - fromAvailable;
+        _balances[to].available += value;
+        emit PaymentTransferred(from, to, value, nonce);
+        return bytes4(0);
+    }
+
+    function _buildBatchedDomainSeparator() private view returns (bytes32) {
+        return keccak256(
+            abi.encode(
+                EIP712_DOMAIN_TYPEHASH, keccak256("GatewayWalletBatched"), keccak256("1"), block.chainid, address(this)
+            )
+        );
     }
 
     /// @notice Whether `authorizer` already used `nonce`.
@@ -228,16 +281,6 @@ contract GatewayVault is EIP712 {
         if (value == 0) revert ZeroAmount();
         _balances[account].available += value;
         emit Deposited(account, from, value);
-    }
-
-    /// @dev Available first, then withdrawing: a pending withdrawal does not escape a signed payment.
-    function _debit(address from, uint256 value) private {
-        Balance storage b = _balances[from];
-        uint256 total = b.available + b.withdrawing;
-        if (total < value) revert InsufficientBalance(total, value);
-        uint256 fromAvailable = _min(b.available, value);
-        b.available -= fromAvailable;
-        b.withdrawing -= value - fromAvailable;
     }
 
     function _min(uint256 a, uint256 b) private pure returns (uint256) {

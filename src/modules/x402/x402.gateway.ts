@@ -14,6 +14,8 @@ import { controlledWallet } from "../wallets/wallets.service.ts";
 import { x402Profile } from "./x402.context.ts";
 import { payerClaim, withdrawableNow } from "./x402.claims.ts";
 import { withClaim } from "../../db/claims.ts";
+import { whileWithdrawing } from "./x402.batched.mirror.ts";
+import { pendingOf } from "./x402.batched.views.ts";
 import { usdcClaim } from "../wallets/wallets.service.ts";
 import * as bridge from "../bridge/bridge.service.ts";
 import { isSupportedSource } from "../bridge/bridge.rules.ts";
@@ -132,11 +134,12 @@ export async function sellerBalance(deps: Deps, m: MerchantRow, sellerAddress?: 
   const address = sellerAddress ?? m.walletAddress;
   if (!address) throw new DomainError("payout_wallet_missing");
   const a = lower(address);
-  const [wallet, gateway] = await Promise.all([
+  const [wallet, gateway, pending] = await Promise.all([
     deps.chain.usdcBalance(profile, a),
     gatewayView(deps, profile, a),
+    pendingOf(deps.sql, deps.chain.chainId(profile), a),
   ]);
-  return { sellerAddress: checksum(a), wallet: { balance: usdc(wallet) }, gateway };
+  return { sellerAddress: checksum(a), wallet: { balance: usdc(wallet) }, gateway, pending };
 }
 
 /**
@@ -187,34 +190,42 @@ export async function withdraw(
   // the payer withdrawal does: two withdrawals, or a withdrawal and a paid call of this wallet in
   // flight, never count on the same balance (a second one is a 400, not a revert).
   const claim = payerClaim(deps.chain.chainId(profile), seller);
-  const tx = await withClaim(deps.sql, claim, async () => {
-    const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
-    if (!earlier || earlier.status === "failed") {
-      const can = await withdrawableNow(deps, profile, seller, [
-        `x402-withdraw:${walletId}:`,
-        `x402-payer-withdraw:${walletId}:`,
-      ]);
-      if (can < input.amount) throw exceeds(can);
-    }
-    try {
-      return await deps.chain.gateway.withdraw(profile, {
-        from: { walletId },
-        amount: input.amount,
-        // Cross-chain: to the seller's own wallet first, which then burns through the messenger.
-        to: route.kind === "bridge" ? seller : recipient,
-        intentKey,
-      });
-    } catch (e) {
-      // Spent on the contract directly between our check and the node's estimate.
-      if (
-        e instanceof DomainError && e.code === "chain_reverted" &&
-        /NotWithdrawable/.test(e.details.hint ?? "")
-      ) {
-        throw exceeds((await deps.chain.gateway.balance(profile, seller)).withdrawable);
-      }
-      throw e;
-    }
-  });
+  // Batched reservations of this payer are refused meanwhile (x402.batched.mirror.ts).
+  const tx = await withClaim(
+    deps.sql,
+    claim,
+    () =>
+      whileWithdrawing(deps, profile, seller, async () => {
+        const earlier = requestKey === undefined
+          ? null
+          : await deps.chain.intent(profile, intentKey);
+        if (!earlier || earlier.status === "failed") {
+          const can = await withdrawableNow(deps, profile, seller, [
+            `x402-withdraw:${walletId}:`,
+            `x402-payer-withdraw:${walletId}:`,
+          ]);
+          if (can < input.amount) throw exceeds(can);
+        }
+        try {
+          return await deps.chain.gateway.withdraw(profile, {
+            from: { walletId },
+            amount: input.amount,
+            // Cross-chain: to the seller's own wallet first, which then burns through the messenger.
+            to: route.kind === "bridge" ? seller : recipient,
+            intentKey,
+          });
+        } catch (e) {
+          // Spent on the contract directly between our check and the node's estimate.
+          if (
+            e instanceof DomainError && e.code === "chain_reverted" &&
+            /NotWithdrawable/.test(e.details.hint ?? "")
+          ) {
+            throw exceeds((await deps.chain.gateway.balance(profile, seller)).withdrawable);
+          }
+          throw e;
+        }
+      }),
+  );
   const bridged = route.kind === "bridge"
     ? await bridge.startOutbound(deps, {
       walletId: m.managedWalletId,

@@ -13,6 +13,7 @@ import { x402Routes } from "./x402.schemas.ts";
 import { x402Jobs } from "./x402.jobs.ts";
 import { defaultAgentPort, type X402AgentPort } from "./x402.types.ts";
 import { batchingSettler, type Settler } from "./x402.settler.ts";
+import { gatewaySettleJob, startGatewaySettlement } from "./x402.batched.jobs.ts";
 
 export interface X402ModuleOptions {
   /** Default: checks the agentId's format only. */
@@ -47,6 +48,7 @@ export function x402Module(opts: X402ModuleOptions = {}): AppModule {
       return app;
     },
     routes: x402Routes,
-    jobs: x402Jobs(port),
+    jobs: [...x402Jobs(port), gatewaySettleJob],
+    onStart: startGatewaySettlement,
   };
 }

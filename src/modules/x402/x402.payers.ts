@@ -18,6 +18,8 @@ import { type X402Deps, x402Profile } from "./x402.context.ts";
 import { gatewayView, requestIntent, SOURCE_CHAIN } from "./x402.gateway.ts";
 import { payerClaim, withdrawableNow } from "./x402.claims.ts";
 import { withClaim } from "../../db/claims.ts";
+import { whileWithdrawing } from "./x402.batched.mirror.ts";
+import { pendingOf } from "./x402.batched.views.ts";
 import type { Address, MerchantAgent, X402AgentPort } from "./x402.types.ts";
 
 const usdc = (units: bigint) => formatUsdc(units, { decimals: "fixed" });
@@ -139,15 +141,17 @@ export async function signProof(
 export async function payerBalance(deps: PayerDeps, m: MerchantRow, ref: PayerRef) {
   const profile = x402Profile(deps);
   const payer = await resolvePayer(deps, m, ref);
-  const [wallet, gateway] = await Promise.all([
+  const [wallet, gateway, pending] = await Promise.all([
     deps.chain.usdcBalance(profile, payer.address),
     gatewayView(deps, profile, payer.address),
+    pendingOf(deps.sql, deps.chain.chainId(profile), payer.address),
   ]);
   return {
     address: checksum(payer.address),
     ...payerFields(payer),
     wallet: { balance: usdc(wallet) },
     gateway,
+    pending,
   };
 }
 
@@ -179,42 +183,50 @@ export async function withdrawPayer(
   // two withdrawals, or a withdrawal and a paid call in flight (PENDING, its upstream already
   // called), never count on the same balance; the check holds no connection while it waits.
   const claim = payerClaim(deps.chain.chainId(profile), payer.address);
-  const tx = await withClaim(deps.sql, claim, async () => {
-    const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
-    if (!earlier || earlier.status === "failed") {
-      const can = await withdrawableNow(deps, profile, payer.address, [
-        `x402-payer-withdraw:${sender}:`,
-        ...(payer.kind === "wallet" ? [`x402-withdraw:${sender}:`] : []),
-      ]);
-      if (can < input.amount) throw exceeds(can);
-    }
-    try {
-      return payer.kind === "wallet"
-        ? await deps.chain.gateway.withdraw(profile, {
-          from: { walletId: payer.walletId },
-          amount: input.amount,
-          to: recipient,
-          intentKey,
-        })
-        : await deps.chain.gateway.withdrawFromAccount(profile, {
-          ownerWalletId: payer.agent.ownerWalletId,
-          account: payer.address,
-          amount: input.amount,
-          to: recipient,
-          intentKey,
-        });
-    } catch (e) {
-      // Spent on the contract directly (the key's holder is the service, but the chain is open)
-      // between our check and the node's estimate.
-      if (
-        e instanceof DomainError && e.code === "chain_reverted" &&
-        NOT_WITHDRAWABLE.test(e.details.hint ?? "")
-      ) {
-        throw exceeds((await deps.chain.gateway.balance(profile, payer.address)).withdrawable);
-      }
-      throw e;
-    }
-  });
+  // Batched reservations of this payer are refused meanwhile (x402.batched.mirror.ts).
+  const tx = await withClaim(
+    deps.sql,
+    claim,
+    () =>
+      whileWithdrawing(deps, profile, payer.address, async () => {
+        const earlier = requestKey === undefined
+          ? null
+          : await deps.chain.intent(profile, intentKey);
+        if (!earlier || earlier.status === "failed") {
+          const can = await withdrawableNow(deps, profile, payer.address, [
+            `x402-payer-withdraw:${sender}:`,
+            ...(payer.kind === "wallet" ? [`x402-withdraw:${sender}:`] : []),
+          ]);
+          if (can < input.amount) throw exceeds(can);
+        }
+        try {
+          return payer.kind === "wallet"
+            ? await deps.chain.gateway.withdraw(profile, {
+              from: { walletId: payer.walletId },
+              amount: input.amount,
+              to: recipient,
+              intentKey,
+            })
+            : await deps.chain.gateway.withdrawFromAccount(profile, {
+              ownerWalletId: payer.agent.ownerWalletId,
+              account: payer.address,
+              amount: input.amount,
+              to: recipient,
+              intentKey,
+            });
+        } catch (e) {
+          // Spent on the contract directly (the key's holder is the service, but the chain is open)
+          // between our check and the node's estimate.
+          if (
+            e instanceof DomainError && e.code === "chain_reverted" &&
+            NOT_WITHDRAWABLE.test(e.details.hint ?? "")
+          ) {
+            throw exceeds((await deps.chain.gateway.balance(profile, payer.address)).withdrawable);
+          }
+          throw e;
+        }
+      }),
+  );
   return {
     txHash: tx.txHash,
     amount: usdc(input.amount),

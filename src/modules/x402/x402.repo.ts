@@ -106,11 +106,18 @@ const PAYMENT_COLUMNS = (sql: Db) =>
   sql`id, listing_id, listing_slug, merchant_id, scheme, chain_id, payer, payee, amount, nonce,
       agent_id, status, error, upstream_status, tx_hash, created_at, settled_at`;
 
-/** What the payer has in flight (PENDING attempts): not yet spent on chain, already promised. */
+/**
+ * What the payer has in flight, not yet spent on chain but already promised: its PENDING
+ * attempts and its gateway-balance charges not yet settled (x402.batched.repo.ts).
+ */
 export async function pendingAmount(sql: Db, chainId: number, payer: string): Promise<bigint> {
   const [row] = await sql<{ total: bigint }[]>`
-    select coalesce(sum(amount), 0)::bigint as total from x402_payments
-    where chain_id = ${chainId} and payer = ${payer} and status = 'PENDING'`;
+    select (
+      (select coalesce(sum(amount), 0) from x402_payments
+        where chain_id = ${chainId} and payer = ${payer} and status = 'PENDING') +
+      (select coalesce(sum(amount), 0) from x402_gateway_charges
+        where chain_id = ${chainId} and payer = ${payer} and status in ('reserved', 'pending'))
+    )::bigint as total`;
   return row.total;
 }
 
@@ -128,6 +135,41 @@ export async function claimAttempt(sql: Db, a: NewAttempt): Promise<X402PaymentR
   return row ?? null;
 }
 
+/**
+ * A PENDING gateway attempt (POST /api/x402/pay) and its hold on the payer's mirrored vault
+ * balance (x402_gateway_accounts, shared with the batched charges), in ONE statement: "no_funds"
+ * when the mirror (read no earlier than `freshAfter`) has no room, "used" when (payer, nonce) is
+ * in flight or spent (the unique index undoes the hold with the insert).
+ */
+export async function claimGatewayAttempt(
+  sql: Db,
+  a: NewAttempt,
+  freshAfter: Date,
+): Promise<X402PaymentRecord | "no_funds" | "used"> {
+  try {
+    const [row] = await sql<X402PaymentRecord[]>`
+      with acct as (
+        update x402_gateway_accounts set held = held + ${a.amount}
+        where chain_id = ${a.chainId} and payer = ${a.payer}
+          and held + ${a.amount} <= balance and synced_at >= ${freshAfter}
+          and (withdrawing_until is null or withdrawing_until < ${a.now})
+        returning 1
+      )
+      insert into x402_payments (listing_id, listing_slug, merchant_id, scheme, chain_id, payer,
+                                 payee, amount, nonce, valid_after, valid_before, agent_id,
+                                 status, created_at)
+      select ${a.listingId}, ${a.listingSlug}, ${a.merchantId}, ${a.scheme}, ${a.chainId},
+             ${a.payer}, ${a.payee}, ${a.amount}, ${a.nonce}, ${a.validAfter}, ${a.validBefore},
+             ${a.agentId}, 'PENDING', ${a.now}
+      from acct
+      returning ${PAYMENT_COLUMNS(sql)}`;
+    return row ?? "no_funds";
+  } catch (e) {
+    if ((e as { code?: string }).code === "23505") return "used";
+    throw e;
+  }
+}
+
 export async function finishAttempt(
   sql: Db,
   id: string,
@@ -139,12 +181,28 @@ export async function finishAttempt(
     now: Date;
   },
 ): Promise<X402PaymentRecord> {
+  // A gateway attempt leaving PENDING gives its hold on the payer's mirror back; settled, it
+  // also lowers the mirrored balance (a mirror read after the settlement is then low: safe, and
+  // re-read at the next refusal).
   const [row] = await sql<X402PaymentRecord[]>`
-    update x402_payments set status = ${f.status}, error = ${f.error ?? null},
-      upstream_status = ${f.upstreamStatus ?? null}, tx_hash = ${f.txHash ?? null},
-      settled_at = ${f.status === "SUCCESS" ? f.now : null}
-    where id = ${id}
-    returning ${PAYMENT_COLUMNS(sql)}`;
+    with prev as (
+      select id, status as was from x402_payments where id = ${id} for update
+    ), upd as (
+      update x402_payments p set status = ${f.status}, error = ${f.error ?? null},
+        upstream_status = ${f.upstreamStatus ?? null}, tx_hash = ${f.txHash ?? null},
+        settled_at = ${f.status === "SUCCESS" ? f.now : null}
+      from prev where p.id = prev.id
+      returning p.*, prev.was
+    ), mirror as (
+      update x402_gateway_accounts a set held = greatest(a.held - upd.amount, 0),
+        balance = case when ${f.status} = 'SUCCESS' then greatest(a.balance - upd.amount, 0)
+          else a.balance end
+      from upd
+      where upd.was = 'PENDING' and upd.scheme = 'gateway' and a.chain_id = upd.chain_id
+        and a.payer = upd.payer
+      returning 1
+    )
+    select ${PAYMENT_COLUMNS(sql)} from upd`;
   return row;
 }
 

@@ -196,6 +196,12 @@ const gatewayBalances = z.object({
   withdrawable: decimal,
 });
 
+/** Accepted on the gateway balance or a channel, not yet settled on chain (x402.batched.*). */
+const pendingBalances = z.object({
+  incoming: decimal.describe("Owed to this address by paid calls served, not yet settled"),
+  outgoing: decimal.describe("Promised by this address to paid calls, not yet settled"),
+}).describe("The gateway balance is what is settled on chain; these are on their way");
+
 const merchantKey = ["bearer", "apiKey"] as const;
 const tag = "x402";
 
@@ -470,6 +476,7 @@ export const x402Routes: RouteDoc[] = [
           agentId: z.string().optional(),
           wallet: z.object({ balance: decimal }),
           gateway: gatewayBalances,
+          pending: pendingBalances,
         }),
       },
       404: { description: "Not your wallet or agent", schema: balanceError },
@@ -528,6 +535,7 @@ export const x402Routes: RouteDoc[] = [
           sellerAddress: z.string(),
           wallet: z.object({ balance: decimal }),
           gateway: gatewayBalances,
+          pending: pendingBalances,
         }),
       },
       ...errors([400, 401, 403, 429, 500]),

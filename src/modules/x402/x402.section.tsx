@@ -12,6 +12,7 @@ import { formatUsdc, parseUsdc } from "../../money.ts";
 import * as service from "./x402.service.ts";
 import * as gateway from "./x402.gateway.ts";
 import { createListingBody, withdrawBody } from "./x402.schemas.ts";
+import { merchantSettlement } from "./x402.batched.views.ts";
 import { type X402Balances, X402View, type X402ViewProps } from "../../../views/dashboard/x402.tsx";
 import {
   attempt,
@@ -130,6 +131,7 @@ async function balancesOf(deps: Deps, m: Merchant): Promise<X402Balances | null>
     sellerAddress: r.value.sellerAddress,
     wallet: r.value.wallet.balance,
     ...r.value.gateway,
+    pending: r.value.pending.incoming,
   };
 }
 
@@ -140,12 +142,14 @@ async function render(
   status?: ContentfulStatusCode,
 ) {
   const m = merchantOf(c);
-  const [listings, calls, balances] = await Promise.all([
+  const [listings, calls, balances, settlement] = await Promise.all([
     service.merchantListings(deps, m.id),
     service.merchantPayments(deps, m.id, 20),
     balancesOf(deps, m),
+    merchantSettlement(deps.sql, m.id),
   ]);
   const profile = deps.chain.has(service.X402_PROFILE) ? service.X402_PROFILE : null;
+  const txUrl = (h: string | null) => h && profile ? deps.chain.explorerTxUrl(profile, h) : null;
   return page(c, {
     title: "x402",
     section: "x402",
@@ -168,6 +172,18 @@ async function render(
           explorerUrl: p.txHash && profile ? deps.chain.explorerTxUrl(profile, p.txHash) : null,
         }))}
         balances={balances}
+        settlement={{
+          pending: settlement.pending,
+          charges: settlement.charges.map(({ txHash, ...c }) => ({
+            ...c,
+            payer: checksum(c.payer),
+            explorerUrl: txUrl(txHash),
+          })),
+          batches: settlement.batches.map(({ txHash, ...b }) => ({
+            ...b,
+            explorerUrl: txUrl(txHash),
+          })),
+        }}
         {...extra}
       />
     ),

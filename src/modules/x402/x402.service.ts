@@ -26,6 +26,8 @@ import { getListing, paymentRequirements } from "./x402.listings.ts";
 import { settleOne } from "./x402.settler.ts";
 import { payerClaim } from "./x402.claims.ts";
 import { withClaim } from "../../db/claims.ts";
+import { syncAccount } from "./x402.batched.mirror.ts";
+import { MIRROR_TTL_S } from "./x402.batched.rules.ts";
 
 export type { ListingRow } from "./x402.repo.ts";
 
@@ -251,14 +253,9 @@ async function claim(
   agentId: string | null,
 ): Promise<X402PaymentRecord> {
   const a = v.proof.payload.authorization;
-  let total = 0n;
-  const result = await withClaim(deps.sql, payerClaim(v.chainId, a.from), async () => {
-    // The promised first, then the chain: a settlement mined between the two reads is counted
-    // twice (a safe refusal at worst), never not at all.
-    const pending = await repo.pendingAmount(deps.sql, v.chainId, a.from);
-    total = await gatewayTotal(deps, a.from);
-    if (total - pending < a.value) return "insufficient" as const;
-    const row = await repo.claimAttempt(deps.sql, {
+  const profile = x402Profile(deps);
+  const attempt = (now: Date) =>
+    repo.claimGatewayAttempt(deps.sql, {
       listingId: listing.id,
       listingSlug: listing.slug,
       merchantId: listing.merchantId,
@@ -271,15 +268,22 @@ async function claim(
       validAfter: a.validAfter,
       validBefore: a.validBefore,
       agentId,
-      now: deps.clock.now(),
-    });
-    return row ?? "used" as const;
+      now,
+    }, new Date(now.getTime() - MIRROR_TTL_S * 1000));
+  // The reservation is the mirror's (x402.batched.repo.ts), which batched charges share: one
+  // statement, no overspend with them; with no room, the balance is read again once.
+  const result = await withClaim(deps.sql, payerClaim(v.chainId, a.from), async () => {
+    const first = await attempt(deps.clock.now());
+    if (first !== "no_funds") return first;
+    await syncAccount(deps, profile, a.from);
+    const second = await attempt(deps.clock.now());
+    return second === "no_funds" ? "insufficient" as const : second;
   });
   if (result === "used") throw new DomainError("x402_proof_used");
   if (result === "insufficient") {
     throw new DomainError(
       "x402_insufficient_gateway_balance",
-      await balanceDetails(deps, a.from, total),
+      await balanceDetails(deps, a.from, await gatewayTotal(deps, a.from)),
     );
   }
   return result;

@@ -10,6 +10,7 @@ import { DomainError } from "../../errors.ts";
 import { settlementIntent } from "./x402.rules.ts";
 import { x402Profile } from "./x402.context.ts";
 import type { ProofAuthorization } from "./x402.rules.ts";
+import { batchGas } from "./x402.batched.settle.ts";
 
 export const MAX_BATCH = 50;
 /** Batch intents: the reconcile sweep finds a proof's batch by its nonce in the signed bytes. */
@@ -46,6 +47,7 @@ export async function settleOne(deps: Deps, item: SettleItem): Promise<string> {
 export function batchingSettler(deps: Deps): Settler {
   const queue: Waiting[] = [];
   let running = false;
+  let batchCallKnown = false;
 
   const flush = async (batch: Waiting[]) => {
     if (batch.length === 1) {
@@ -62,7 +64,11 @@ export function batchingSettler(deps: Deps): Settler {
       const { tx, settled } = await deps.chain.gateway.settleBatch(x402Profile(deps), {
         items: batch.map((b) => ({ authorization: b.authorization, signature: b.signature })),
         intentKey,
+        // Given, not estimated (a node's estimate re-runs the batch many times), once the vault
+        // is known to have the batch call (an older one is refused at estimation: singles).
+        ...(batchCallKnown ? { gas: batchGas(batch) } : {}),
       });
+      batchCallKnown = true;
       batch.forEach((b, i) =>
         settled[i] ? b.resolve(tx.txHash) : b.reject(
           new DomainError("x402_settlement_failed", {

@@ -15,7 +15,7 @@ import type { HttpMethod } from "./x402.rules.ts";
 import * as standard from "./x402.standard.ts";
 import type { X402Deps } from "./x402.context.ts";
 import { facilitatorBody } from "./x402.schemas.ts";
-import { channelAwareCall } from "./x402.channels.ts";
+import { batchedAwareCall } from "./x402.batched.ts";
 import { channelSettle, channelVerify, withChannelKinds } from "./x402.channels.facilitator.ts";
 
 const EXPOSE = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE";
@@ -37,8 +37,9 @@ export function x402StandardApi(x: X402Deps) {
     const url = new URL(c.req.url);
     const method = c.req.method as HttpMethod;
     const headerAgent = c.req.header("x-agent-id")?.trim();
-    // The batch-settlement scheme (x402.channels.ts) answers its payments; its 402 offers it.
-    const r = await channelAwareCall(x, {
+    // Circle's batched option (x402.batched.ts) and the batch-settlement scheme
+    // (x402.channels.ts) answer their payments; the 402 offers both beside `exact`.
+    const r = await batchedAwareCall(x, {
       slug: c.req.param("slug"),
       method,
       resourceUrl: `${deps.config.BASE_URL}${url.pathname}`,

@@ -4,7 +4,7 @@
 export const ITokenMessengerV2 = {
   contractName: "ITokenMessengerV2",
   compilerVersion: "0.8.37+commit.f401782d.Emscripten.clang",
-  inputHash: "85c7294869f5ed71b0dad0ed4c75a3081d79cb4444ece320f32986147871fdef",
+  inputHash: "c929c52fe17f0cb6958fddbe0943cad4f991232499ba3baa9567b41a8f762e0f",
   abi: [
     {
       "inputs": [

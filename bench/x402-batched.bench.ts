@@ -1,0 +1,184 @@
+/**
+ * x402 paid calls on the gateway balance, settled in batches (Circle's batched option on
+ * `/x402/{slug}`): paid calls per second beside a bare Hono route doing one INSERT (the payments
+ * bench's baseline) and the upstream called directly, driven alike (concurrent fetch workers in
+ * this process, payments signed before the clock starts); rounds alternate, so a neighbour's
+ * load falls on both sides of each ratio. Then the settlement: batches, payments per
+ * transaction, gas per payment, and the lag from serving to settled.
+ */
+import { Hono } from "hono";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { startTestService } from "../tests/helpers/service.ts";
+import { api, createMerchant } from "../tests/helpers/accounts.ts";
+import { externalBuyer } from "../tests/helpers/x402.ts";
+import { batchedPayment } from "../tests/helpers/x402-batched.ts";
+import { type AppModule, modules } from "../src/modules/index.ts";
+import { settleRound } from "../src/modules/x402/x402.batched.settle.ts";
+import { percentile } from "./report.ts";
+
+const WORKERS = Number(Deno.env.get("BENCH_X402_BATCHED_WORKERS") ?? "32");
+const CALLS = Number(Deno.env.get("BENCH_X402_BATCHED_CALLS") ?? "60");
+const ROUNDS = Number(Deno.env.get("BENCH_X402_BATCHED_ROUNDS") ?? "3");
+
+interface Run {
+  ops: number;
+  ms: number;
+  latencies: number[];
+  failures: number;
+}
+
+async function drive(jobs: (() => Promise<boolean>)[][]): Promise<Run> {
+  const latencies: number[] = [];
+  let failures = 0;
+  const t0 = performance.now();
+  await Promise.all(jobs.map(async (queue) => {
+    for (const job of queue) {
+      const s = performance.now();
+      if (!(await job())) failures++;
+      latencies.push(performance.now() - s);
+    }
+  }));
+  return { ops: latencies.length, ms: performance.now() - t0, latencies, failures };
+}
+
+const rate = (r: Run) => r.ops / (r.ms / 1000);
+
+function line(name: string, r: Run, baseline?: Run, what = "bare INSERT") {
+  const ratio = baseline ? `  ${(rate(r) / rate(baseline)).toFixed(2)}× of ${what}` : "";
+  return `${name.padEnd(44)} ${rate(r).toFixed(0).padStart(7)} /s  p50 ${
+    percentile(r.latencies, 50).toFixed(1)
+  } ms  p99 ${percentile(r.latencies, 99).toFixed(1)} ms  (${r.ops}, ${r.failures} failed)${ratio}`;
+}
+
+export async function run() {
+  const bare: AppModule = {
+    name: "bench-bare",
+    api: (deps) =>
+      new Hono().post("/bench/bare-insert", async (c) => {
+        await deps.sql`
+          insert into bench_bare (payer, amount, created_at)
+          values (${"0x" + "1".repeat(40)}, 1000, ${new Date()})`;
+        return c.json({ success: true }, 201);
+      }),
+  };
+  const upstream = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () => Response.json({ temperature: 21.5 }),
+  );
+  const svc = await startTestService({
+    env: { RATE_LIMITS: "off", LOG_LEVEL: "error", DATABASE_POOL_MAX: "20" },
+    modules: [...modules, bare],
+  });
+  try {
+    await svc.db.sql`create table if not exists bench_bare (id bigserial primary key,
+      payer text not null, amount bigint not null, created_at timestamptz not null)`;
+    const m = await createMerchant(svc);
+    const upstreamUrl = `http://127.0.0.1:${upstream.addr.port}/weather`;
+    const listed = await api(svc)("POST", "/api/x402/listings", {
+      headers: { authorization: `Bearer ${m.apiKey}` },
+      body: { slug: "bench-batched", upstreamUrl, price: "0.001", methods: ["GET"] },
+    });
+    if (listed.status !== 201) throw new Error(listed.text);
+    const resource = `${svc.baseUrl}/x402/bench-batched`;
+    const seller = m.walletAddress!.toLowerCase();
+    const buyers = await Promise.all(
+      Array.from({ length: WORKERS }, async () => {
+        const key = generatePrivateKey();
+        const b = await externalBuyer(svc, key, 10_000_000n);
+        await b.deposit(5_000_000n);
+        return privateKeyToAccount(key);
+      }),
+    );
+    const sign = () =>
+      Promise.all(buyers.map(async (account) => {
+        const out: string[] = [];
+        for (let i = 0; i < CALLS; i++) {
+          out.push(await batchedPayment(svc, account, resource, { to: seller, value: 1_000n }));
+        }
+        return out;
+      }));
+    const runs = { bare: [] as Run[], paid: [] as Run[], direct: [] as Run[] };
+    for (let r = 0; r < ROUNDS; r++) {
+      const headers = await sign();
+      runs.bare.push(
+        await drive(headers.map((list) =>
+          list.map(() => async () => {
+            const res = await fetch(`${svc.baseUrl}/bench/bare-insert`, { method: "POST" });
+            await res.body?.cancel();
+            return res.status === 201;
+          })
+        )),
+      );
+      runs.paid.push(
+        await drive(headers.map((list) =>
+          list.map((header) => async () => {
+            const res = await fetch(resource, { headers: { "payment-signature": header } });
+            await res.body?.cancel();
+            return res.status === 200;
+          })
+        )),
+      );
+      runs.direct.push(
+        await drive(headers.map((list) =>
+          list.map(() => async () => {
+            const res = await fetch(upstreamUrl);
+            await res.body?.cancel();
+            return res.ok;
+          })
+        )),
+      );
+    }
+    console.log(
+      `${WORKERS} concurrent buyers × ${CALLS} calls, ${ROUNDS} alternating rounds; ` +
+        `load average ${Deno.loadavg().map((l) => l.toFixed(1)).join(" ")}`,
+    );
+    for (let r = 0; r < ROUNDS; r++) {
+      console.log(line(`round ${r + 1}: bare Hono route, one INSERT`, runs.bare[r]));
+      console.log(
+        line(`round ${r + 1}: paid call, /x402/{slug} batched`, runs.paid[r], runs.bare[r]),
+      );
+      console.log(line(`round ${r + 1}: upstream called directly`, runs.direct[r]));
+      const added = percentile(runs.paid[r].latencies, 50) -
+        percentile(runs.direct[r].latencies, 50);
+      console.log(`  p50 added over the upstream called directly: ${added.toFixed(1)} ms`);
+    }
+    const mean = (xs: Run[]) => xs.reduce((s, x) => s + rate(x), 0) / xs.length;
+    console.log(
+      `mean: paid ${mean(runs.paid).toFixed(0)}/s = ${
+        (mean(runs.paid) / mean(runs.bare)).toFixed(2)
+      }× of the bare INSERT (${mean(runs.bare).toFixed(0)}/s); ${
+        (mean(runs.paid) / 117).toFixed(1)
+      }× the 117 paid calls/s measured before (issue 27)`,
+    );
+
+    // Settlement: what the rounds (kicked every X402_BATCH_MAX charges) left, then the totals.
+    const t0 = performance.now();
+    for (let i = 0; i < 100; i++) {
+      await settleRound(svc.deps);
+      const [open] = await svc.db.sql`
+        select count(*)::int as n from x402_gateway_charges where status = 'pending'`;
+      if (open.n === 0) break;
+    }
+    const [s] = await svc.db.sql`
+      select count(*)::int as batches, sum(size)::int as payments, max(size)::int as largest,
+             sum(gas_used)::bigint as gas,
+             (select count(*)::int from x402_gateway_charges where status = 'settled') as settled
+      from x402_gateway_batches where status = 'confirmed'`;
+    const full = await svc.db.sql`
+      select size, gas_used from x402_gateway_batches where status = 'confirmed'
+      order by size desc limit 1`;
+    console.log(
+      `settlement: ${s.settled} payments in ${s.batches} transactions (largest ${s.largest}), ` +
+        `${(Number(s.gas) / s.payments).toFixed(0)} gas per payment overall, ${
+          (Number(full[0].gasUsed) / full[0].size).toFixed(0)
+        } in the largest batch; the backlog drained in ${
+          (performance.now() - t0).toFixed(0)
+        } ms after the last call`,
+    );
+  } finally {
+    await svc.close();
+    await upstream.shutdown();
+  }
+}
+
+if (import.meta.main) await run();

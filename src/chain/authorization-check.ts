@@ -1,0 +1,141 @@
+/**
+ * A fast local check of an EOA's EIP-712 `TransferWithAuthorization` signature, for paid calls
+ * that are verified on the request path: the digest is built directly (the domain separator
+ * cached per domain) rather than through viem's generic typed-data encoder (~8× faster), then
+ * the signer recovered with noble's secp256k1 — or, for a payer seen recently, its signature
+ * verified against its known key with a precomputed table (~0.5 ms instead of ~1.3 ms). Same
+ * answer as viem's recoverTypedDataAddress for an EOA's low-s signature (the only kind the vault
+ * accepts); anything else (an ERC-1271 account) answers false here and is asked of the chain.
+ */
+import { secp256k1 } from "@noble/curves/secp256k1";
+import {
+  encodeAbiParameters,
+  type Hex,
+  hexToBytes,
+  keccak256,
+  parseSignature,
+  stringToHex,
+  toHex,
+} from "viem";
+import { publicKeyToAddress } from "viem/accounts";
+import { invert, mod } from "@noble/curves/abstract/modular";
+
+const DOMAIN_TYPEHASH = keccak256(
+  stringToHex(
+    "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)",
+  ),
+);
+const TRANSFER_TYPEHASH = keccak256(
+  stringToHex(
+    "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter," +
+      "uint256 validBefore,bytes32 nonce)",
+  ),
+);
+
+export interface Domain {
+  name: string;
+  version: string;
+  chainId: number;
+  verifyingContract: `0x${string}`;
+}
+
+export interface Authorization {
+  from: `0x${string}`;
+  to: `0x${string}`;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: Hex;
+}
+
+const separators = new Map<string, Hex>();
+
+function separator(d: Domain): Hex {
+  const k = `${d.name}\n${d.version}\n${d.chainId}\n${d.verifyingContract.toLowerCase()}`;
+  let s = separators.get(k);
+  if (!s) {
+    s = keccak256(encodeAbiParameters(
+      [{ type: "bytes32" }, { type: "bytes32" }, { type: "bytes32" }, { type: "uint256" }, {
+        type: "address",
+      }],
+      [
+        DOMAIN_TYPEHASH,
+        keccak256(stringToHex(d.name)),
+        keccak256(stringToHex(d.version)),
+        BigInt(d.chainId),
+        d.verifyingContract,
+      ],
+    ));
+    separators.set(k, s);
+  }
+  return s;
+}
+
+/** The EIP-712 digest of the authorization under `domain`. */
+export function authorizationDigest(d: Domain, a: Authorization): Hex {
+  const struct = keccak256(encodeAbiParameters(
+    [
+      { type: "bytes32" },
+      { type: "address" },
+      { type: "address" },
+      { type: "uint256" },
+      { type: "uint256" },
+      { type: "uint256" },
+      { type: "bytes32" },
+    ],
+    [TRANSFER_TYPEHASH, a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce],
+  ));
+  return keccak256(`0x1901${separator(d).slice(2)}${struct.slice(2)}` as Hex);
+}
+
+type Point = InstanceType<typeof secp256k1.ProjectivePoint>;
+const N = secp256k1.CURVE.n;
+/** Recent payers' public keys, with a small multiplication table each (~100 kB): an LRU. */
+const keys = new Map<string, Point>();
+const MAX_KEYS = 256;
+
+/**
+ * ECDSA verification of (r, s, yParity) against a known key, with the key's table: R = u1·G +
+ * u2·Q must be the point whose x is r and whose y has the signature's parity (what ecrecover,
+ * given v, would need to find Q again).
+ */
+function verifyWith(q: Point, digest: Uint8Array, r: bigint, s: bigint, yParity: number) {
+  const h = mod(BigInt(toHex(digest)), N);
+  const is = invert(s, N);
+  const u1 = mod(h * is, N);
+  const u2 = mod(r * is, N);
+  if (u1 === 0n || u2 === 0n) return false;
+  const point = secp256k1.ProjectivePoint.BASE.multiply(u1).add(q.multiply(u2)).toAffine();
+  return point.x === r && Number(point.y & 1n) === yParity;
+}
+
+/** Whether `signature` is an ECDSA/** Whether `signature` is an ECDSA signature of the authorization by the EOA `a.from`. */
+export function signedByEoa(d: Domain, a: Authorization, signature: Hex): boolean {
+  try {
+    if (signature.length !== 132) return false;
+    const digest = hexToBytes(authorizationDigest(d, a));
+    const p = parseSignature(signature);
+    const sig = new secp256k1.Signature(BigInt(p.r), BigInt(p.s));
+    // The contract (OpenZeppelin ECDSA) refuses high-s signatures: so do we.
+    if (sig.hasHighS()) return false;
+    const yParity = p.yParity ?? (p.v === 28n ? 1 : 0);
+    const from = a.from.toLowerCase();
+    const known = keys.get(from);
+    if (known) {
+      keys.delete(from);
+      keys.set(from, known);
+      if (verifyWith(known, digest, sig.r, sig.s, yParity)) return true;
+    }
+    const recovered = sig.addRecoveryBit(yParity).recoverPublicKey(digest);
+    if (publicKeyToAddress(toHex(recovered.toRawBytes(false))).toLowerCase() !== from) {
+      return false;
+    }
+    const point = secp256k1.ProjectivePoint.fromAffine(recovered.toAffine());
+    point._setWindowSize(4);
+    keys.set(from, point);
+    if (keys.size > MAX_KEYS) keys.delete(keys.keys().next().value!);
+    return true;
+  } catch {
+    return false;
+  }
+}

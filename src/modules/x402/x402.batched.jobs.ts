@@ -1,0 +1,32 @@
+/**
+ * The settlement job of charges accepted on the gateway balance: a round every
+ * X402_BATCH_SECONDS (each one queues the next; the per-minute cron restarts the chain should it
+ * break), and a worker's start queues the first, which finishes what a stopped process left.
+ */
+import type { Deps } from "../../deps.ts";
+import { defineJob, defineQueue, noData } from "../../queue/registry.ts";
+import { settleAll } from "./x402.batched.settle.ts";
+
+export const gatewaySettleQueue = defineQueue({
+  name: "x402.gateway-settle",
+  schema: noData,
+  queue: { policy: "stately", retryLimit: 0 },
+});
+
+export const gatewaySettleJob = defineJob<Record<string, never>, Deps>({
+  ...gatewaySettleQueue,
+  cron: "* * * * *",
+  handler: async (_data, { deps }) => {
+    try {
+      await settleAll(deps);
+    } finally {
+      await deps.queue.send(gatewaySettleQueue, {}, {
+        startAfter: deps.config.X402_BATCH_SECONDS * 1000,
+      });
+    }
+  },
+});
+
+export async function startGatewaySettlement(deps: Deps): Promise<void> {
+  await deps.queue.send(gatewaySettleQueue, {});
+}

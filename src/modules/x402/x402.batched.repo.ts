@@ -1,0 +1,349 @@
+/**
+ * SQL for paid calls accepted on the gateway balance and settled in batches: the mirror of each
+ * payer's vault balance (x402_gateway_accounts), the charges, and the settlement batches.
+ */
+import type { Db, Sql } from "../../db/client.ts";
+
+export type ChargeStatus = "reserved" | "pending" | "settled" | "failed" | "released";
+
+export interface ChargeRow {
+  id: string;
+  chainId: number;
+  listingId: string | null;
+  listingSlug: string | null;
+  merchantId: string | null;
+  payer: string;
+  payee: string;
+  amount: bigint;
+  nonce: string;
+  validAfter: bigint;
+  validBefore: bigint;
+  domain: "gateway" | "batched";
+  signature: string;
+  agentId: string | null;
+  status: ChargeStatus;
+  batchId: string | null;
+  txHash: string | null;
+  upstreamStatus: number | null;
+  error: string | null;
+  createdAt: Date;
+  servedAt: Date | null;
+  settledAt: Date | null;
+}
+
+export interface NewCharge {
+  id: string;
+  chainId: number;
+  listingId: string | null;
+  listingSlug: string | null;
+  merchantId: string | null;
+  payer: string;
+  payee: string;
+  amount: bigint;
+  nonce: string;
+  validAfter: bigint;
+  validBefore: bigint;
+  domain: "gateway" | "batched";
+  signature: string;
+  agentId: string | null;
+  now: Date;
+}
+
+export type Reservation = "reserved" | "no_funds" | "used";
+
+/**
+ * The reservation, in ONE statement: the payer's mirror row gains `amount` held only if what it
+ * holds plus `amount` stays within its balance (read no earlier than `freshAfter`, no withdrawal
+ * of ours in flight), and the charge is inserted with it. The UPDATE's row lock serialises every
+ * reservation of the payer across processes, and PostgreSQL re-checks the condition on the row
+ * a concurrent one left. A used nonce fails the unique index: the statement, hold included, is
+ * undone as a whole.
+ */
+export async function reserve(sql: Db, c: NewCharge, freshAfter: Date): Promise<Reservation> {
+  try {
+    const rows = await sql`
+      with acct as (
+        update x402_gateway_accounts set held = held + ${c.amount}
+        where chain_id = ${c.chainId} and payer = ${c.payer}
+          and held + ${c.amount} <= balance and synced_at >= ${freshAfter}
+          and (withdrawing_until is null or withdrawing_until < ${c.now})
+        returning 1
+      )
+      insert into x402_gateway_charges (id, chain_id, listing_id, listing_slug, merchant_id, payer,
+        payee, amount, nonce, valid_after, valid_before, domain, signature, agent_id, status,
+        created_at)
+      select ${c.id}, ${c.chainId}, ${c.listingId}, ${c.listingSlug}, ${c.merchantId}, ${c.payer},
+        ${c.payee}, ${c.amount}, ${c.nonce}, ${c.validAfter}, ${c.validBefore}, ${c.domain},
+        ${c.signature}, ${c.agentId}, 'reserved', ${c.now}
+      from acct
+      returning id`;
+    return rows.length ? "reserved" : "no_funds";
+  } catch (e) {
+    if ((e as { code?: string }).code === "23505") return "used";
+    throw e;
+  }
+}
+
+/** Whether this (payer, nonce) already has a charge that was not released. */
+export async function nonceTaken(
+  sql: Db,
+  chainId: number,
+  payer: string,
+  nonce: string,
+): Promise<boolean> {
+  const [row] = await sql<{ yes: boolean }[]>`
+    select exists(select 1 from x402_gateway_charges where chain_id = ${chainId}
+      and payer = ${payer} and nonce = ${nonce} and status <> 'released') as yes`;
+  return row.yes;
+}
+
+/**
+ * The mirror re-read from the chain: `available` at `block`. A settlement of ours recorded after
+ * that block already lowered the balance it saw, so an older read never overwrites a newer one.
+ */
+export async function sync(
+  sql: Db,
+  a: { chainId: number; payer: string; available: bigint; block: bigint; now: Date },
+): Promise<void> {
+  await sql`
+    insert into x402_gateway_accounts (chain_id, payer, balance, synced_block, synced_at)
+    values (${a.chainId}, ${a.payer}, ${a.available}, ${a.block}, ${a.now})
+    on conflict (chain_id, payer) do update set
+      balance = case when x402_gateway_accounts.synced_block <= excluded.synced_block
+        then excluded.balance else x402_gateway_accounts.balance end,
+      synced_block = greatest(x402_gateway_accounts.synced_block, excluded.synced_block),
+      synced_at = excluded.synced_at`;
+}
+
+export interface Account {
+  balance: bigint;
+  held: bigint;
+  syncedAt: Date;
+}
+
+export async function account(sql: Db, chainId: number, payer: string): Promise<Account | null> {
+  const [row] = await sql<Account[]>`
+    select balance, held, synced_at from x402_gateway_accounts
+    where chain_id = ${chainId} and payer = ${payer}`;
+  return row ?? null;
+}
+
+/** The upstream answered: the charge is owed (reserved → pending). */
+export async function serve(sql: Db, id: string, upstreamStatus: number, now: Date) {
+  await sql`
+    update x402_gateway_charges set status = 'pending', upstream_status = ${upstreamStatus},
+      served_at = ${now}
+    where id = ${id} and status = 'reserved'`;
+}
+
+/** Several upstream answers at once (reserved → pending), one statement. */
+export async function serveMany(
+  sql: Db,
+  items: { id: string; upstreamStatus: number }[],
+  now: Date,
+): Promise<void> {
+  await sql`
+    update x402_gateway_charges c set status = 'pending', upstream_status = s.status,
+      served_at = ${now}
+    from unnest(${items.map((i) => i.id)}::uuid[], ${items.map((i) => i.upstreamStatus)}::int[])
+      as s(id, status)
+    where c.id = s.id and c.status = 'reserved'`;
+}
+
+/** The upstream failed (or the call was abandoned): nothing charged, the hold is given back. */
+export async function release(
+  sql: Db,
+  id: string,
+  f: { error: string; upstreamStatus: number | null; now: Date },
+): Promise<boolean> {
+  const rows = await sql`
+    with c as (
+      update x402_gateway_charges set status = 'released', error = ${f.error.slice(0, 500)},
+        upstream_status = ${f.upstreamStatus}, settled_at = ${f.now}
+      where id = ${id} and status = 'reserved'
+      returning chain_id, payer, amount
+    )
+    update x402_gateway_accounts a set held = a.held - c.amount
+    from c where a.chain_id = c.chain_id and a.payer = c.payer
+    returning 1`;
+  return rows.length > 0;
+}
+
+/** Reservations older than `before` (their process died during the upstream call). */
+export async function staleReserved(sql: Db, chainId: number, before: Date): Promise<string[]> {
+  const rows = await sql<{ id: string }[]>`
+    select id from x402_gateway_charges
+    where chain_id = ${chainId} and status = 'reserved' and created_at < ${before}
+    order by created_at limit 1000`;
+  return rows.map((r) => r.id);
+}
+
+export interface BatchRow {
+  id: string;
+  chainId: number;
+  status: "pending" | "confirmed" | "failed";
+  size: number;
+  settled: number;
+  txHash: string | null;
+  blockNumber: bigint | null;
+  gasUsed: bigint | null;
+  error: string | null;
+  createdAt: Date;
+  finishedAt: Date | null;
+}
+
+/**
+ * A new batch with up to `max` of the oldest unbatched charges, in one transaction: written
+ * before anything is signed. Null when nothing is owed. `skip locked` lets two builders (two
+ * processes) take disjoint charges.
+ */
+export async function createBatch(
+  sql: Sql,
+  b: { id: string; chainId: number; max: number; now: Date },
+): Promise<number> {
+  return await sql.begin(async (tx) => {
+    const taken = await tx`
+      update x402_gateway_charges set batch_id = ${b.id}
+      where id in (
+        select id from x402_gateway_charges
+        where chain_id = ${b.chainId} and status = 'pending' and batch_id is null
+        order by created_at limit ${b.max} for update skip locked)
+      returning id`;
+    if (!taken.length) return 0;
+    await tx`
+      insert into x402_gateway_batches (id, chain_id, status, size, created_at)
+      values (${b.id}, ${b.chainId}, 'pending', ${taken.length}, ${b.now})`;
+    return taken.length;
+  });
+}
+
+export async function pendingBatches(sql: Db, chainId: number): Promise<BatchRow[]> {
+  return await sql<BatchRow[]>`
+    select * from x402_gateway_batches where chain_id = ${chainId} and status = 'pending'
+    order by created_at`;
+}
+
+export async function batchCharges(sql: Db, batchId: string): Promise<ChargeRow[]> {
+  return await sql<ChargeRow[]>`
+    select * from x402_gateway_charges where batch_id = ${batchId} and status = 'pending'
+    order by created_at, id`;
+}
+
+/**
+ * The batch's transaction was mined: the charges it paid are settled (their holds and the
+ * payers' mirrored balances lowered, unless the mirror was read after `block`), the others
+ * (refused by the vault) are failed, in one transaction. Idempotent: only pending charges move.
+ */
+export async function confirmBatch(sql: Sql, b: {
+  id: string;
+  txHash: string;
+  block: bigint;
+  gasUsed: bigint | null;
+  paid: { id: string; txHash: string; block: bigint }[];
+  refused: { id: string; reason: string }[];
+  now: Date;
+}): Promise<number> {
+  return await sql.begin(async (tx) => {
+    let settled = 0;
+    if (b.paid.length) {
+      const ids = b.paid.map((p) => p.id);
+      const hashes = b.paid.map((p) => p.txHash);
+      const blocks = b.paid.map((p) => p.block.toString());
+      const moved = await tx<{ chainId: number; payer: string; amount: bigint; block: bigint }[]>`
+        update x402_gateway_charges c set status = 'settled', tx_hash = p.tx_hash,
+          settled_at = ${b.now}
+        from unnest(${ids}::uuid[], ${hashes}::text[], ${blocks}::bigint[])
+          as p(id, tx_hash, block)
+        where c.id = p.id and c.status = 'pending'
+        returning c.chain_id, c.payer, c.amount, p.block`;
+      settled = moved.length;
+      // Per payer, in a fixed order (no deadlock with a concurrent reservation's single row).
+      const per = new Map<
+        string,
+        { chainId: number; payer: string; held: bigint; spent: bigint; block: bigint }
+      >();
+      for (const m of moved) {
+        const k = `${m.chainId}:${m.payer}`;
+        const e = per.get(k) ??
+          { chainId: m.chainId, payer: m.payer, held: 0n, spent: 0n, block: m.block };
+        e.held += m.amount;
+        e.spent += m.amount;
+        e.block = m.block < e.block ? m.block : e.block;
+        per.set(k, e);
+      }
+      for (const e of [...per.values()].sort((x, y) => x.payer.localeCompare(y.payer))) {
+        await tx`
+          update x402_gateway_accounts set held = held - ${e.held},
+            balance = case when synced_block < ${e.block}
+              then greatest(balance - ${e.spent}, 0) else balance end
+          where chain_id = ${e.chainId} and payer = ${e.payer}`;
+      }
+    }
+    for (const r of b.refused) {
+      const [c] = await tx<{ chainId: number; payer: string; amount: bigint }[]>`
+        update x402_gateway_charges set status = 'failed', error = ${r.reason.slice(0, 500)},
+          settled_at = ${b.now}
+        where id = ${r.id} and status = 'pending'
+        returning chain_id, payer, amount`;
+      if (c) {
+        await tx`
+          update x402_gateway_accounts set held = held - ${c.amount}
+          where chain_id = ${c.chainId} and payer = ${c.payer}`;
+      }
+    }
+    await tx`
+      update x402_gateway_batches set status = 'confirmed', tx_hash = ${b.txHash},
+        block_number = ${b.block}, gas_used = ${b.gasUsed}, settled = ${settled},
+        finished_at = ${b.now}
+      where id = ${b.id} and status = 'pending'`;
+    return settled;
+  });
+}
+
+/** A batch whose transaction reverted or was never sent: its charges go into the next one. */
+export async function failBatch(sql: Sql, id: string, error: string, now: Date): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`
+      update x402_gateway_batches set status = 'failed', error = ${error.slice(0, 500)},
+        finished_at = ${now}
+      where id = ${id} and status = 'pending'`;
+    await tx`
+      update x402_gateway_charges set batch_id = null where batch_id = ${id} and status = 'pending'`;
+  });
+}
+
+/** What the payer's unsettled gateway-balance charges hold (reserved or pending). */
+export async function unsettled(sql: Db, chainId: number, payer: string): Promise<bigint> {
+  const [row] = await sql<{ total: bigint }[]>`
+    select coalesce(sum(amount), 0)::bigint as total from x402_gateway_charges
+    where chain_id = ${chainId} and payer = ${payer} and status in ('reserved', 'pending')`;
+  return row.total;
+}
+
+/** Marks a withdrawal of ours in flight for the payer: reservations are refused until `until`. */
+export async function markWithdrawing(
+  sql: Db,
+  chainId: number,
+  payer: string,
+  until: Date | null,
+): Promise<void> {
+  // An upsert: a payer with no mirror yet gets one (balance 0, never read), so a reservation
+  // reading the chain meanwhile cannot slip in before the mark.
+  await sql`
+    insert into x402_gateway_accounts (chain_id, payer, balance, synced_block, synced_at,
+      withdrawing_until)
+    values (${chainId}, ${payer}, 0, 0, 'epoch', ${until})
+    on conflict (chain_id, payer) do update set withdrawing_until = excluded.withdrawing_until`;
+}
+
+export async function countUnbatched(sql: Db, chainId: number): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`
+    select count(*)::int as n from x402_gateway_charges
+    where chain_id = ${chainId} and status = 'pending' and batch_id is null`;
+  return row.n;
+}
+
+export async function findCharge(sql: Db, id: string): Promise<ChargeRow | null> {
+  const [row] = await sql<ChargeRow[]>`select * from x402_gateway_charges where id = ${id}`;
+  return row ?? null;
+}

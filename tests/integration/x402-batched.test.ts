@@ -1,0 +1,356 @@
+/**
+ * Batched acceptance on the gateway balance (issue 27, items 1–3) against a real anvil: Circle's
+ * unmodified `GatewayClient` (@circle-fin/x402-batching) pays a listing through the batched
+ * option of our 402 with its own key, on our vault; the charge is pending until a settlement
+ * round carries it on chain. Then 50 buyers × 40 calls against balances that run out midway: no
+ * overspend, every success charged once, every refusal charged nothing, chain = database. Then
+ * upstream failures, replays, forged signatures and a withdrawal racing pending charges.
+ */
+import assert from "node:assert/strict";
+import { type Hex, toHex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { GatewayClient } from "@circle-fin/x402-batching/client";
+import { startTestService } from "../helpers/service.ts";
+import { api, createMerchant } from "../helpers/accounts.ts";
+import { externalBuyer, X402_PROFILE } from "../helpers/x402.ts";
+import { batchedPayment } from "../helpers/x402-batched.ts";
+import { waitFor } from "../helpers/poll.ts";
+import { parsePrometheus, sample } from "../helpers/prometheus.ts";
+import { settleRound } from "../../src/modules/x402/x402.batched.settle.ts";
+
+const USDC = 1_000_000n;
+const PRICE = 10_000n;
+
+Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", async (t) => {
+  const svc = await startTestService({
+    env: { RATE_LIMITS: "off", X402_BATCH_SECONDS: "3600", X402_BATCH_MAX: "500" },
+  });
+  let failing = false;
+  const upstream = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () => failing ? new Response("down", { status: 503 }) : Response.json({ ok: true }),
+  );
+  const chain = svc.deps.chain;
+  const sql = svc.db.sql;
+  const vaultOf = async (a: string) =>
+    (await chain.gateway.balance(X402_PROFILE, a.toLowerCase() as `0x${string}`)).available;
+  try {
+    const seller = await createMerchant(svc);
+    const created = await api(svc)("POST", "/api/x402/listings", {
+      headers: { authorization: `Bearer ${seller.apiKey}` },
+      body: {
+        slug: "ticks",
+        upstreamUrl: `http://127.0.0.1:${upstream.addr.port}/tick`,
+        price: "0.01",
+        methods: ["GET"],
+      },
+    });
+    assert.equal(created.status, 201, created.text);
+    const resource = `${svc.baseUrl}/x402/ticks`;
+    const sellerAddr = seller.walletAddress!.toLowerCase();
+    let sellerPaid = 0n;
+
+    await t.step("the 402 offers Circle's batched option on our vault", async () => {
+      const r = await fetch(resource);
+      assert.equal(r.status, 402);
+      await r.body?.cancel();
+      const v2 = JSON.parse(atob(r.headers.get("payment-required")!));
+      const offer = v2.accepts.find((a: { extra?: { name?: string } }) =>
+        a.extra?.name === "GatewayWalletBatched"
+      );
+      assert.ok(offer, JSON.stringify(v2.accepts));
+      assert.equal(offer.scheme, "exact");
+      assert.equal(offer.network, "eip155:5042002");
+      assert.equal(offer.extra.version, "1");
+      assert.equal(
+        offer.extra.verifyingContract.toLowerCase(),
+        chain.contract(X402_PROFILE, "GatewayVault").toLowerCase(),
+      );
+      assert.equal(v2.accepts[0].asset, offer.asset);
+      assert.equal(v2.accepts[0].extra.verifyingContract, undefined, "standard exact stays first");
+    });
+
+    await t.step("Circle's unmodified GatewayClient pays; settled by the next round", async () => {
+      const key = generatePrivateKey();
+      const buyer = await externalBuyer(svc, key, 1n * USDC);
+      await buyer.deposit(100n * PRICE);
+      const client = new GatewayClient({
+        chain: "arcTestnet",
+        privateKey: key,
+        rpcUrl: `${svc.baseUrl}/rpc/testnet`,
+      });
+      const paid = await client.pay(resource);
+      assert.equal(paid.status, 200);
+      assert.deepEqual(paid.data, { ok: true });
+      assert.equal(paid.amount, PRICE);
+      const [charge] = await sql`select * from x402_gateway_charges where id = ${paid.transaction}`;
+      assert.ok(charge, "the answer names the charge");
+      assert.equal(charge.status, "pending");
+      assert.equal(charge.payer, buyer.address.toLowerCase());
+      assert.equal(await vaultOf(sellerAddr), 0n, "nothing on chain yet");
+      const round = await settleRound(svc.deps);
+      assert.equal(round.length, 1);
+      assert.equal(round[0].settled, 1);
+      const [after] = await sql`select * from x402_gateway_charges where id = ${paid.transaction}`;
+      assert.equal(after.status, "settled");
+      assert.equal(after.txHash, round[0].txHash);
+      sellerPaid += PRICE;
+      assert.equal(await vaultOf(sellerAddr), sellerPaid);
+      assert.equal(await vaultOf(buyer.address), 99n * PRICE);
+      assert.equal((await settleRound(svc.deps)).length, 0, "nothing owed: nothing sent");
+    });
+
+    await t.step("pending in the seller's balance, the dashboard and /metrics", async () => {
+      const key = generatePrivateKey();
+      const buyer = await externalBuyer(svc, key, 1n * USDC);
+      await buyer.deposit(10n * PRICE);
+      const account = privateKeyToAccount(key);
+      for (let i = 0; i < 2; i++) {
+        const header = await batchedPayment(svc, account, resource, {
+          to: sellerAddr,
+          value: PRICE,
+        });
+        const r = await fetch(resource, { headers: { "payment-signature": header } });
+        assert.equal(r.status, 200, await r.text());
+      }
+      const bearer = { authorization: `Bearer ${seller.apiKey}` };
+      const before = await api(svc)("GET", "/api/x402/seller/balance", { headers: bearer });
+      assert.equal(before.status, 200, before.text);
+      assert.deepEqual(before.json.pending, { incoming: "0.020000", outgoing: "0.000000" });
+      assert.equal(
+        (before.json.gateway as { available: string }).available,
+        "0.010000",
+        "settled: the first call only",
+      );
+      const page = await api(svc)("GET", "/dashboard/x402", { cookie: seller.cookie });
+      assert.equal(page.status, 200);
+      assert.match(page.text, /data-pending="gateway">\s*2 \(0\.020000 USDC\)/);
+      assert.match(page.text, /data-charge-status="pending"/);
+      const gauge = async () =>
+        sample(
+          parsePrometheus(await (await fetch(`${svc.baseUrl}/metrics`)).text()),
+          "settlement_x402_pending_charges",
+          { kind: "gateway" },
+        );
+      assert.equal(await gauge(), 2);
+      const [batch] = await settleRound(svc.deps);
+      assert.equal(batch.size, 2);
+      sellerPaid += 2n * PRICE;
+      const after = await api(svc)("GET", "/api/x402/seller/balance", { headers: bearer });
+      assert.deepEqual(after.json.pending, { incoming: "0.000000", outgoing: "0.000000" });
+      assert.equal((after.json.gateway as { available: string }).available, "0.030000");
+      assert.equal(await gauge(), 0);
+      const settled = await api(svc)("GET", "/dashboard/x402", { cookie: seller.cookie });
+      assert.match(settled.text, /data-batch-status="confirmed"/);
+      assert.match(settled.text, /gateway batch<\/td>\s*<td>2<\/td>/);
+    });
+
+    await t.step("50 buyers × 40 calls, balances running out midway", async () => {
+      const BUYERS = 50;
+      const CALLS = 40;
+      const buyers = await Promise.all(
+        Array.from({ length: BUYERS }, async (_, i) => {
+          const key = generatePrivateKey();
+          const b = await externalBuyer(svc, key, 1n * USDC);
+          // Between 5 and 54 calls' worth: most run out before their 40th call.
+          const calls = 5n + BigInt(i);
+          await b.deposit(calls * PRICE);
+          return { key, address: b.address.toLowerCase(), capacity: calls };
+        }),
+      );
+      const results = await Promise.all(buyers.map(async (b) => {
+        const account = privateKeyToAccount(b.key);
+        let ok = 0;
+        let refused = 0;
+        // Four calls of each buyer in flight at once: 200 concurrent requests.
+        const lane = async (n: number) => {
+          for (let i = 0; i < n; i++) {
+            const header = await batchedPayment(svc, account, resource, {
+              to: sellerAddr,
+              value: PRICE,
+            });
+            const r = await fetch(resource, { headers: { "payment-signature": header } });
+            await r.body?.cancel();
+            if (r.status === 200) ok++;
+            else if (r.status === 402) refused++;
+            else throw new Error(`unexpected ${r.status}`);
+          }
+        };
+        await Promise.all([lane(10), lane(10), lane(10), lane(10)]);
+        return { ...b, ok, refused };
+      }));
+      let total = 0n;
+      for (const r of results) {
+        const expected = r.capacity < BigInt(CALLS) ? Number(r.capacity) : CALLS;
+        assert.equal(r.ok, expected, `buyer with ${r.capacity} calls' worth`);
+        assert.equal(r.ok + r.refused, CALLS);
+        total += BigInt(r.ok) * PRICE;
+      }
+      const [db] = await sql`
+        select count(*)::int as n, coalesce(sum(amount), 0)::bigint as amount
+        from x402_gateway_charges where status in ('pending', 'settled')
+          and payer = any(${results.map((r) => r.address)})`;
+      assert.equal(BigInt(db.amount), total, "charged = served");
+      // Settled (the kick may have started a round already): at most X402_BATCH_MAX a batch.
+      await waitFor(async () => {
+        await settleRound(svc.deps);
+        const [open] = await sql`
+          select count(*)::int as n from x402_gateway_charges where status = 'pending'`;
+        return open.n === 0;
+      }, { timeoutMs: 120_000, what: "every charge settled" });
+      const failed = await sql`select error from x402_gateway_batches where status <> 'confirmed'`;
+      assert.deepEqual([...failed], []);
+      const batches = await sql`select size, settled, tx_hash from x402_gateway_batches`;
+      assert.ok(batches.every((b) => b.size <= 500 && b.settled === b.size));
+      assert.equal(new Set(batches.map((b) => b.txHash)).size, batches.length);
+      const [all] = await sql`
+        select count(*)::int as n, sum(amount)::bigint as amount from x402_gateway_charges
+        where status = 'settled' and payer = any(${results.map((r) => r.address)})`;
+      assert.equal(all.n, db.n);
+      const [left] = await sql`
+        select count(*)::int as n from x402_gateway_charges where status in ('pending', 'reserved')`;
+      assert.equal(left.n, 0);
+      sellerPaid += total;
+      assert.equal(await vaultOf(sellerAddr), sellerPaid, "the seller got what the database says");
+      for (const r of results) {
+        const charged = BigInt(r.ok) * PRICE;
+        assert.equal(await vaultOf(r.address), r.capacity * PRICE - charged);
+        const [c] = await sql`
+          select count(*)::int as n, count(distinct tx_hash)::int as txs from x402_gateway_charges
+          where payer = ${r.address} and status = 'settled'`;
+        assert.equal(c.n, r.ok, "each success charged once");
+      }
+    });
+
+    await t.step("upstream failure, replay, forgery: nothing charged", async () => {
+      const key = generatePrivateKey();
+      const b = await externalBuyer(svc, key, 1n * USDC);
+      await b.deposit(3n * PRICE);
+      const account = privateKeyToAccount(key);
+      const addr = account.address.toLowerCase();
+      failing = true;
+      const down = await fetch(resource, {
+        headers: {
+          "payment-signature": await batchedPayment(svc, account, resource, {
+            to: sellerAddr,
+            value: PRICE,
+          }),
+        },
+      });
+      assert.equal(down.status, 500);
+      assert.match(await down.text(), /Upstream API returned 503/);
+      failing = false;
+      const nonce: Hex = toHex(crypto.getRandomValues(new Uint8Array(32)));
+      const header = await batchedPayment(svc, account, resource, {
+        to: sellerAddr,
+        value: PRICE,
+        nonce,
+      });
+      const first = await fetch(resource, { headers: { "payment-signature": header } });
+      await first.body?.cancel();
+      assert.equal(first.status, 200);
+      const replay = await fetch(resource, { headers: { "payment-signature": header } });
+      assert.equal(replay.status, 402);
+      assert.equal(
+        JSON.parse(atob(replay.headers.get("payment-required")!)).error,
+        "invalid_exact_evm_nonce_already_used",
+      );
+      await replay.body?.cancel();
+      const other = privateKeyToAccount(generatePrivateKey());
+      const forged = await batchedPayment(svc, other, resource, {
+        from: addr,
+        to: sellerAddr,
+        value: PRICE,
+      });
+      const f = await fetch(resource, { headers: { "payment-signature": forged } });
+      assert.equal(f.status, 402);
+      assert.equal(
+        JSON.parse(atob(f.headers.get("payment-required")!)).error,
+        "invalid_exact_evm_signature",
+      );
+      await f.body?.cancel();
+      const short = await batchedPayment(svc, account, resource, {
+        to: sellerAddr,
+        value: PRICE,
+        validFor: 30n,
+      });
+      const s = await fetch(resource, { headers: { "payment-signature": short } });
+      assert.equal(s.status, 402, "a window shorter than the settlement's is refused");
+      await s.body?.cancel();
+      const rows = await sql`
+        select status from x402_gateway_charges where payer = ${addr} order by created_at`;
+      assert.deepEqual(rows.map((r) => r.status).sort(), ["pending", "released"]);
+      const [acct] = await sql`
+        select held from x402_gateway_accounts where payer = ${addr}`;
+      assert.equal(BigInt(acct.held), PRICE, "only the served call holds");
+      await settleRound(svc.deps);
+      assert.equal(await vaultOf(addr), 2n * PRICE);
+    });
+
+    await t.step("a withdrawal started while charges are pending never takes them", async () => {
+      const call = api(svc);
+      const buyerM = await createMerchant(svc);
+      const auth = { authorization: `Bearer ${buyerM.apiKey}` };
+      const w = await call("POST", "/api/wallets", {
+        headers: { "x-api-key": buyerM.apiKey },
+        body: {},
+      });
+      assert.equal(w.status, 201, w.text);
+      const wallet = w.json.wallet as { id: string; address: string };
+      const addr = wallet.address.toLowerCase() as `0x${string}`;
+      await chain.mintUsdc({ profile: X402_PROFILE, to: addr, amount: 2n * USDC });
+      const dep = await call("POST", "/api/x402/gateway/deposit", {
+        headers: auth,
+        body: { walletId: wallet.id, amount: "1" },
+      });
+      assert.equal(dep.status, 200, dep.text);
+      const account = await chain.walletAccount(wallet.id);
+      const payOnce = async () => {
+        const header = await batchedPayment(svc, account, resource, {
+          to: sellerAddr,
+          value: PRICE,
+        });
+        const r = await fetch(resource, { headers: { "payment-signature": header } });
+        await r.body?.cancel();
+        return r.status;
+      };
+      for (let i = 0; i < 30; i++) assert.equal(await payOnce(), 200);
+      // 0.30 promised, not on chain yet: the vault would let 1.00 go; we do not.
+      const all = await call("POST", "/api/x402/gateway/withdraw", {
+        headers: auth,
+        body: { walletId: wallet.id, amount: "1" },
+      });
+      assert.equal(all.status, 400, all.text);
+      assert.equal(all.json.withdrawable, "0.700000");
+      // The race: a withdrawal of the rest while more calls come in.
+      const [out, ...statuses] = await Promise.all([
+        call("POST", "/api/x402/gateway/withdraw", {
+          headers: auth,
+          body: { walletId: wallet.id, amount: "0.6" },
+        }),
+        ...Array.from({ length: 20 }, payOnce),
+      ]);
+      assert.ok([200, 400].includes(out.status), out.text);
+      const served = statuses.filter((s) => s === 200).length;
+      assert.ok(statuses.every((s) => s === 200 || s === 402));
+      await waitFor(async () => {
+        await settleRound(svc.deps);
+        const [open] = await sql`
+          select count(*)::int as n from x402_gateway_charges
+          where payer = ${addr} and status in ('pending', 'reserved')`;
+        return open.n === 0;
+      }, { timeoutMs: 60_000, what: "the wallet's charges settled" });
+      const [c] = await sql`
+        select count(*) filter (where status = 'settled')::int as settled,
+               count(*) filter (where status = 'failed')::int as failed
+        from x402_gateway_charges where payer = ${addr}`;
+      assert.equal(c.failed, 0, "no charge found the balance gone");
+      assert.equal(c.settled, 30 + served);
+      const withdrawn = out.status === 200 ? 600_000n : 0n;
+      assert.equal(await vaultOf(addr), USDC - withdrawn - BigInt(30 + served) * PRICE);
+    });
+  } finally {
+    await upstream.shutdown();
+    await svc.stop();
+  }
+});
