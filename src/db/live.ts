@@ -1,0 +1,91 @@
+/**
+ * The database's live events (migration 0031): one LISTEN connection per process (per pool), not
+ * per client, started on the first subscriber. A trigger announces every state change of a
+ * payment, stream or payroll batch in the writing transaction, so a settlement recorded by a
+ * worker or another web process reaches the streams open on this one.
+ */
+import type { Sql } from "./client.ts";
+
+export const LIVE_CHANNEL = "live_events";
+
+export type LiveKind = "payment" | "stream" | "payroll";
+
+export interface LiveEvent {
+  kind: LiveKind;
+  merchantId: string;
+  chainId: number;
+  reference: string;
+  status: string;
+}
+
+type Listener = (e: LiveEvent) => void;
+
+export class LiveFeed {
+  #listeners = new Set<Listener>();
+  #started: Promise<void> | undefined;
+  #unlisten: (() => Promise<void>) | undefined;
+  #stopped = false;
+
+  constructor(private sql: Sql, private onError: (e: unknown) => void = () => {}) {}
+
+  /** Calls `fn` for every event until the returned function is called. */
+  async subscribe(fn: Listener): Promise<() => void> {
+    if (this.#stopped) throw new Error("live feed stopped");
+    this.#listeners.add(fn);
+    try {
+      await this.#start();
+    } catch (e) {
+      this.#listeners.delete(fn);
+      throw e;
+    }
+    return () => this.#listeners.delete(fn);
+  }
+
+  get listeners(): number {
+    return this.#listeners.size;
+  }
+
+  #start(): Promise<void> {
+    this.#started ??= this.sql.listen(LIVE_CHANNEL, (payload) => this.#dispatch(payload))
+      .then((req) => {
+        this.#unlisten = () => req.unlisten();
+      })
+      .catch((e) => {
+        this.#started = undefined;
+        throw e;
+      });
+    return this.#started;
+  }
+
+  #dispatch(payload: string) {
+    const e = parseEvent(payload);
+    if (!e) return;
+    for (const fn of this.#listeners) {
+      try {
+        fn(e);
+      } catch (err) {
+        this.onError(err);
+      }
+    }
+  }
+
+  /** Stops listening (the process is stopping). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#listeners.clear();
+    await this.#unlisten?.().catch(() => {});
+  }
+}
+
+export function parseEvent(payload: string): LiveEvent | null {
+  try {
+    const o = JSON.parse(payload);
+    if (
+      !["payment", "stream", "payroll"].includes(o.k) || typeof o.m !== "string" ||
+      typeof o.c !== "number" || typeof o.r !== "string" || typeof o.s !== "string"
+    ) return null;
+    return { kind: o.k, merchantId: o.m, chainId: o.c, reference: o.r, status: o.s };
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,191 @@
+/**
+ * Live updates (SSE) fed by the database's events: a settlement recorded by one process reaches
+ * a checkout page's stream open on another (a real `web` child process), the dashboard's stream
+ * carries only the signed-in merchant's events in the session's mode, refusals (no session, an
+ * unknown payment, too many streams), and a bounded shutdown with streams open.
+ */
+import assert from "node:assert/strict";
+import { startTestService, type TestService } from "../helpers/service.ts";
+import { api, createMerchant, type TestMerchant } from "../helpers/accounts.ts";
+import { deploymentEnv, type ServiceProcess, startProcess } from "../helpers/processes.ts";
+import { openSse, type SseStream } from "../helpers/sse.ts";
+import { settleFromLog } from "../../src/modules/payments/payments.service.ts";
+import { MAX_STREAMS_PER_MERCHANT } from "../../src/modules/dashboard/live.routes.ts";
+
+/** Records the payment's settlement as the log watcher does, in `svc`'s process. */
+async function settle(svc: TestService, reference: string) {
+  const [p] = await svc.deps.sql<{ chainId: number; payTo: string; amount: bigint }[]>`
+    select chain_id, pay_to, amount from payments where reference = ${reference}`;
+  const txHash = `0x${crypto.randomUUID().replaceAll("-", "").padEnd(64, "0")}`;
+  const outcome = await svc.deps.sql.begin((tx) =>
+    settleFromLog(svc.deps, tx, {
+      chainId: p.chainId,
+      reference,
+      payer: "0x00000000000000000000000000000000000000a1",
+      payTo: p.payTo,
+      amount: p.amount,
+      txHash,
+      logIndex: 0,
+      blockNumber: 1n,
+    })
+  );
+  assert.equal(outcome, "settled");
+}
+
+async function newPayment(svc: TestService, key: string): Promise<string> {
+  const r = await api(svc)("POST", "/api/payments/initialize", {
+    headers: { "x-api-key": key },
+    body: { amount: "1.25" },
+  });
+  assert.equal(r.status, 201, r.text);
+  return (r.json.data as { reference?: string })?.reference ?? (r.json.reference as string);
+}
+
+async function testKey(svc: TestService, m: TestMerchant): Promise<string> {
+  const k = await api(svc)("POST", "/api/keys", {
+    cookie: m.cookie,
+    body: { type: "secret", environment: "test", label: "test key" },
+  });
+  assert.equal(k.status, 201, k.text);
+  return (k.json.key as { key: string }).key;
+}
+
+Deno.test("live events (SSE) across processes, scoped, bounded", async (t) => {
+  const svc = await startTestService();
+  let web: ServiceProcess | undefined;
+  const open: SseStream[] = [];
+  try {
+    const alice = await createMerchant(svc, { businessName: "Alice" });
+    const bob = await createMerchant(svc, { businessName: "Bob" });
+    const aliceTest = await testKey(svc, alice);
+
+    await t.step(
+      "a settlement recorded by another process reaches the checkout page's stream",
+      async () => {
+        web = await startProcess("web", deploymentEnv(svc));
+        const ref = await newPayment(svc, alice.apiKey);
+        const other = await newPayment(svc, alice.apiKey);
+        const page = await fetch(`${web.baseUrl}/checkout/${ref}`);
+        const html = await page.text();
+        assert.equal(page.status, 200);
+        assert.match(
+          html,
+          new RegExp(
+            `hx-trigger="live:refresh" hx-swap="outerHTML" data-live-stream="/checkout/${ref}/events" data-live-event="status" data-live-poll="2"`,
+          ),
+        );
+        assert.match(html, /src="\/assets\/live\.js\?v=/);
+        const stream = await openSse(`${web.baseUrl}/checkout/${ref}/events`);
+        open.push(stream);
+        assert.equal(stream.status, 200);
+        assert.match(stream.contentType!, /^text\/event-stream/);
+        assert.match(stream.preamble, /^retry: \d+/);
+
+        // Another payment's settlement is not this page's; its own follows and is the first event.
+        await settle(svc, other);
+        await settle(svc, ref);
+        assert.deepEqual(await stream.next(), { event: "status", data: "SUCCESS" });
+        const status = await fetch(`${web.baseUrl}/checkout/${ref}/status`);
+        assert.equal(status.status, 200);
+        const block = await status.text();
+        assert.match(block, /data-status="SUCCESS"/);
+        assert.match(block, /<h2>Paid<\/h2>/);
+        assert.doesNotMatch(block, /data-live-stream/, "a paid status is no longer live");
+      },
+    );
+
+    await t.step(
+      "the dashboard stream carries only the session's merchant, in its mode",
+      async () => {
+        const stream = await openSse(`${svc.baseUrl}/dashboard/events`, { cookie: alice.cookie });
+        open.push(stream);
+        assert.equal(stream.status, 200);
+        const bobs = await newPayment(svc, bob.apiKey);
+        const alicesTestnet = await newPayment(svc, aliceTest);
+        const alices = await newPayment(svc, alice.apiKey);
+        // Events arrive in commit order: bob's and the testnet one were filtered, not late.
+        const first = await stream.next();
+        assert.notEqual(first, "end");
+        if (first === "end") return;
+        assert.equal(first.event, "payment");
+        assert.deepEqual(JSON.parse(first.data), { reference: alices, status: "PENDING" });
+        await settle(svc, bobs);
+        await settle(svc, alicesTestnet);
+        await settle(svc, alices);
+        const second = await stream.next();
+        assert.notEqual(second, "end");
+        if (second === "end") return;
+        assert.deepEqual(JSON.parse(second.data), { reference: alices, status: "SUCCESS" });
+
+        const bobStream = await openSse(`${svc.baseUrl}/dashboard/events`, { cookie: bob.cookie });
+        open.push(bobStream);
+        assert.equal(bobStream.status, 200);
+        const aliceAgain = await newPayment(svc, alice.apiKey);
+        const bobAgain = await newPayment(svc, bob.apiKey);
+        const got = await bobStream.next();
+        assert.notEqual(got, "end");
+        if (got === "end") return;
+        assert.equal(JSON.parse(got.data).reference, bobAgain, `not alice's ${aliceAgain}`);
+      },
+    );
+
+    await t.step("refusals: no session, an unknown payment, too many streams", async () => {
+      const anonymous = await openSse(`${svc.baseUrl}/dashboard/events`);
+      assert.equal(anonymous.status, 302, "to the login page, not a stream");
+      const forged = await openSse(`${svc.baseUrl}/dashboard/events`, {
+        cookie: "merchant_token=forged",
+      });
+      assert.equal(forged.status, 302);
+      const unknown = await openSse(`${svc.baseUrl}/checkout/pay_ref_nope/events`);
+      assert.equal(unknown.status, 404);
+      assert.notEqual(unknown.contentType?.startsWith("text/event-stream"), true);
+
+      // Alice has one open already (the previous step).
+      const more: SseStream[] = [];
+      for (let i = 1; i < MAX_STREAMS_PER_MERCHANT; i++) {
+        const s = await openSse(`${svc.baseUrl}/dashboard/events`, { cookie: alice.cookie });
+        open.push(s);
+        more.push(s);
+        assert.equal(s.status, 200, `stream ${i + 1}`);
+      }
+      const over = await openSse(`${svc.baseUrl}/dashboard/events`, { cookie: alice.cookie });
+      assert.equal(over.status, 429);
+      // Another merchant is not held by alice's streams; a closed stream frees its place.
+      const bobs = await openSse(`${svc.baseUrl}/dashboard/events`, { cookie: bob.cookie });
+      open.push(bobs);
+      assert.equal(bobs.status, 200);
+      await more[0].close();
+      const again = await waitOpen(`${svc.baseUrl}/dashboard/events`, alice.cookie);
+      open.push(again);
+    });
+
+    await t.step("a stop with open streams ends them and is not forced", async () => {
+      const second = await startTestService({ sameDeploymentAs: svc, workers: false });
+      const ref = await newPayment(svc, alice.apiKey);
+      const checkout = await openSse(`${second.baseUrl}/checkout/${ref}/events`);
+      const dash = await openSse(`${second.baseUrl}/dashboard/events`, { cookie: alice.cookie });
+      assert.equal(checkout.status, 200);
+      assert.equal(dash.status, 200);
+      const result = await second.stop("test: streams open");
+      assert.deepEqual(result, { forced: false, abandoned: [] });
+      assert.equal(await checkout.next(), "end");
+      assert.equal(await dash.next(), "end");
+    });
+  } finally {
+    for (const s of open) await s.close();
+    await web?.stop();
+    await svc.close();
+  }
+});
+
+/** A freed place is counted when the server sees the client gone: poll with a bound. */
+async function waitOpen(url: string, cookie: string): Promise<SseStream> {
+  const deadline = Date.now() + 10_000;
+  while (true) {
+    const s = await openSse(url, { cookie });
+    if (s.status === 200) return s;
+    assert.equal(s.status, 429);
+    if (Date.now() > deadline) throw new Error("the closed stream's place was never freed");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

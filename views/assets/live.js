@@ -1,0 +1,99 @@
+// Live panels: an element with data-live-stream="<url>" is refreshed (the htmx event
+// `live:refresh`, its hx-trigger) when the server-sent event stream at that URL announces a
+// change. One EventSource per URL, shared by the page's panels, opened and closed as panels come
+// and go (htmx swaps). When the stream fails or the browser has no EventSource, the panels poll:
+// `live:refresh` every data-live-poll seconds, until the stream is open again.
+//   data-live-event  the event names that concern the panel (space separated; default: all)
+//   data-live-ref    only events of this reference
+//   data-status      a `status` event equal to it changes nothing (the checkout's status)
+(() => {
+  "use strict";
+  const EVENTS = ["status", "payment", "stream", "payroll"];
+  const streams = new Map();
+
+  function panels(url) {
+    return [...document.querySelectorAll("[data-live-stream]")]
+      .filter((el) => el.dataset.liveStream === url);
+  }
+
+  function concerns(el, ev) {
+    if (!ev) return true;
+    const want = el.dataset.liveEvent;
+    if (want && !want.split(/\s+/).includes(ev.type)) return false;
+    if (ev.type === "status") return ev.data !== el.dataset.status;
+    let body = {};
+    try {
+      body = JSON.parse(ev.data);
+    } catch { /* not JSON: concerns every panel */ }
+    return !el.dataset.liveRef || body.reference === el.dataset.liveRef;
+  }
+
+  function refresh(url, ev) {
+    for (const el of panels(url)) {
+      if (concerns(el, ev)) htmx.trigger(el, "live:refresh");
+    }
+  }
+
+  function setState(url, state) {
+    const entry = streams.get(url);
+    if (entry) entry.state = state;
+    for (const el of panels(url)) el.dataset.liveState = state;
+  }
+
+  function poll(entry, url) {
+    setState(url, "polling");
+    if (entry.timer) return;
+    const seconds = Math.min(
+      ...panels(url).map((el) => Number(el.dataset.livePoll) || 4),
+    );
+    entry.timer = setInterval(() => refresh(url), Math.max(1, seconds) * 1000);
+  }
+
+  function unpoll(entry) {
+    clearInterval(entry.timer);
+    entry.timer = null;
+  }
+
+  function connect(url) {
+    const entry = { source: null, timer: null, state: "connecting" };
+    streams.set(url, entry);
+    setState(url, "connecting");
+    if (typeof EventSource !== "function") return poll(entry, url);
+    const source = new EventSource(url);
+    entry.source = source;
+    source.onopen = () => {
+      unpoll(entry);
+      setState(url, "streaming");
+      // Whatever changed while the stream was not open (page load, a reconnect).
+      refresh(url);
+    };
+    // Reconnecting (the browser retries) or closed for good (an error answer): poll meanwhile.
+    source.onerror = () => poll(entry, url);
+    for (const name of EVENTS) {
+      source.addEventListener(name, (e) => refresh(url, { type: name, data: e.data }));
+    }
+  }
+
+  function scan() {
+    const urls = new Set(
+      [...document.querySelectorAll("[data-live-stream]")].map((el) => el.dataset.liveStream),
+    );
+    for (const url of urls) {
+      const entry = streams.get(url);
+      if (!entry) connect(url);
+      else setState(url, entry.state);
+    }
+    for (const [url, entry] of streams) {
+      if (urls.has(url)) continue;
+      entry.source?.close();
+      unpoll(entry);
+      streams.delete(url);
+    }
+  }
+
+  document.addEventListener("htmx:load", scan);
+  document.addEventListener("htmx:afterSettle", scan);
+  addEventListener("pagehide", () => {
+    for (const entry of streams.values()) entry.source?.close();
+  });
+})();
