@@ -1,0 +1,134 @@
+/**
+ * Live updates in Chromium: the checkout page turns to Paid when another process of the
+ * deployment records the settlement (its event stream, no polling), the dashboard's overview
+ * shows a new payment from its stream, and both fall back to polling when the stream fails or
+ * the browser has no EventSource.
+ */
+import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
+import { startTestService, type TestService } from "../helpers/service.ts";
+import { api, createMerchant } from "../helpers/accounts.ts";
+import { waitFor } from "../helpers/poll.ts";
+import { browserTest, launchBrowser, watchPage } from "../helpers/browser.ts";
+import { settleFromLog } from "../../src/modules/payments/payments.service.ts";
+
+async function settle(svc: TestService, reference: string) {
+  const [p] = await svc.deps.sql<{ chainId: number; payTo: string; amount: bigint }[]>`
+    select chain_id, pay_to, amount from payments where reference = ${reference}`;
+  await svc.deps.sql.begin((tx) =>
+    settleFromLog(svc.deps, tx, {
+      chainId: p.chainId,
+      reference,
+      payer: "0x00000000000000000000000000000000000000a1",
+      payTo: p.payTo,
+      amount: p.amount,
+      txHash: `0x${crypto.randomUUID().replaceAll("-", "").padEnd(64, "0")}`,
+      logIndex: 0,
+      blockNumber: 1n,
+    })
+  );
+}
+
+async function liveState(page: Page, selector: string, want: string) {
+  await waitFor(
+    async () => (await page.locator(selector).getAttribute("data-live-state")) === want,
+    { what: `${selector} to be ${want}` },
+  );
+}
+
+/** The status requests the page made (its refreshes). */
+function countStatusRequests(page: Page, reference: string) {
+  const seen: string[] = [];
+  page.on("request", (r) => {
+    if (new URL(r.url()).pathname === `/checkout/${reference}/status`) seen.push(r.url());
+  });
+  return seen;
+}
+
+Deno.test(browserTest("live updates in Chromium: SSE, and polling as the fallback", async (t) => {
+  const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
+  const second = await startTestService({ sameDeploymentAs: svc, workers: false });
+  const browser = await launchBrowser();
+  try {
+    const m = await createMerchant(svc, { businessName: "Live Shop" });
+    const call = api(svc);
+    const newPayment = async () => {
+      const r = await call("POST", "/api/payments/initialize", {
+        headers: { "x-api-key": m.apiKey },
+        body: { amount: "2.5" },
+      });
+      assert.equal(r.status, 201, r.text);
+      return (r.json.data as { reference?: string })?.reference ?? (r.json.reference as string);
+    };
+
+    await t.step("checkout: another process's settlement shows Paid from the stream", async () => {
+      const ref = await newPayment();
+      const page = await browser.newPage();
+      const problems = watchPage(page);
+      const statusRequests = countStatusRequests(page, ref);
+      await page.goto(`${svc.baseUrl}/checkout/${ref}`);
+      await liveState(page, "#status", "streaming");
+      // The refresh on open (whatever changed before the stream was open) and nothing else.
+      await waitFor(() => statusRequests.length === 1, { what: "the refresh on open" });
+      await settle(second, ref);
+      await page.getByRole("heading", { name: "Paid" }).waitFor({ timeout: 10_000 });
+      assert.equal(await page.locator("#status").getAttribute("data-status"), "SUCCESS");
+      assert.equal(statusRequests.length, 2, "one refresh per event: no polling");
+      await page.close();
+      assert.deepEqual(problems, []);
+    });
+
+    await t.step("checkout: a failing stream falls back to polling", async () => {
+      const ref = await newPayment();
+      const page = await browser.newPage();
+      const problems = watchPage(page, { ignore: [/503 \(Service Unavailable\)/] });
+      await page.route(`**/checkout/${ref}/events`, (route) => route.fulfill({ status: 503 }));
+      await page.goto(`${svc.baseUrl}/checkout/${ref}`);
+      await liveState(page, "#status", "polling");
+      await settle(second, ref);
+      await page.getByRole("heading", { name: "Paid" }).waitFor({ timeout: 10_000 });
+      await page.close();
+      assert.deepEqual(problems, []);
+    });
+
+    await t.step("checkout: a browser without EventSource polls", async () => {
+      const ref = await newPayment();
+      const page = await browser.newPage();
+      const problems = watchPage(page);
+      await page.addInitScript("delete globalThis.EventSource");
+      await page.goto(`${svc.baseUrl}/checkout/${ref}`);
+      await liveState(page, "#status", "polling");
+      await settle(second, ref);
+      await page.getByRole("heading", { name: "Paid" }).waitFor({ timeout: 10_000 });
+      await page.close();
+      assert.deepEqual(problems, []);
+    });
+
+    await t.step("dashboard: the overview shows a new payment from its stream", async () => {
+      const page = await browser.newPage();
+      const problems = watchPage(page);
+      await page.goto(`${svc.baseUrl}/dashboard`);
+      await page.getByLabel("Email", { exact: true }).fill(m.email);
+      await page.getByLabel("Password", { exact: true }).fill(m.password);
+      await page.getByRole("button", { name: "Log in" }).click();
+      await page.waitForURL(`${svc.baseUrl}/dashboard`);
+      await liveState(page, "#overview-live", "streaming");
+      const polls: string[] = [];
+      page.on("request", (r) => {
+        if (new URL(r.url()).pathname === "/dashboard/overview/live") polls.push(r.url());
+      });
+      const ref = await newPayment();
+      await page.locator("#overview-live").getByText(ref).waitFor({ timeout: 10_000 });
+      assert.equal(polls.length, 1, "one refresh for the one event");
+      await settle(second, ref);
+      await page.locator(`#overview-live [data-reference="${ref}"][data-status="SUCCESS"]`)
+        .waitFor({ timeout: 10_000 });
+      await page.close();
+      assert.deepEqual(problems, []);
+    });
+  } finally {
+    await browser.close();
+    await second.close();
+    await svc.close();
+  }
+}));
