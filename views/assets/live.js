@@ -5,7 +5,7 @@
 // `live:refresh` every data-live-poll seconds, until the stream is open again.
 //   data-live-event  the event names that concern the panel (space separated; default: all)
 //   data-live-ref    only events of this reference
-//   data-status      a `status` event equal to it changes nothing (the checkout's status)
+//   data-status      an event of this status changes nothing (the checkout's status block)
 (() => {
   "use strict";
   const EVENTS = ["status", "payment", "stream", "payroll"];
@@ -20,12 +20,13 @@
     if (!ev) return true;
     const want = el.dataset.liveEvent;
     if (want && !want.split(/\s+/).includes(ev.type)) return false;
-    if (ev.type === "status") return ev.data !== el.dataset.status;
     let body = {};
     try {
       body = JSON.parse(ev.data);
     } catch { /* not JSON: concerns every panel */ }
-    return !el.dataset.liveRef || body.reference === el.dataset.liveRef;
+    if (el.dataset.liveRef && body.reference !== el.dataset.liveRef) return false;
+    // The checkout's status block: an event of the status it shows changes nothing.
+    return !(ev.type === "status" && body.status === el.dataset.status);
   }
 
   function refresh(url, ev) {

@@ -55,7 +55,7 @@ export function checkoutPages(deps: Deps) {
       limit: MAX_CHECKOUT_STREAMS_PER_ADDRESS,
       select: (e) =>
         e.kind === "payment" && e.reference === p.reference
-          ? { event: "status", data: e.status }
+          ? { event: "status", data: JSON.stringify({ reference: e.reference, status: e.status }) }
           : null,
     });
     if (!opened.ok) {
