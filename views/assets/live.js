@@ -29,11 +29,48 @@
     return !(ev.type === "status" && body.status === el.dataset.status);
   }
 
+  // A burst of events (a payroll batch's chunks) refreshes a panel at once, then at most every
+  // THROTTLE_MS, the last one always.
+  const THROTTLE_MS = 250;
+  let last = 0;
+  let trailing = null;
+  let pending = [];
+
   function refresh(url, ev) {
-    for (const el of panels(url)) {
-      if (concerns(el, ev)) htmx.trigger(el, "live:refresh");
-    }
+    pending.push({ url, ev });
+    const wait = last + THROTTLE_MS - Date.now();
+    if (wait <= 0) return flush();
+    trailing ??= setTimeout(flush, wait);
   }
+
+  // The panels are looked up now: a swap may have replaced the one the event found.
+  function flush() {
+    clearTimeout(trailing);
+    trailing = null;
+    last = Date.now();
+    const due = new Set();
+    for (const { url, ev } of pending) {
+      for (const el of panels(url)) {
+        if (!concerns(el, ev)) continue;
+        // htmx drops a trigger while the panel's request is in flight; that answer may predate
+        // this event, so it is asked again once the answer is in.
+        if (el.classList.contains("htmx-request")) deferred.push({ url, ev });
+        else due.add(el);
+      }
+    }
+    pending = [];
+    for (const el of due) htmx.trigger(el, "live:refresh");
+  }
+
+  let deferred = [];
+  document.addEventListener("htmx:afterRequest", () => {
+    if (!deferred.length) return;
+    const again = deferred;
+    deferred = [];
+    setTimeout(() => {
+      for (const { url, ev } of again) refresh(url, ev);
+    }, 0);
+  });
 
   function setState(url, state) {
     const entry = streams.get(url);
