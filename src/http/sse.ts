@@ -52,7 +52,11 @@ export class LiveStreams {
   #perKey = new Map<string, number>();
   #closing = false;
 
-  constructor(sql: Sql, private log?: Logger) {
+  constructor(
+    sql: Sql,
+    private log?: Logger,
+    private timing: { heartbeatMs?: number; maxStreamMs?: number } = {},
+  ) {
     this.feed = new LiveFeed(sql, (e) => log?.warn("live event listener failed", { error: e }));
   }
 
@@ -121,8 +125,11 @@ export class LiveStreams {
       return { ok: false, reason: "closing" };
     }
     send(`retry: ${RETRY_MS}\n: open\n\n`);
-    timers.heartbeat = setInterval(() => send(": hb\n\n"), HEARTBEAT_MS);
-    timers.lifetime = setTimeout(() => finish(true), MAX_STREAM_MS);
+    timers.heartbeat = setInterval(
+      () => send(": hb\n\n"),
+      this.timing.heartbeatMs ?? HEARTBEAT_MS,
+    );
+    timers.lifetime = setTimeout(() => finish(true), this.timing.maxStreamMs ?? MAX_STREAM_MS);
     return {
       ok: true,
       response: new Response(body, {

@@ -11,6 +11,7 @@ import { deploymentEnv, type ServiceProcess, startProcess } from "../helpers/pro
 import { openSse, type SseStream } from "../helpers/sse.ts";
 import { settleFromLog } from "../../src/modules/payments/payments.service.ts";
 import { MAX_STREAMS_PER_MERCHANT } from "../../src/modules/dashboard/live.routes.ts";
+import { LiveStreams } from "../../src/http/sse.ts";
 
 /** Records the payment's settlement as the log watcher does, in `svc`'s process. */
 async function settle(svc: TestService, reference: string) {
@@ -169,6 +170,41 @@ Deno.test("live events (SSE) across processes, scoped, bounded", async (t) => {
       open.push(again);
     });
 
+    await t.step(
+      "heartbeats, a bounded lifetime, a place per key, no stream once closing",
+      async () => {
+        const streams = new LiveStreams(svc.deps.sql, undefined, {
+          heartbeatMs: 20,
+          maxStreamMs: 400,
+        });
+        const select = () => null;
+        const first = await streams.open({ key: "ip:192.0.2.1", limit: 1, select });
+        assert.ok(first.ok);
+        assert.equal(
+          first.response.headers.get("content-type"),
+          "text/event-stream; charset=utf-8",
+        );
+        const over = await streams.open({ key: "ip:192.0.2.1", limit: 1, select });
+        assert.deepEqual(over, { ok: false, reason: "limit" });
+        const elsewhere = await streams.open({ key: "ip:192.0.2.2", limit: 1, select });
+        assert.ok(elsewhere.ok);
+        const body = await readAll(first.response, 10_000);
+        assert.match(body, /^retry: \d+\n: open\n\n/);
+        assert.match(body, /\n: hb\n\n/, "heartbeats while idle");
+        assert.equal(streams.size, 1, "the ended stream gave its place back");
+        const again = await streams.open({ key: "ip:192.0.2.1", limit: 1, select });
+        assert.ok(again.ok);
+        await streams.closeAll();
+        assert.equal(streams.size, 0);
+        assert.deepEqual(await streams.open({ key: "ip:192.0.2.3", limit: 1, select }), {
+          ok: false,
+          reason: "closing",
+        });
+        if (elsewhere.ok) await readAll(elsewhere.response, 10_000);
+        if (again.ok) await readAll(again.response, 10_000);
+      },
+    );
+
     await t.step("a stop with open streams ends them and is not forced", async () => {
       const second = await startTestService({ sameDeploymentAs: svc, workers: false });
       const ref = await newPayment(svc, alice.apiKey);
@@ -197,5 +233,22 @@ async function waitOpen(url: string, cookie: string): Promise<SseStream> {
     assert.equal(s.status, 429);
     if (Date.now() > deadline) throw new Error("the closed stream's place was never freed");
     await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The whole body of a stream the server ends, within a bound. */
+async function readAll(res: Response, timeoutMs: number): Promise<string> {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  const deadline = Date.now() + timeoutMs;
+  while (true) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<"timeout">((r) => {
+      timer = setTimeout(() => r("timeout"), Math.max(0, deadline - Date.now()));
+    });
+    const got = await Promise.race([reader.read(), timeout]).finally(() => clearTimeout(timer));
+    if (got === "timeout") throw new Error(`the stream did not end: ${text}`);
+    if (got.done) return text;
+    text += got.value;
   }
 }
