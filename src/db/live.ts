@@ -22,23 +22,34 @@ type Listener = (e: LiveEvent) => void;
 
 export class LiveFeed {
   #listeners = new Set<Listener>();
+  #resyncs = new Set<() => void>();
+  #listened = false;
   #started: Promise<void> | undefined;
   #unlisten: (() => Promise<void>) | undefined;
   #stopped = false;
 
   constructor(private sql: Sql, private onError: (e: unknown) => void = () => {}) {}
 
-  /** Calls `fn` for every event until the returned function is called. */
-  async subscribe(fn: Listener): Promise<() => void> {
+  /**
+   * Calls `fn` for every event until the returned function is called, and `resync` when the
+   * LISTEN connection was lost and listens again (postgres.js reconnects it): events of the gap
+   * are gone, so the subscriber should look again.
+   */
+  async subscribe(fn: Listener, resync?: () => void): Promise<() => void> {
     if (this.#stopped) throw new Error("live feed stopped");
     this.#listeners.add(fn);
+    if (resync) this.#resyncs.add(resync);
+    const off = () => {
+      this.#listeners.delete(fn);
+      if (resync) this.#resyncs.delete(resync);
+    };
     try {
       await this.#start();
     } catch (e) {
-      this.#listeners.delete(fn);
+      off();
       throw e;
     }
-    return () => this.#listeners.delete(fn);
+    return off;
   }
 
   get listeners(): number {
@@ -46,7 +57,11 @@ export class LiveFeed {
   }
 
   #start(): Promise<void> {
-    this.#started ??= this.sql.listen(LIVE_CHANNEL, (payload) => this.#dispatch(payload))
+    this.#started ??= this.sql.listen(
+      LIVE_CHANNEL,
+      (payload) => this.#dispatch(payload),
+      () => this.#onListen(),
+    )
       .then((req) => {
         this.#unlisten = () => req.unlisten();
       })
@@ -55,6 +70,21 @@ export class LiveFeed {
         throw e;
       });
     return this.#started;
+  }
+
+  /** Called on every LISTEN: the first, and each one after a reconnect. */
+  #onListen() {
+    if (!this.#listened) {
+      this.#listened = true;
+      return;
+    }
+    for (const fn of this.#resyncs) {
+      try {
+        fn();
+      } catch (err) {
+        this.onError(err);
+      }
+    }
   }
 
   #dispatch(payload: string) {
@@ -73,6 +103,7 @@ export class LiveFeed {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#listeners.clear();
+    this.#resyncs.clear();
     await this.#unlisten?.().catch(() => {});
   }
 }

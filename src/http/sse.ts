@@ -112,10 +112,14 @@ export class LiveStreams {
     });
     this.#open.add(entry);
     try {
-      unsubscribe = await this.feed.subscribe((e) => {
-        const m = opts.select(e);
-        if (m) send(frame(m));
-      });
+      unsubscribe = await this.feed.subscribe(
+        (e) => {
+          const m = opts.select(e);
+          if (m) send(frame(m));
+        },
+        // The feed lost events while it reconnected: the page looks again.
+        () => send(frame({ event: "resync", data: "{}" })),
+      );
     } catch (e) {
       finish(true);
       throw e;

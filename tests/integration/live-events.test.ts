@@ -205,6 +205,32 @@ Deno.test("live events (SSE) across processes, scoped, bounded", async (t) => {
       },
     );
 
+    await t.step(
+      "a lost LISTEN connection is listened again, streams are told to look again",
+      async () => {
+        const ref = await newPayment(svc, alice.apiKey);
+        const stream = await openSse(`${svc.baseUrl}/checkout/${ref}/events`);
+        open.push(stream);
+        assert.equal(stream.status, 200);
+        const killed = await svc.deps.sql`
+        select pg_terminate_backend(pid) from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid()
+          and query ilike 'listen %'`;
+        assert.ok(killed.length >= 1, "the listeners of this database");
+        const resync = await stream.next();
+        assert.notEqual(resync, "end");
+        if (resync === "end") return;
+        assert.equal(resync.event, "resync");
+        await settle(svc, ref);
+        while (true) {
+          const got = await stream.next();
+          assert.notEqual(got, "end");
+          if (got === "end") return;
+          if (JSON.parse(got.data).status === "SUCCESS") break;
+        }
+      },
+    );
+
     await t.step("a stop with open streams ends them and is not forced", async () => {
       const second = await startTestService({ sameDeploymentAs: svc, workers: false });
       const ref = await newPayment(svc, alice.apiKey);

@@ -110,6 +110,8 @@
     for (const name of EVENTS) {
       source.addEventListener(name, (e) => refresh(url, { type: name, data: e.data }));
     }
+    // The server's database listener reconnected: events may have been missed.
+    source.addEventListener("resync", () => refresh(url));
   }
 
   function scan() {
