@@ -105,6 +105,9 @@ Deno.test(browserTest("live updates in Chromium: SSE, and polling as the fallbac
     });
 
     await t.step("dashboard: the overview shows a new payment from its stream", async () => {
+      // Made before the page opens, so their creation events are long past.
+      const pending = await newPayment();
+      const other = await newPayment();
       const page = await browser.newPage();
       const problems = watchPage(page);
       await page.goto(`${svc.baseUrl}/dashboard`);
@@ -123,6 +126,21 @@ Deno.test(browserTest("live updates in Chromium: SSE, and polling as the fallbac
       await settle(second, ref);
       await page.locator(`#overview-live [data-reference="${ref}"][data-status="SUCCESS"]`)
         .waitFor({ timeout: 10_000 });
+
+      // A pending payment's own page: its status panel follows that payment's events only.
+      const asked: string[] = [];
+      page.on("request", (r) => {
+        if (new URL(r.url()).pathname === `/dashboard/payments/${pending}/status`) {
+          asked.push(r.url());
+        }
+      });
+      await page.goto(`${svc.baseUrl}/dashboard/payments/${pending}`);
+      await liveState(page, "#payment-status", "streaming");
+      await waitFor(() => asked.length === 1, { what: "the refresh on open" });
+      await settle(second, other);
+      await settle(second, pending);
+      await page.locator('#payment-status[data-status="SUCCESS"]').waitFor({ timeout: 10_000 });
+      assert.equal(asked.length, 2, "its settlement asked once; the other payment's, never");
       await page.close();
       assert.deepEqual(problems, []);
     });
