@@ -26,7 +26,16 @@ export interface OpenOptions {
   limit: number;
   /** The message an event gives this stream, or null (not this stream's). */
   select: (e: LiveEvent) => SseMessage | null;
+  /**
+   * Asked before a selected message is sent (its answer kept for RECHECK_MS): false ends the
+   * stream instead (a session logged out, or switched to the other mode; the browser reconnects
+   * and is answered for what the session is now).
+   */
+  stillAllowed?: () => Promise<boolean>;
 }
+
+/** How long a `stillAllowed` answer is trusted. */
+export const RECHECK_MS = 1_000;
 
 export type OpenResult = { ok: true; response: Response } | {
   ok: false;
@@ -87,6 +96,10 @@ export class LiveStreams {
       }
     };
     const entry: OpenStream = { key: opts.key, close: () => finish(true) };
+    let queue = Promise.resolve();
+    let allowed = true;
+    // The open request was just authorised.
+    let checkedAt = Date.now();
     const finish = (closeBody: boolean) => {
       if (done) return;
       done = true;
@@ -115,7 +128,18 @@ export class LiveStreams {
       unsubscribe = await this.feed.subscribe(
         (e) => {
           const m = opts.select(e);
-          if (m) send(frame(m));
+          if (!m) return;
+          if (!opts.stillAllowed) return send(frame(m));
+          // In order, each after the check (usually the cached answer).
+          queue = queue.then(async () => {
+            if (done) return;
+            if (Date.now() - checkedAt > RECHECK_MS) {
+              allowed = await opts.stillAllowed!().catch(() => false);
+              checkedAt = Date.now();
+            }
+            if (allowed) send(frame(m));
+            else finish(true);
+          });
         },
         // The feed lost events while it reconnected: the page looks again.
         () => send(frame({ event: "resync", data: "{}" })),

@@ -10,6 +10,7 @@ import { api, createMerchant, type TestMerchant } from "../helpers/accounts.ts";
 import { deploymentEnv, type ServiceProcess, startProcess } from "../helpers/processes.ts";
 import { openSse, type SseStream } from "../helpers/sse.ts";
 import { settleFromLog } from "../../src/modules/payments/payments.service.ts";
+import { setSessionMode } from "../../src/modules/merchants/merchants.service.ts";
 import { MAX_STREAMS_PER_MERCHANT } from "../../src/modules/dashboard/live.routes.ts";
 import { LiveStreams } from "../../src/http/sse.ts";
 
@@ -52,7 +53,7 @@ async function testKey(svc: TestService, m: TestMerchant): Promise<string> {
 }
 
 Deno.test("live events (SSE) across processes, scoped, bounded", async (t) => {
-  const svc = await startTestService();
+  const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
   let web: ServiceProcess | undefined;
   const open: SseStream[] = [];
   try {
@@ -230,6 +231,39 @@ Deno.test("live events (SSE) across processes, scoped, bounded", async (t) => {
         }
       },
     );
+
+    await t.step("a session logged out or switched to test mode gets no more events", async () => {
+      const carol = await createMerchant(svc, { businessName: "Carol" });
+      const stream = await openSse(`${svc.baseUrl}/dashboard/events`, { cookie: carol.cookie });
+      open.push(stream);
+      assert.equal(stream.status, 200);
+      const carolTest = await testKey(svc, carol);
+      const claims = carol.cookie.split("=")[1].split(".")[1].replaceAll("-", "+")
+        .replaceAll("_", "/");
+      const sid = JSON.parse(atob(claims.padEnd(Math.ceil(claims.length / 4) * 4, "="))).sid;
+      await setSessionMode(svc.deps, sid, "test");
+      // The next of carol's live events is checked against the session first (the cached answer
+      // from the open is a second old at most): wait that out by polling the stream's end.
+      const deadline = Date.now() + 10_000;
+      let ended = false;
+      while (!ended && Date.now() < deadline) {
+        await newPayment(svc, carol.apiKey);
+        const got = await stream.next();
+        ended = got === "end";
+      }
+      assert.ok(ended, "the stream ends instead of carrying live events to a test-mode session");
+      const again = await openSse(`${svc.baseUrl}/dashboard/events`, { cookie: carol.cookie });
+      open.push(again);
+      assert.equal(again.status, 200, "a new stream, in the session's new mode");
+      const logout = await api(svc)("DELETE", "/api/merchant/me", { cookie: carol.cookie });
+      assert.equal(logout.status, 200, logout.text);
+      let closed = false;
+      while (!closed && Date.now() < deadline + 10_000) {
+        await newPayment(svc, carolTest);
+        closed = (await again.next()) === "end";
+      }
+      assert.ok(closed, "a logged-out session's stream ends");
+    });
 
     await t.step("a stop with open streams ends them and is not forced", async () => {
       const second = await startTestService({ sameDeploymentAs: svc, workers: false });
