@@ -36,13 +36,17 @@ async function liveState(page: Page, selector: string, want: string) {
   );
 }
 
-/** The status requests the page made (its refreshes). */
-function countStatusRequests(page: Page, reference: string) {
-  const seen: string[] = [];
-  page.on("request", (r) => {
-    if (new URL(r.url()).pathname === `/checkout/${reference}/status`) seen.push(r.url());
-  });
-  return seen;
+/** The requests the page made to `path` (its refreshes), and those answered. */
+function countRequests(page: Page, path: string) {
+  const asked: string[] = [];
+  const answered: string[] = [];
+  page.on("request", (r) => new URL(r.url()).pathname === path && asked.push(r.url()));
+  page.on("requestfinished", (r) => new URL(r.url()).pathname === path && answered.push(r.url()));
+  return {
+    asked,
+    /** Exactly one asked and answered: the refresh on open read the database before what follows. */
+    openRefreshDone: () => asked.length === 1 && answered.length === 1,
+  };
 }
 
 Deno.test(browserTest("live updates in Chromium: SSE, and polling as the fallback", async (t) => {
@@ -65,15 +69,15 @@ Deno.test(browserTest("live updates in Chromium: SSE, and polling as the fallbac
       const ref = await newPayment();
       const page = await browser.newPage();
       const problems = watchPage(page);
-      const statusRequests = countStatusRequests(page, ref);
+      const statusRequests = countRequests(page, `/checkout/${ref}/status`);
       await page.goto(`${svc.baseUrl}/checkout/${ref}`);
       await liveState(page, "#status", "streaming");
       // The refresh on open (whatever changed before the stream was open) and nothing else.
-      await waitFor(() => statusRequests.length === 1, { what: "the refresh on open" });
+      await waitFor(statusRequests.openRefreshDone, { what: "the refresh on open" });
       await settle(second, ref);
       await page.getByRole("heading", { name: "Paid" }).waitFor({ timeout: 10_000 });
       assert.equal(await page.locator("#status").getAttribute("data-status"), "SUCCESS");
-      assert.equal(statusRequests.length, 2, "one refresh per event: no polling");
+      assert.equal(statusRequests.asked.length, 2, "one refresh per event: no polling");
       await page.close();
       assert.deepEqual(problems, []);
     });
@@ -111,16 +115,21 @@ Deno.test(browserTest("live updates in Chromium: SSE, and polling as the fallbac
       const page = await browser.newPage();
       const problems = watchPage(page);
       const polls: string[] = [];
-      page.on("request", (r) => {
-        if (new URL(r.url()).pathname === "/dashboard/overview/live") polls.push(r.url());
-      });
+      const answered: string[] = [];
+      const isLive = (url: string) => new URL(url).pathname === "/dashboard/overview/live";
+      page.on("request", (r) => isLive(r.url()) && polls.push(r.url()));
+      page.on("requestfinished", (r) => isLive(r.url()) && answered.push(r.url()));
       await page.goto(`${svc.baseUrl}/dashboard`);
       await page.getByLabel("Email", { exact: true }).fill(m.email);
       await page.getByLabel("Password", { exact: true }).fill(m.password);
       await page.getByRole("button", { name: "Log in" }).click();
       await page.waitForURL(`${svc.baseUrl}/dashboard`);
       await liveState(page, "#overview-live", "streaming");
-      await waitFor(() => polls.length >= 1, { what: "the refresh on open" });
+      // The refresh on open asked and answered (its answer read the database before the new
+      // payment), none in flight.
+      await waitFor(() => answered.length >= 1 && answered.length === polls.length, {
+        what: "the refresh on open",
+      });
       const before = polls.length;
       const ref = await newPayment();
       await page.locator("#overview-live").getByText(ref).waitFor({ timeout: 10_000 });
@@ -130,19 +139,18 @@ Deno.test(browserTest("live updates in Chromium: SSE, and polling as the fallbac
         .waitFor({ timeout: 10_000 });
 
       // A pending payment's own page: its status panel follows that payment's events only.
-      const asked: string[] = [];
-      page.on("request", (r) => {
-        if (new URL(r.url()).pathname === `/dashboard/payments/${pending}/status`) {
-          asked.push(r.url());
-        }
-      });
+      const detail = countRequests(page, `/dashboard/payments/${pending}/status`);
       await page.goto(`${svc.baseUrl}/dashboard/payments/${pending}`);
       await liveState(page, "#payment-status", "streaming");
-      await waitFor(() => asked.length === 1, { what: "the refresh on open" });
+      await waitFor(detail.openRefreshDone, { what: "the refresh on open" });
       await settle(second, other);
       await settle(second, pending);
       await page.locator('#payment-status[data-status="SUCCESS"]').waitFor({ timeout: 10_000 });
-      assert.equal(asked.length, 2, "its settlement asked once; the other payment's, never");
+      assert.equal(
+        detail.asked.length,
+        2,
+        "its settlement asked once; the other payment's, never",
+      );
       await page.close();
       assert.deepEqual(problems, []);
     });
