@@ -91,7 +91,7 @@ export function dashboardPages(deps: Deps, sections: DashboardSection[]): Hono {
   );
 
   entryRoutes(app, deps, anonymousLimit);
-  liveRoutes(app as never, deps);
+  liveRoutes(app, deps);
   for (const s of sortedSections(sections)) s.routes(app, deps);
   if (!sections.some((s) => s.path === "/dashboard")) {
     const first = sortedSections(sections)[0];
