@@ -1,5 +1,5 @@
--- Live updates (SSE) across processes: every change of a payment's, stream's or payroll batch's
--- state is announced on the `live_events` channel, in the writing transaction (NOTIFY is
+-- Live updates (SSE) across processes: every change of a payment's, stream's, payroll batch's or
+-- escrow's state is announced on the `live_events` channel, in the writing transaction (NOTIFY is
 -- delivered at commit, never for a rolled-back write), whichever process wrote it (a web
 -- process's relay, a worker's log watcher, an expiry job). Each process LISTENs once and hands
 -- the event to its open streams. The payload names, never carries, the record: the stream reads
@@ -32,3 +32,5 @@ create trigger streams_live after insert or update of status, withdrawn
   on streams for each row execute function notify_live_event('stream');
 create trigger payroll_batches_live after insert or update
   on payroll_batches for each row execute function notify_live_event('payroll');
+create trigger escrows_live after insert or update of status
+  on escrows for each row execute function notify_live_event('escrow');

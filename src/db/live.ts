@@ -8,7 +8,7 @@ import type { Sql } from "./client.ts";
 
 export const LIVE_CHANNEL = "live_events";
 
-export type LiveKind = "payment" | "stream" | "payroll";
+export type LiveKind = "payment" | "stream" | "payroll" | "escrow";
 
 export interface LiveEvent {
   kind: LiveKind;
@@ -112,7 +112,7 @@ export function parseEvent(payload: string): LiveEvent | null {
   try {
     const o = JSON.parse(payload);
     if (
-      !["payment", "stream", "payroll"].includes(o.k) || typeof o.m !== "string" ||
+      !["payment", "stream", "payroll", "escrow"].includes(o.k) || typeof o.m !== "string" ||
       typeof o.c !== "number" || typeof o.r !== "string" || typeof o.s !== "string"
     ) return null;
     return { kind: o.k, merchantId: o.m, chainId: o.c, reference: o.r, status: o.s };

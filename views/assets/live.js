@@ -8,7 +8,7 @@
 //   data-status      an event of this status changes nothing (the checkout's status block)
 (() => {
   "use strict";
-  const EVENTS = ["status", "payment", "stream", "payroll"];
+  const EVENTS = ["status", "payment", "stream", "payroll", "escrow"];
   const streams = new Map();
 
   function panels(url) {
