@@ -1,7 +1,7 @@
 /**
  * `deno task bench [section ...]`: measured numbers, each beside a baseline taken in the same
  * run, printed as a ratio. Sections: chain, webhooks, payments, abuse, streams, bridge, payroll, x402,
- * scale.
+ * scale, live.
  *
  * Uses DATABASE_URL when set, otherwise an embedded PostgreSQL under .data/bench.
  */
@@ -18,6 +18,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   payroll: async () => (await import("./payroll.bench.ts")).run(),
   x402: async () => (await import("./x402.bench.ts")).run(),
   scale: async () => (await import("./scale.bench.ts")).run(),
+  live: async () => (await import("./live.bench.ts")).run(),
 };
 
 const wanted = Deno.args.length ? Deno.args : Object.keys(SECTIONS);

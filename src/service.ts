@@ -21,6 +21,7 @@ import { createRateLimiter } from "./http/rate-limit.ts";
 import { createMailer } from "./modules/mail/mail.service.ts";
 import { type StopResult, StopSequence } from "./shutdown.ts";
 import type { LocalNode } from "./chain/local-node.ts";
+import { closeLiveStreams } from "./http/sse.ts";
 
 /**
  * What a process runs. `all`: HTTP, job workers, log watchers and recovery (one process does
@@ -163,6 +164,8 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
         await server.shutdown();
         log.info("http server stopped");
       }, { onTimeout: () => Promise.resolve(server.abandon()) });
+      // Runs before the server's drain: an open event stream would otherwise hold it to the end.
+      cleanups.add("live streams", () => closeLiveStreams(sql), { forcedMs: 500 });
       // Operator commands (deno task faucet) print explorer links to where this process serves.
       await publishExplorerUrls(
         sql,

@@ -99,8 +99,15 @@ export function watchPage(page: Page, opts: { ignore?: RegExp[] } = {}): string[
     if (!ignored(s)) problems.push(s);
   });
   page.on("requestfailed", (r) => {
+    // An event stream (views/assets/live.js) the page closed, or left, ends as aborted.
+    if (isClosedEventStream(r.url(), r.failure()?.errorText)) return;
     const s = `requestfailed: ${r.method()} ${r.url()} ${r.failure()?.errorText ?? ""}`;
     if (!ignored(s)) problems.push(s);
   });
   return problems;
+}
+
+function isClosedEventStream(url: string, error = ""): boolean {
+  return /net::ERR_ABORTED/.test(error) &&
+    /\/(dashboard|checkout\/[\w-]+)\/events(\?|$)/.test(new URL(url).pathname);
 }

@@ -333,7 +333,10 @@ Deno.test("dashboard payment pages over HTTP", async (t) => {
       const first = await d.get(b, "/dashboard/overview/live", HX);
       assert.equal(first.status, 200);
       assert.match(first.text, /^<div id="overview-live" class="live" data-version="([\w-]+)"/);
-      assert.match(first.text, /hx-trigger="every \d+s"/);
+      assert.match(
+        first.text,
+        /hx-trigger="live:refresh" data-live-stream="\/dashboard\/events" data-live-event="payment" data-live-poll="\d+"/,
+      );
       const version = /data-version="([\w-]+)"/.exec(first.text)![1];
       const same = await d.get(b, `/dashboard/overview/live?v=${version}`, HX);
       assert.equal(same.status, 204);
@@ -521,13 +524,15 @@ Deno.test("dashboard payment pages over HTTP", async (t) => {
         assert.match(expired.text, /data-step="expired"[\s\S]*Expired unpaid/);
         assert.ok(expired.text.includes("Settle_Testnet"));
 
-        // A pending payment's status polls; 204 while nothing changed.
+        // A pending payment's status is live (its events, polling as the fallback); 204 while
+        // nothing changed.
         const pending = await d.get(b, `/dashboard/payments/${refs.D}`);
         const poll =
-          /id="payment-status" class="panel" data-status="PENDING" hx-get="([^"]+)" hx-trigger="every 4s"/
-            .exec(pending.text)?.[1];
-        assert.ok(poll, "the pending status polls");
-        assert.equal((await d.get(b, poll, HX)).status, 204);
+          /id="payment-status" class="panel" data-status="PENDING" hx-get="([^"]+)" hx-trigger="live:refresh" data-live-stream="\/dashboard\/events" data-live-event="payment" data-live-poll="4" data-live-ref="(\w+)"/
+            .exec(pending.text);
+        assert.ok(poll, "the pending status is live");
+        assert.equal(poll[2], refs.D);
+        assert.equal((await d.get(b, poll[1], HX)).status, 204);
         const fresh = await d.get(b, `/dashboard/payments/${refs.D}/status`, HX);
         assert.equal(fresh.status, 200);
         assert.match(fresh.text, /^<div id="payment-status"/);

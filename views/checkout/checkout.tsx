@@ -48,6 +48,7 @@ function Shell(props: { title: string; children?: Child }) {
         <>
           <link rel="stylesheet" href={assetUrl("checkout.css")} />
           <script src={assetUrl("htmx.min.js")} defer></script>
+          <script src={assetUrl("live.js")} defer></script>
         </>
       }
     >
@@ -117,10 +118,16 @@ export function CheckoutPage(props: { view: CheckoutView; qrSvg: string }) {
   );
 }
 
-/** The part that updates itself: polls every 2 s while the payment is pending. */
+/** Seconds between polls when the event stream is unavailable (views/assets/live.js). */
+export const STATUS_POLL_SECONDS = 2;
+
+/**
+ * The part that updates itself while the payment is pending: refreshed when its event stream
+ * (`/checkout/{reference}/events`) announces another status, polled only when the stream fails.
+ */
 export function StatusBlock(props: { view: CheckoutView }) {
   const v = props.view;
-  const polling = v.status === "PENDING";
+  const live = v.status === "PENDING";
   return (
     <section
       id="status"
@@ -128,11 +135,14 @@ export function StatusBlock(props: { view: CheckoutView }) {
       data-status={v.status}
       data-payable={String(v.payable)}
       aria-live="polite"
-      {...(polling
+      {...(live
         ? {
           "hx-get": `/checkout/${v.reference}/status`,
-          "hx-trigger": "every 2s",
+          "hx-trigger": "live:refresh",
           "hx-swap": "outerHTML",
+          "data-live-stream": `/checkout/${v.reference}/events`,
+          "data-live-event": "status",
+          "data-live-poll": String(STATUS_POLL_SECONDS),
         }
         : {})}
     >

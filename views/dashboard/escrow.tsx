@@ -6,6 +6,7 @@
  * create and action is reviewed in a second step before anything is sent, and its result shows
  * the transaction link.
  */
+import { liveAttrs } from "./live.ts";
 import {
   Badge,
   CsrfInput,
@@ -112,7 +113,10 @@ export function EscrowView(props: EscrowViewProps) {
   );
 }
 
-/** Seconds between a DISPUTED panel's refreshes (the arbiter's resolution appears by itself). */
+/**
+ * A DISPUTED panel is refreshed on its escrow's events (the arbiter's resolution appears by
+ * itself); polled every this many seconds only when the event stream is unavailable.
+ */
 export const DISPUTED_POLL_SECONDS = 5;
 
 export function EscrowPanel(props: EscrowViewProps & { escrow: EscrowItem }) {
@@ -122,7 +126,11 @@ export function EscrowPanel(props: EscrowViewProps & { escrow: EscrowItem }) {
   const live = e.status === "DISPUTED"
     ? {
       "hx-get": `/dashboard/escrow/${e.reference}/panel`,
-      "hx-trigger": `every ${DISPUTED_POLL_SECONDS}s`,
+      ...liveAttrs({
+        events: "escrow",
+        pollSeconds: DISPUTED_POLL_SECONDS,
+        reference: e.reference,
+      }),
       "hx-swap": "outerHTML",
       "hx-disinherit": "*",
     }

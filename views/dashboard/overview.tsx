@@ -1,10 +1,12 @@
 /**
  * Overview, the landing page: the profile's totals, a server-rendered SVG chart of daily
  * settled volume over the last 30 days, and the newest payments. The totals, chart and list
- * form one region that polls every few seconds; the server answers 204 while nothing changed,
- * so nothing is swapped (and focus stays put) until a payment moves.
+ * form one region refreshed when the event stream announces a payment change (polled only when the
+ * stream is unavailable); the server answers 204 while nothing changed, so nothing is swapped
+ * (and focus stays put) until a payment moves.
  */
 import { EmptyState } from "./shell.tsx";
+import { liveAttrs } from "./live.ts";
 import { type PaymentItem, PaymentRow, PaymentsHead } from "./payment-parts.tsx";
 
 export interface OverviewStats {
@@ -49,7 +51,7 @@ export interface OverviewViewProps {
 }
 
 export const LIVE_PATH = "/dashboard/overview/live";
-/** How often the region asks whether anything changed. */
+/** How often the region asks whether anything changed when its event stream is unavailable. */
 export const POLL_SECONDS = 4;
 
 export function OverviewView(props: OverviewViewProps) {
@@ -86,7 +88,7 @@ export function LiveRegion(props: { live: LiveData }) {
       class="live"
       data-version={l.version}
       hx-get={`${LIVE_PATH}?v=${encodeURIComponent(l.version)}`}
-      hx-trigger={`every ${POLL_SECONDS}s`}
+      {...liveAttrs({ events: "payment", pollSeconds: POLL_SECONDS })}
       hx-swap="outerHTML"
       hx-disinherit="*"
     >
@@ -111,9 +113,7 @@ export function LiveRegion(props: { live: LiveData }) {
         </div>
         <RecentPayments recent={l.recent} />
         <p class="muted small">
-          <span class="live-dot" aria-hidden="true"></span> Updates by itself every {POLL_SECONDS}
-          {" "}
-          seconds.
+          <span class="live-dot" aria-hidden="true"></span> Updates by itself as payments change.
         </p>
       </div>
     </div>

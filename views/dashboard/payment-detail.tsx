@@ -3,6 +3,7 @@
  * it pays, the checkout link with a copy button and a QR code, and the webhook deliveries of
  * this payment with their attempts and a replay button each.
  */
+import { liveAttrs } from "./live.ts";
 import { CopyField, Notice, type NoticeData, Time } from "./shell.tsx";
 import type { DeliveryItem } from "./webhooks.tsx";
 import { DeliveriesPanel } from "./payment-deliveries.tsx";
@@ -104,13 +105,13 @@ export function PaymentDetailView(props: PaymentDetailProps) {
   );
 }
 
-/** Status, timeline, payer and transaction: the part that changes; polls while pending. */
+/** Status, timeline, payer and transaction: the part that changes; live while pending. */
 export function StatusPanel(props: { p: PaymentItem; version: string }) {
   const p = props.p;
   const poll = p.status === "PENDING"
     ? {
       "hx-get": `${detailPath(p.reference)}/status?v=${encodeURIComponent(props.version)}`,
-      "hx-trigger": "every 4s",
+      ...liveAttrs({ events: "payment", pollSeconds: 4, reference: p.reference }),
       "hx-swap": "outerHTML",
       "hx-disinherit": "*",
     }

@@ -4,6 +4,7 @@
  * with every recipient's result and explorer link; payments waiting for the browser wallet are
  * sent from it (views/assets/dashboard.js drives EIP-1193).
  */
+import { liveAttrs } from "./live.ts";
 import {
   Badge,
   CsrfInput,
@@ -205,7 +206,7 @@ const tone = (s: string) =>
     ? "neutral" as const
     : "warn" as const;
 
-/** One batch; while PROCESSING it replaces itself every second (its progress bar moves). */
+/** One batch; while PROCESSING it replaces itself on each of its events (its progress bar moves). */
 export function BatchPanel(props: { batch: PayrollBatchItem }) {
   const b = props.batch;
   const done = b.successCount + b.failedCount + b.pendingSignatureCount;
@@ -216,8 +217,10 @@ export function BatchPanel(props: { batch: PayrollBatchItem }) {
       class="panel"
       data-batch={b.batchRef}
       hx-get={live ? `/dashboard/payroll/batches/${b.batchRef}` : undefined}
-      hx-trigger={live ? `every ${PAYROLL_POLL_SECONDS}s` : undefined}
       hx-swap={live ? "outerHTML" : undefined}
+      {...(live
+        ? liveAttrs({ events: "payroll", pollSeconds: PAYROLL_POLL_SECONDS, reference: b.batchRef })
+        : {})}
     >
       <h3>
         <code>{b.batchRef}</code> <Badge tone={tone(b.status)}>{b.status}</Badge>

@@ -17,6 +17,8 @@ export interface Assets {
   css: string;
   js: string;
   htmx: string;
+  /** The live panels' script (SSE, polling as the fallback): views/assets/live.js. */
+  live?: string;
 }
 
 /** Texts the page script shows (from the message catalog). */
@@ -66,6 +68,7 @@ function Head(props: { csrf: string; assets: Assets }) {
       <link rel="stylesheet" href={props.assets.css} />
       <script src={props.assets.htmx} defer></script>
       <script src={props.assets.js} defer></script>
+      {props.assets.live && <script src={props.assets.live} defer></script>}
     </>
   );
 }

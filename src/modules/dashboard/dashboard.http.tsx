@@ -90,6 +90,7 @@ function shell(c: DashContext, title: string): ShellProps {
       css: assetUrl("dashboard.css"),
       js: assetUrl("dashboard.js"),
       htmx: assetUrl("htmx.min.js"),
+      live: assetUrl("live.js"),
     },
     texts: SCRIPT_TEXTS,
   };

@@ -32,6 +32,7 @@ import {
   toLogin,
 } from "./dashboard.http.tsx";
 import { entryRoutes, PUBLIC_PATHS } from "./entry.routes.tsx";
+import { liveRoutes } from "./live.routes.ts";
 import { type DashboardSection, navItems, sortedSections } from "./dashboard.sections.ts";
 
 export const CSRF_COOKIE = "dashboard_csrf";
@@ -90,6 +91,7 @@ export function dashboardPages(deps: Deps, sections: DashboardSection[]): Hono {
   );
 
   entryRoutes(app, deps, anonymousLimit);
+  liveRoutes(app, deps);
   for (const s of sortedSections(sections)) s.routes(app, deps);
   if (!sections.some((s) => s.path === "/dashboard")) {
     const first = sortedSections(sections)[0];

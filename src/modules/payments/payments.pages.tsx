@@ -16,6 +16,11 @@ import {
 } from "./payments.checkout.ts";
 import { relayBody } from "./payments.schemas.ts";
 import { parseOrThrow } from "../../http/contract.ts";
+import { liveStreams } from "../../http/sse.ts";
+import { clientAddress } from "../../http/rate-limit.ts";
+
+/** Open checkout status streams per client address per process; more get 429 and poll. */
+export const MAX_CHECKOUT_STREAMS_PER_ADDRESS = 20;
 
 export function checkoutPages(deps: Deps) {
   const app = new Hono<AuthEnv>();
@@ -39,6 +44,26 @@ export function checkoutPages(deps: Deps) {
     if (!p) return c.text("Payment not found", 404);
     c.header("Cache-Control", "no-store");
     return c.html(<StatusBlock view={checkoutView(deps, p)} />);
+  });
+
+  // The status's live updates (SSE): only this payment's public status, from any process.
+  app.get("/checkout/:reference/events", open, async (c) => {
+    const p = await loadPayment(deps, c.req.param("reference"));
+    if (!p) return c.text("Payment not found", 404);
+    const opened = await liveStreams(deps).open({
+      key: `ip:${clientAddress(c, deps.config)}`,
+      limit: MAX_CHECKOUT_STREAMS_PER_ADDRESS,
+      select: (e) =>
+        e.kind === "payment" && e.reference === p.reference
+          ? { event: "status", data: JSON.stringify({ reference: e.reference, status: e.status }) }
+          : null,
+    });
+    if (!opened.ok) {
+      return opened.reason === "limit"
+        ? c.text("Too many open event streams", 429)
+        : c.text("Stopping", 503);
+    }
+    return opened.response;
   });
 
   app.get("/checkout/:reference/pay-data", open, async (c) => {

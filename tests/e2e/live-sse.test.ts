@@ -1,0 +1,162 @@
+/**
+ * Live updates in Chromium: the checkout page turns to Paid when another process of the
+ * deployment records the settlement (its event stream, no polling), the dashboard's overview
+ * shows a new payment from its stream, and both fall back to polling when the stream fails or
+ * the browser has no EventSource.
+ */
+import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
+import { startTestService, type TestService } from "../helpers/service.ts";
+import { api, createMerchant } from "../helpers/accounts.ts";
+import { waitFor } from "../helpers/poll.ts";
+import { browserTest, launchBrowser, watchPage } from "../helpers/browser.ts";
+import { settleFromLog } from "../../src/modules/payments/payments.service.ts";
+
+async function settle(svc: TestService, reference: string) {
+  const [p] = await svc.deps.sql<{ chainId: number; payTo: string; amount: bigint }[]>`
+    select chain_id, pay_to, amount from payments where reference = ${reference}`;
+  await svc.deps.sql.begin((tx) =>
+    settleFromLog(svc.deps, tx, {
+      chainId: p.chainId,
+      reference,
+      payer: "0x00000000000000000000000000000000000000a1",
+      payTo: p.payTo,
+      amount: p.amount,
+      txHash: `0x${crypto.randomUUID().replaceAll("-", "").padEnd(64, "0")}`,
+      logIndex: 0,
+      blockNumber: 1n,
+    })
+  );
+}
+
+async function liveState(page: Page, selector: string, want: string) {
+  await waitFor(
+    async () => (await page.locator(selector).getAttribute("data-live-state")) === want,
+    { what: `${selector} to be ${want}` },
+  );
+}
+
+/** The requests the page made to `path` (its refreshes), and those answered. */
+function countRequests(page: Page, path: string) {
+  const asked: string[] = [];
+  const answered: string[] = [];
+  page.on("request", (r) => new URL(r.url()).pathname === path && asked.push(r.url()));
+  page.on("requestfinished", (r) => new URL(r.url()).pathname === path && answered.push(r.url()));
+  return {
+    asked,
+    /** Exactly one asked and answered: the refresh on open read the database before what follows. */
+    openRefreshDone: () => asked.length === 1 && answered.length === 1,
+  };
+}
+
+Deno.test(browserTest("live updates in Chromium: SSE, and polling as the fallback", async (t) => {
+  const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
+  const second = await startTestService({ sameDeploymentAs: svc, workers: false });
+  const browser = await launchBrowser();
+  try {
+    const m = await createMerchant(svc, { businessName: "Live Shop" });
+    const call = api(svc);
+    const newPayment = async () => {
+      const r = await call("POST", "/api/payments/initialize", {
+        headers: { "x-api-key": m.apiKey },
+        body: { amount: "2.5" },
+      });
+      assert.equal(r.status, 201, r.text);
+      return (r.json.data as { reference?: string })?.reference ?? (r.json.reference as string);
+    };
+
+    await t.step("checkout: another process's settlement shows Paid from the stream", async () => {
+      const ref = await newPayment();
+      const page = await browser.newPage();
+      const problems = watchPage(page);
+      const statusRequests = countRequests(page, `/checkout/${ref}/status`);
+      await page.goto(`${svc.baseUrl}/checkout/${ref}`);
+      await liveState(page, "#status", "streaming");
+      // The refresh on open (whatever changed before the stream was open) and nothing else.
+      await waitFor(statusRequests.openRefreshDone, { what: "the refresh on open" });
+      await settle(second, ref);
+      await page.getByRole("heading", { name: "Paid" }).waitFor({ timeout: 10_000 });
+      assert.equal(await page.locator("#status").getAttribute("data-status"), "SUCCESS");
+      assert.equal(statusRequests.asked.length, 2, "one refresh per event: no polling");
+      await page.close();
+      assert.deepEqual(problems, []);
+    });
+
+    await t.step("checkout: a failing stream falls back to polling", async () => {
+      const ref = await newPayment();
+      const page = await browser.newPage();
+      const problems = watchPage(page, { ignore: [/503 \(Service Unavailable\)/] });
+      await page.route(`**/checkout/${ref}/events`, (route) => route.fulfill({ status: 503 }));
+      await page.goto(`${svc.baseUrl}/checkout/${ref}`);
+      await liveState(page, "#status", "polling");
+      await settle(second, ref);
+      await page.getByRole("heading", { name: "Paid" }).waitFor({ timeout: 10_000 });
+      await page.close();
+      assert.deepEqual(problems, []);
+    });
+
+    await t.step("checkout: a browser without EventSource polls", async () => {
+      const ref = await newPayment();
+      const page = await browser.newPage();
+      const problems = watchPage(page);
+      await page.addInitScript("delete globalThis.EventSource");
+      await page.goto(`${svc.baseUrl}/checkout/${ref}`);
+      await liveState(page, "#status", "polling");
+      await settle(second, ref);
+      await page.getByRole("heading", { name: "Paid" }).waitFor({ timeout: 10_000 });
+      await page.close();
+      assert.deepEqual(problems, []);
+    });
+
+    await t.step("dashboard: the overview shows a new payment from its stream", async () => {
+      // Made before the page opens, so their creation events are long past.
+      const pending = await newPayment();
+      const other = await newPayment();
+      const page = await browser.newPage();
+      const problems = watchPage(page);
+      const polls: string[] = [];
+      const answered: string[] = [];
+      const isLive = (url: string) => new URL(url).pathname === "/dashboard/overview/live";
+      page.on("request", (r) => isLive(r.url()) && polls.push(r.url()));
+      page.on("requestfinished", (r) => isLive(r.url()) && answered.push(r.url()));
+      await page.goto(`${svc.baseUrl}/dashboard`);
+      await page.getByLabel("Email", { exact: true }).fill(m.email);
+      await page.getByLabel("Password", { exact: true }).fill(m.password);
+      await page.getByRole("button", { name: "Log in" }).click();
+      await page.waitForURL(`${svc.baseUrl}/dashboard`);
+      await liveState(page, "#overview-live", "streaming");
+      // The refresh on open asked and answered (its answer read the database before the new
+      // payment), none in flight.
+      await waitFor(() => answered.length >= 1 && answered.length === polls.length, {
+        what: "the refresh on open",
+      });
+      const before = polls.length;
+      const ref = await newPayment();
+      await page.locator("#overview-live").getByText(ref).waitFor({ timeout: 10_000 });
+      assert.equal(polls.length, before + 1, "one refresh for the one event");
+      await settle(second, ref);
+      await page.locator(`#overview-live [data-reference="${ref}"][data-status="SUCCESS"]`)
+        .waitFor({ timeout: 10_000 });
+
+      // A pending payment's own page: its status panel follows that payment's events only.
+      const detail = countRequests(page, `/dashboard/payments/${pending}/status`);
+      await page.goto(`${svc.baseUrl}/dashboard/payments/${pending}`);
+      await liveState(page, "#payment-status", "streaming");
+      await waitFor(detail.openRefreshDone, { what: "the refresh on open" });
+      await settle(second, other);
+      await settle(second, pending);
+      await page.locator('#payment-status[data-status="SUCCESS"]').waitFor({ timeout: 10_000 });
+      assert.equal(
+        detail.asked.length,
+        2,
+        "its settlement asked once; the other payment's, never",
+      );
+      await page.close();
+      assert.deepEqual(problems, []);
+    });
+  } finally {
+    await browser.close();
+    await second.close();
+    await svc.close();
+  }
+}));
