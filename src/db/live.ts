@@ -1,5 +1,5 @@
 /**
- * The database's live events (migration 0031): one LISTEN connection per process (per pool), not
+ * The database's live events (migration 0029): one LISTEN connection per process (per pool), not
  * per client, started on the first subscriber. A trigger announces every state change of a
  * payment, stream or payroll batch in the writing transaction, so a settlement recorded by a
  * worker or another web process reaches the streams open on this one.

@@ -223,7 +223,7 @@ export async function completeCreate(sql: Db, reference: string, now: Date): Pro
 }
 
 /**
- * The reference a create request key names (migration 0029): `reference` when the key is new,
+ * The reference a create request key names (migration 0028): `reference` when the key is new,
  * else the one recorded first.
  */
 export async function claimCreateRequest(
