@@ -126,6 +126,11 @@ export function formatUsdc(units: bigint, opts: FormatUsdcOptions = {}): string 
   return formatScaled(units, USDC_DECIMALS, opts.decimals ?? "trim");
 }
 
+/** The spec's response amounts: always 6 places (`1500000n` → "1.500000"). */
+export function formatUsdcFixed(units: bigint): string {
+  return formatUsdc(units, { decimals: "fixed" });
+}
+
 /**
  * Base units to a JSON number, for the spec's numeric response fields at render time only.
  * Never compute with the result: above 2^53 base units (about 9 billion USDC) a double cannot

@@ -89,6 +89,12 @@ export interface FuzzSpec {
    * one run, `as`, every parameter of `query`).
    */
   variants?: { as?: FuzzSpec["as"]; keys?: string[] }[];
+  /**
+   * Body fuzz runs, each with its credential, sample and share of the runs (default: one run,
+   * `as`, `sample`, `runsDivisor`); x402's payers: a wallet with a bearer key, an agent with
+   * x-api-key.
+   */
+  bodyVariants?: { as?: FuzzSpec["as"]; sample: Record<string, unknown>; runsDivisor?: number }[];
 }
 
 /** A check the spec orders before validation (bridge: session, then fields, then chains). */

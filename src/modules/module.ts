@@ -22,7 +22,11 @@ export interface AppModule {
    * and fuzzed from this table.
    */
   table?: ApiRoute[];
-  /** Routes `api` mounts by hand, documented apart (`<name>.schemas.ts`); a test checks both agree. */
+  /**
+   * Routes `api` mounts by hand, documented apart; a test checks both agree. Only the docs
+   * module's own two (`/api/openapi.json`, `/api/docs`: no guard, so no rate limit) are left:
+   * every other `/api/` route is in a `table`.
+   */
   routes?: RouteDoc[];
   /** Its dashboard sections (`<name>.section.tsx`); the dashboard mounts every module's. */
   sections?: DashboardSection[];

@@ -71,12 +71,16 @@ export function tableEndpoints(
     };
     const pathParams = /:[A-Za-z0-9_]+/.test(r.path);
     if (f.bodies ?? (r.body !== undefined && !pathParams)) {
-      bodies.push({
-        ...common,
-        path: () => r.path,
-        headers: headersFor(r, f.as, creds),
-        sample: substitute(f.sample ?? {}, creds.values) as Record<string, unknown>,
-      });
+      const one = { as: f.as, sample: f.sample ?? {}, runsDivisor: f.runsDivisor };
+      for (const v of f.bodyVariants ?? [one]) {
+        bodies.push({
+          ...common,
+          runs: v.runsDivisor ? Math.ceil(runs / v.runsDivisor) : undefined,
+          path: () => r.path,
+          headers: headersFor(r, v.as, creds),
+          sample: substitute(v.sample, creds.values) as Record<string, unknown>,
+        });
+      }
     }
     if (f.params ?? (r.query !== undefined || pathParams)) {
       for (const v of f.variants ?? [{}]) {

@@ -428,7 +428,7 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
       { cookie, key, bearer, values: { $wallet: m.walletAddress, $email: m.email, $dead: DEAD } },
       RUNS,
     );
-    // Routes outside the table: the checkout pages, the RPC proxy, and x402 (its own list).
+    // Routes outside the table: the checkout pages, the RPC proxy and the x402 paid proxy.
     const bodies: Endpoint[] = [
       ...table.bodies,
       {
@@ -498,100 +498,10 @@ Deno.test("hostile input: a clear 4xx, never a 500", async (t) => {
         headers: {},
         sample: { sourceChain: "Base_Sepolia", txHash: "0x" + "ab".repeat(32) },
       },
-      // x402: unknown listings, garbage proofs, wallets the merchant does not have.
-      {
-        method: "POST",
-        path: () => "/api/x402/listings",
-        headers: bearer,
-        sample: {
-          slug: "fuzz-listing",
-          upstreamUrl: "https://example.com/api",
-          price: "0.01",
-          methods: ["GET"],
-          description: "fuzz",
-        },
-        runs: Math.ceil(RUNS / 3),
-      },
-      {
-        method: "POST",
-        path: () => "/api/x402/pay",
-        headers: {},
-        extra: ["payment", "walletBalance", "gatewayBalance"],
-        hintObject: true,
-        sample: { slug: "no-such-listing", method: "GET", paymentProof: "e30=", params: {} },
-      },
-      {
-        method: "POST",
-        path: () => "/api/x402/verify",
-        headers: bearer,
-        sample: { proof: "e30=" },
-      },
-      {
-        method: "POST",
-        path: () => "/api/x402/gateway/deposit",
-        headers: bearer,
-        extra: ["balance"],
-        sample: { walletId: "00000000-0000-0000-0000-000000000000", amount: "1" },
-      },
-      {
-        method: "POST",
-        path: () => "/api/x402/gateway/deposit",
-        headers: key,
-        extra: ["balance"],
-        sample: { agentId: "8004:5042002:1", amount: "1" },
-        runs: Math.ceil(RUNS / 3),
-      },
-      // The merchant's own payers: unknown listings, wallets and agents it does not have.
-      {
-        method: "POST",
-        path: () => "/api/x402/proofs",
-        headers: bearer,
-        sample: {
-          slug: "no-such-listing",
-          walletId: "00000000-0000-0000-0000-000000000000",
-          validForSeconds: 60,
-        },
-      },
-      {
-        method: "POST",
-        path: () => "/api/x402/proofs",
-        headers: key,
-        sample: { slug: "no-such-listing", agentId: "8004:5042002:1" },
-        runs: Math.ceil(RUNS / 3),
-      },
-      {
-        method: "POST",
-        path: () => "/api/x402/gateway/withdraw",
-        headers: key,
-        extra: ["withdrawable"],
-        sample: { agentId: "1", amount: "1", destinationAddress: DEAD },
-      },
-      {
-        method: "POST",
-        path: () => "/api/x402/seller/balance/withdraw",
-        headers: bearer,
-        extra: ["withdrawable"],
-        hintObject: true,
-        sample: { amount: "1", destinationChain: "settleTestnet", destinationAddress: DEAD },
-      },
     ];
     const params: Endpoint[] = [
       ...table.params,
-      {
-        method: "GET",
-        path: (p) => `/api/x402/seller/balance?sellerAddress=${p}`,
-        headers: bearer,
-      },
-      {
-        method: "GET",
-        path: (p) => `/api/x402/gateway/balance?walletId=${p}`,
-        headers: key,
-      },
-      {
-        method: "GET",
-        path: (p) => `/api/x402/gateway/balance?agentId=${p}&walletId=${p}`,
-        headers: bearer,
-      },
+      // The paid proxy (not an /api/ route).
       { method: "GET", path: (p) => `/x402/s${p}`, headers: {}, extra: ["x402Version", "accepts"] },
       { method: "GET", path: (p) => `/checkout/${reference}/pay-data?payer=${p}`, headers: {} },
     ];

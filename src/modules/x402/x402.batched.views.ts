@@ -5,9 +5,7 @@
  */
 import type { Db } from "../../db/client.ts";
 import type { Deps } from "../../deps.ts";
-import { formatUsdc } from "../../money.ts";
-
-const usdc = (units: bigint) => formatUsdc(units, { decimals: "fixed" });
+import { formatUsdcFixed as usdc } from "../../money.ts";
 
 /** An address's pending amounts: owed to it (incoming) and promised by it (outgoing). */
 export async function pendingOf(sql: Db, chainId: number, address: string) {

@@ -13,7 +13,7 @@ import type { ListingRow } from "./x402.repo.ts";
 import { type StandardCall, standardCall, type StandardOutcome } from "./x402.standard.ts";
 import { UPSTREAM_TIMEOUT_MS, type X402Deps, x402Profile } from "./x402.context.ts";
 import { getListing } from "./x402.listings.ts";
-import { callUpstream } from "./x402.upstream.ts";
+import { callUpstream, upstreamRefusal } from "./x402.upstream.ts";
 import * as repo from "./x402.channels.repo.ts";
 import {
   channelEnvelope,
@@ -226,10 +226,7 @@ async function paidCall(
   }, { timeoutMs: UPSTREAM_TIMEOUT_MS, policy: deps.config.WEBHOOK_TARGETS });
   if (!up.ok) {
     // Nothing charged: the voucher stays unused, the client may send it again.
-    if (up.status !== undefined) {
-      throw new DomainError("x402_upstream_failed", { upstreamStatus: up.status });
-    }
-    throw new DomainError("x402_upstream_unreachable", { hint: up.error });
+    throw upstreamRefusal(up);
   }
   const charged = await repo.charge(deps.sql, {
     channelId: row.channelId,

@@ -8,7 +8,7 @@ import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { checksum, lower } from "../../chain/address.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
-import { formatUsdc } from "../../money.ts";
+import { formatUsdcFixed as usdc } from "../../money.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
 import { controlledWallet } from "../wallets/wallets.service.ts";
 import { x402Profile } from "./x402.context.ts";
@@ -21,8 +21,6 @@ import * as bridge from "../bridge/bridge.service.ts";
 import { isSupportedSource } from "../bridge/bridge.rules.ts";
 import { SOURCE_CHAINS, type SourceChainName } from "../../chain/profiles.ts";
 import type { Address, MerchantAgent, X402AgentPort } from "./x402.types.ts";
-
-const usdc = (units: bigint) => formatUsdc(units, { decimals: "fixed" });
 
 /** The chain id withdrawals settle on today (the spec's `settleTestnet`). */
 export const SOURCE_CHAIN = "settleTestnet";

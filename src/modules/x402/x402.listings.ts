@@ -2,13 +2,11 @@
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { checksum, lower } from "../../chain/address.ts";
-import { formatUsdc } from "../../money.ts";
+import { formatUsdcFixed as usdc } from "../../money.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
 import * as repo from "./x402.repo.ts";
 import type { CreateListingInput } from "./x402.schemas.ts";
 import { x402Profile } from "./x402.context.ts";
-
-const usdc = (units: bigint) => formatUsdc(units, { decimals: "fixed" });
 
 export async function createListing(deps: Deps, m: MerchantRow, input: CreateListingInput) {
   if (!m.walletAddress) throw new DomainError("payout_wallet_missing");

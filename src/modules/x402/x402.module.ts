@@ -4,12 +4,11 @@
  *
  *   x402Module({ agentPort: (deps) => agentsX402Port(deps) })
  */
-import { Hono } from "hono";
 import type { Deps } from "../../deps.ts";
 import type { AppModule } from "../module.ts";
-import { x402Api } from "./x402.api.ts";
-import { x402StandardApi } from "./x402.standard.api.ts";
-import { x402Routes } from "./x402.schemas.ts";
+import { x402ApiRoutes } from "./x402.api.ts";
+import { facilitatorRoutes, x402StandardApi } from "./x402.standard.api.ts";
+import type { X402Deps } from "./x402.context.ts";
 import { x402Jobs } from "./x402.jobs.ts";
 import { defaultAgentPort, type X402AgentPort } from "./x402.types.ts";
 import { batchingSettler, type Settler } from "./x402.settler.ts";
@@ -38,16 +37,19 @@ export function x402Module(opts: X402ModuleOptions = {}): AppModule {
     if (!s) settlers.set(deps, s = batchingSettler(deps));
     return s;
   };
+  // The deps every x402 handler runs on: the app's, with the agent port and the settler.
+  const xs = new WeakMap<Deps, X402Deps>();
+  const xOf = (deps: Deps) => {
+    let x = xs.get(deps);
+    if (!x) xs.set(deps, x = { ...deps, agents: port(deps), settler: settler(deps) });
+    return x;
+  };
   return {
     name: "x402",
-    api: (deps) => {
-      const x = { ...deps, agents: port(deps), settler: settler(deps) };
-      const app = new Hono();
-      app.route("/", x402Api(x));
-      app.route("/", x402StandardApi(x));
-      return app;
-    },
-    routes: x402Routes,
+    // The facilitator first: the document's order since x402 had its own list.
+    table: [...facilitatorRoutes(xOf), ...x402ApiRoutes(xOf)],
+    // The paid proxy `/x402/{slug}` is not an /api/ route: mounted by hand.
+    api: (deps) => x402StandardApi(xOf(deps)),
     jobs: [...x402Jobs(port), gatewaySettleJob],
     onStart: startGatewaySettlement,
   };

@@ -9,7 +9,7 @@ import { toFunctionSelector, toHex } from "viem";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { checksum, lower } from "../../chain/address.ts";
-import { formatUsdc } from "../../money.ts";
+import { formatUsdcFixed as usdc } from "../../money.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
 import { controlledWallet } from "../wallets/wallets.service.ts";
 import { getListing } from "./x402.listings.ts";
@@ -21,8 +21,6 @@ import { withClaim } from "../../db/claims.ts";
 import { whileWithdrawing } from "./x402.batched.mirror.ts";
 import { pendingOf } from "./x402.batched.views.ts";
 import type { Address, MerchantAgent, X402AgentPort } from "./x402.types.ts";
-
-const usdc = (units: bigint) => formatUsdc(units, { decimals: "fixed" });
 
 /**
  * The vault's refusal of a withdrawal above what is withdrawable: by name from a wallet, or as

@@ -23,9 +23,11 @@ export async function reconcilePending(
   const before = new Date(deps.clock.now().getTime() - (opts.olderThanMs ?? STALE_AFTER_MS));
   const rows = await repo.stalePending(deps.sql, before, opts.limit ?? 200);
   const out = { settled: 0, failed: 0, waiting: 0 };
+  const configured = new Set(deps.chain.profiles().map((p) => deps.chain.chainId(p)));
   for (const row of rows) {
-    const profile = deps.chain.profiles().find((p) => deps.chain.chainId(p) === row.chainId);
-    if (!profile) continue;
+    // A chain this process does not configure: left PENDING, as it is.
+    if (!configured.has(row.chainId)) continue;
+    const profile = deps.chain.profileOf(row.chainId);
     // Its own settlement, or the batch whose signed call data carries its nonce.
     const tx =
       await deps.chain.intent(profile, settlementIntent(row.scheme, row.payer, row.nonce)) ??

@@ -20,8 +20,6 @@ export const PROOF_MAX_AGE_SECONDS = 300;
 /** A proof timestamped this far ahead of our clock is still taken (clock skew). */
 export const PROOF_MAX_SKEW_SECONDS = 60;
 
-export const PROOF_HEADER = "X-402-Payment-Proof";
-
 const uintString = z.union([
   z.string().regex(/^(0|[1-9][0-9]{0,76})$/),
   z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),

@@ -1,11 +1,9 @@
 /**
- * x402: request bodies (each field's issues carry its catalog text), responses and the routes of
- * /api/x402/* (the spec's pay, verify, seller balance and withdraw; DESIGN §9's listings; the
- * gateway deposit; the facilitator).
+ * x402: request bodies (each field's issues carry its catalog text) and the response records the
+ * routes of /api/x402/* share (the routes themselves: x402.api.ts, x402.standard.api.ts).
  */
 import { z } from "zod";
 import { M } from "../../http/messages.ts";
-import { errors, type RouteDoc } from "../../http/contract.ts";
 import { isAddress } from "../../chain/address.ts";
 import { usdcAmount } from "../../money.ts";
 import { checkWebhookUrl, type TargetPolicy } from "../webhooks/webhooks.targets.ts";
@@ -46,7 +44,7 @@ export function createListingBody(policy: TargetPolicy) {
 }
 export type CreateListingInput = z.output<ReturnType<typeof createListingBody>>;
 
-const PROOF_DOC = 'Proof: base64 of JSON { x402Version: 1, scheme: "gateway", network: ' +
+export const PROOF_DOC = 'Proof: base64 of JSON { x402Version: 1, scheme: "gateway", network: ' +
   '"eip155:5042002", payload: { signature, authorization: { from, to, value, validAfter, ' +
   "validBefore, nonce } } }; the signature is EIP-712 TransferWithAuthorization over the " +
   'domain { name: "GatewayVault", version: "1", chainId, verifyingContract }. ' +
@@ -150,8 +148,8 @@ export const facilitatorBody = z.object({
 
 // ---- responses ------------------------------------------------------------------------------
 
-const ok = z.literal(true);
-const decimal = z.string().describe("USDC with 6 decimal places");
+export const ok = z.literal(true);
+export const decimal = z.string().describe("USDC with 6 decimal places");
 
 export const listingRecord = z.object({
   slug: z.string(),
@@ -178,7 +176,8 @@ export const paymentRequirementsSchema = z.object({
   }),
 }).meta({ id: "X402PaymentRequirements" });
 
-const balanceError = z.object({
+/** An x402 error body: the usual fields and the balances a refusal reports. */
+export const balanceError = z.object({
   success: z.literal(false),
   error: z.string(),
   hint: z.string().optional(),
@@ -189,7 +188,7 @@ const balanceError = z.object({
   txHash: z.string().optional(),
 });
 
-const gatewayBalances = z.object({
+export const gatewayBalances = z.object({
   total: decimal,
   available: decimal,
   withdrawing: decimal,
@@ -197,386 +196,7 @@ const gatewayBalances = z.object({
 });
 
 /** Accepted on the gateway balance or a channel, not yet settled on chain (x402.batched.*). */
-const pendingBalances = z.object({
+export const pendingBalances = z.object({
   incoming: decimal.describe("Owed to this address by paid calls served, not yet settled"),
   outgoing: decimal.describe("Promised by this address to paid calls, not yet settled"),
 }).describe("The gateway balance is what is settled on chain; these are on their way");
-
-const merchantKey = ["bearer", "apiKey"] as const;
-const tag = "x402";
-
-const facilitatorTag = "x402 facilitator";
-
-export const x402Routes: RouteDoc[] = [
-  {
-    method: "get",
-    path: "/api/x402/facilitator/supported",
-    summary:
-      "x402 facilitator: the schemes (`exact`, `batch-settlement`) and networks we verify and settle",
-    tag: facilitatorTag,
-    auth: [],
-    responses: {
-      200: {
-        description: "Supported kinds",
-        schema: z.object({
-          kinds: z.array(z.object({
-            x402Version: z.number(),
-            scheme: z.string(),
-            network: z.string(),
-            extra: z.record(z.string(), z.unknown()).optional()
-              .describe("batch-settlement: the receiverAuthorizer a seller may delegate to"),
-          })),
-          extensions: z.array(z.string()),
-          signers: z.record(z.string(), z.array(z.string())),
-        }),
-      },
-      ...errors([429]),
-    },
-  },
-  {
-    method: "post",
-    path: "/api/x402/facilitator/verify",
-    summary: "x402 facilitator: verify an `exact` payment, or a `batch-settlement` deposit, " +
-      "voucher or refund, against requirements",
-    tag: facilitatorTag,
-    auth: ["bearer"],
-    body: facilitatorBody,
-    responses: {
-      200: {
-        description: "isValid, or the protocol's invalidReason",
-        schema: z.object({
-          isValid: z.boolean(),
-          invalidReason: z.string().optional(),
-          payer: z.string().optional(),
-          extra: z.record(z.string(), z.unknown()).optional()
-            .describe("batch-settlement: the channel's on-chain state"),
-        }),
-      },
-      ...errors([400, 401, 403, 429, 500]),
-    },
-  },
-  {
-    method: "post",
-    path: "/api/x402/facilitator/settle",
-    summary: "x402 facilitator: settle an `exact` payment (once per nonce), or a " +
-      "`batch-settlement` deposit, voucher (recorded; claimed in batches), claim, settle or refund",
-    tag: facilitatorTag,
-    auth: ["bearer"],
-    body: facilitatorBody,
-    responses: {
-      200: {
-        description: "success with the transaction, or errorReason",
-        schema: z.object({
-          success: z.boolean(),
-          errorReason: z.string().optional(),
-          payer: z.string().optional(),
-          transaction: z.string(),
-          network: z.string(),
-          amount: z.string().optional(),
-          extra: z.record(z.string(), z.unknown()).optional()
-            .describe("batch-settlement: chargedAmount and the channel's state"),
-        }),
-      },
-      ...errors([400, 401, 403, 429, 500]),
-    },
-  },
-  {
-    method: "post",
-    path: "/api/x402/listings",
-    summary: "Offer an upstream API for pay-per-call; the payee is your payout wallet",
-    tag,
-    auth: [...merchantKey],
-    idempotent: true,
-    body: createListingBody("any"),
-    bodyExample: {
-      slug: "weather",
-      upstreamUrl: "https://api.example.com/weather",
-      price: "0.01",
-      methods: ["GET"],
-      description: "Current weather",
-    },
-    responses: {
-      201: {
-        description: "Listed",
-        schema: z.object({ success: ok, listing: listingRecord }),
-      },
-      ...errors([400, 401, 403, 409, 429, 500]),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/x402/listings",
-    summary: "The marketplace: every listing, newest first (public)",
-    tag,
-    auth: [],
-    query: listingsQuery,
-    responses: {
-      200: {
-        description: "Listings",
-        schema: z.object({ success: ok, listings: z.array(listingRecord) }),
-      },
-      ...errors([400, 429]),
-    },
-  },
-  {
-    method: "post",
-    path: "/api/x402/pay",
-    summary: "Pay for one call of a listing and get the upstream's answer. " + PROOF_DOC,
-    tag,
-    auth: [],
-    body: payBody,
-    bodyExample: {
-      slug: "weather",
-      method: "GET",
-      params: { city: "Lisbon" },
-      paymentProof: "eyJ4…",
-    },
-    responses: {
-      200: {
-        description: "Paid and forwarded: the upstream body unchanged in `data`",
-        schema: z.object({
-          success: ok,
-          data: z.unknown(),
-          settlement: z.object({ txHash: z.string(), amount: decimal, listingSlug: z.string() }),
-        }),
-      },
-      400: {
-        description: "Malformed input, or no (enough) gateway balance (with walletBalance and " +
-          "gatewayBalance)",
-        schema: balanceError,
-      },
-      402: {
-        description: "No proof: what to pay in `payment`",
-        schema: z.object({
-          success: z.literal(false),
-          error: z.string(),
-          payment: paymentRequirementsSchema,
-        }),
-      },
-      403: {
-        description: "Invalid, expired, mismatched or already used proof",
-        schema: balanceError,
-      },
-      404: { description: "Unknown listing", schema: balanceError },
-      408: { description: "Settlement not confirmed in time", schema: balanceError },
-      429: { description: "Rate limited", schema: balanceError },
-      500: {
-        description: "Upstream failure (`Upstream API returned 503`); nothing was charged",
-        schema: balanceError,
-      },
-      502: { description: "Settlement reverted", schema: balanceError },
-    },
-  },
-  {
-    method: "post",
-    path: "/api/x402/verify",
-    summary: "Verify a proof without calling the upstream (see docs/decisions.md for `valid`)",
-    tag,
-    auth: ["bearer"],
-    body: verifyBody,
-    bodyExample: { proof: "eyJ4…" },
-    responses: {
-      200: {
-        description: "Invalid proofs answer valid false, 0.000000, the zero address, 0",
-        schema: z.object({
-          success: ok,
-          valid: z.boolean(),
-          settled: z.boolean().describe("Already settled by this service"),
-          amount: decimal,
-          payer: z.string(),
-          timestamp: z.number().describe("Unix seconds: the proof's validAfter"),
-        }),
-      },
-      ...errors([400, 401, 403, 429, 500]),
-    },
-  },
-  {
-    method: "post",
-    path: "/api/x402/gateway/deposit",
-    summary: "Deposit USDC from one of your managed wallets, or an agent's smart account, into " +
-      "its gateway balance",
-    tag,
-    auth: [...merchantKey],
-    idempotent: true,
-    body: depositBody,
-    bodyExample: { walletId: "3f1c…", amount: "5.00" },
-    responses: {
-      200: {
-        description: "Deposited on chain",
-        schema: z.object({
-          success: ok,
-          txHash: z.string(),
-          explorerUrl: z.string(),
-          amount: decimal,
-          walletId: z.string().describe("The wallet (for an agent: its owner wallet)"),
-          walletAddress: z.string().describe("Who deposited: the wallet or the smart account"),
-          agentId: z.string().optional(),
-          gateway: gatewayBalances,
-        }),
-      },
-      400: { description: "Malformed input or wallet balance too low", schema: balanceError },
-      403: { description: "Not a wallet or agent you control", schema: balanceError },
-      ...errors([401, 408, 409, 429, 500, 502], balanceError),
-    },
-  },
-  {
-    method: "post",
-    path: "/api/x402/proofs",
-    summary: "Sign a payment proof for a listing from one of your managed wallets or agents " +
-      "(nothing is sent on chain)",
-    tag,
-    auth: [...merchantKey],
-    body: proofBody,
-    bodyExample: { slug: "weather", agentId: "8004:5042002:7", validForSeconds: 120 },
-    responses: {
-      201: {
-        description: "A fresh proof for exactly the listing's price to its seller; send " +
-          "`headers` with POST /api/x402/pay",
-        schema: z.object({
-          success: ok,
-          proof: z.string().describe("The X-402-Payment-Proof value"),
-          headers: z.object({
-            "X-402-Payment-Proof": z.string(),
-            "X-Agent-ID": z.string().optional(),
-            "X-Agent-Signature": z.string().optional(),
-          }),
-          payer: z.string().describe("The wallet, or the agent's smart account"),
-          payTo: z.string(),
-          amount: decimal,
-          amountUnits: z.string().describe("Base units (USDC has 6 decimals)"),
-          nonce: z.string(),
-          validAfter: z.number().describe("Unix seconds: the proof's timestamp"),
-          validBefore: z.number(),
-          gatewayBalance: decimal.describe("The payer's available gateway balance"),
-          agentId: z.string().optional(),
-        }),
-      },
-      400: {
-        description: "Malformed input, or your external payout wallet",
-        schema: balanceError,
-      },
-      404: { description: "Unknown listing, or not your wallet or agent", schema: balanceError },
-      ...errors([401, 403, 429, 500], balanceError),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/x402/gateway/balance",
-    summary: "One of your managed wallets' or agents' USDC and gateway balances",
-    tag,
-    auth: [...merchantKey],
-    query: payerBalanceQuery,
-    responses: {
-      200: {
-        description: "Balances",
-        schema: z.object({
-          success: ok,
-          address: z.string().describe("The wallet, or the agent's smart account"),
-          walletId: z.string().optional(),
-          agentId: z.string().optional(),
-          wallet: z.object({ balance: decimal }),
-          gateway: gatewayBalances,
-          pending: pendingBalances,
-        }),
-      },
-      404: { description: "Not your wallet or agent", schema: balanceError },
-      ...errors([400, 401, 403, 429, 500], balanceError),
-    },
-  },
-  {
-    method: "post",
-    path: "/api/x402/gateway/withdraw",
-    summary: "Withdraw from one of your managed wallets' or agents' gateway balance " +
-      "(irreversible)",
-    tag,
-    auth: [...merchantKey],
-    idempotent: true,
-    body: payerWithdrawBody,
-    bodyExample: { agentId: "8004:5042002:7", amount: "1.50" },
-    responses: {
-      200: {
-        description: "Confirmed on chain",
-        schema: z.object({
-          success: ok,
-          txHash: z.string(),
-          amount: decimal,
-          sourceChain: z.literal("settleTestnet"),
-          destinationChain: z.literal("settleTestnet"),
-          recipient: z.string(),
-          status: z.literal("confirmed"),
-          explorerUrl: z.string(),
-          payer: z.string().describe("The wallet, or the agent's smart account"),
-          walletId: z.string().optional(),
-          agentId: z.string().optional(),
-          gateway: gatewayBalances.describe("The payer's gateway balances after the withdrawal"),
-        }),
-      },
-      400: {
-        description: "Malformed input, more than withdrawable (with `withdrawable`), or your " +
-          "external payout wallet",
-        schema: balanceError,
-      },
-      404: { description: "Not your wallet or agent", schema: balanceError },
-      ...errors([401, 403, 408, 409, 429, 500, 502], balanceError),
-    },
-  },
-  {
-    method: "get",
-    path: "/api/x402/seller/balance",
-    summary: "A seller's USDC and gateway balances (default: your payout address)",
-    tag,
-    auth: ["bearer"],
-    query: sellerBalanceQuery,
-    responses: {
-      200: {
-        description: "Balances",
-        schema: z.object({
-          success: ok,
-          sellerAddress: z.string(),
-          wallet: z.object({ balance: decimal }),
-          gateway: gatewayBalances,
-          pending: pendingBalances,
-        }),
-      },
-      ...errors([400, 401, 403, 429, 500]),
-    },
-  },
-  {
-    method: "post",
-    path: "/api/x402/seller/balance/withdraw",
-    summary: "Withdraw from your payout wallet's gateway balance (irreversible)",
-    tag,
-    auth: ["bearer"],
-    idempotent: true,
-    body: withdrawBody,
-    bodyExample: { amount: "1.50", destinationAddress: "0x…" },
-    responses: {
-      200: {
-        description: "Confirmed on chain",
-        schema: z.object({
-          success: ok,
-          txHash: z.string(),
-          amount: decimal,
-          sourceChain: z.literal("settleTestnet"),
-          destinationChain: z.string(),
-          recipient: z.string(),
-          status: z.literal("confirmed"),
-          explorerUrl: z.string(),
-          bridge: z.object({
-            reference: z.string(),
-            status: z.string(),
-            statusUrl: z.string(),
-          }).optional().describe(
-            "Another destinationChain: the CCTP transfer that burns on settleTestnet and mints there",
-          ),
-        }),
-      },
-      400: {
-        description: "More than withdrawable (with `withdrawable`), an unsupported " +
-          "destinationChain, or an external payout wallet",
-        schema: balanceError,
-      },
-      ...errors([401, 403, 408, 409, 429, 500, 502], balanceError),
-    },
-  },
-];

@@ -8,7 +8,7 @@
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { checksum, lower } from "../../chain/address.ts";
-import { formatUsdc } from "../../money.ts";
+import { formatUsdcFixed as usdc } from "../../money.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
 import * as repo from "./x402.repo.ts";
 import {
@@ -19,7 +19,12 @@ import {
   nowSeconds,
   upstreamRequest,
 } from "./x402.rules.ts";
-import { callUpstream, upstreamData } from "./x402.upstream.ts";
+import {
+  callUpstream,
+  upstreamData,
+  upstreamRefusal,
+  type UpstreamResult,
+} from "./x402.upstream.ts";
 import type { Address, AgentPayments, X402PaymentRecord } from "./x402.types.ts";
 import { UPSTREAM_TIMEOUT_MS, type X402Deps, x402Profile, ZERO_ADDRESS } from "./x402.context.ts";
 import { getListing, paymentRequirements } from "./x402.listings.ts";
@@ -46,8 +51,6 @@ export {
   merchantListings,
   paymentRequirements,
 } from "./x402.listings.ts";
-
-const usdc = (units: bigint) => formatUsdc(units, { decimals: "fixed" });
 
 // ---- proofs ---------------------------------------------------------------------------------
 
@@ -200,39 +203,17 @@ export async function pay(deps: X402Deps, input: PayInput): Promise<PayOutcome> 
   const attempt = await claim(deps, v, listing, input.agentId ?? null);
 
   const req = upstreamRequest(listing.upstreamUrl, input.method, input.params);
-  const up = await callUpstream(req.url, { method: input.method, body: req.body }, {
-    timeoutMs: UPSTREAM_TIMEOUT_MS,
-    policy: deps.config.WEBHOOK_TARGETS,
+  const up = await callForAttempt(deps, attempt.id, req.url, {
+    method: input.method,
+    body: req.body,
   });
-  if (!up.ok) {
-    await finish(deps, attempt.id, {
-      status: "FAILED",
-      error: up.error,
-      upstreamStatus: up.status ?? null,
-    });
-    if (up.status !== undefined) {
-      throw new DomainError("x402_upstream_failed", { upstreamStatus: up.status });
-    }
-    throw new DomainError("x402_upstream_unreachable", { hint: up.error });
-  }
-
-  let txHash: string;
-  try {
-    const item = { attemptId: attempt.id, authorization: a, signature: v.proof.payload.signature };
-    txHash = deps.settler ? await deps.settler.settle(item) : await settleOne(deps, item);
-  } catch (e) {
-    // A timeout leaves the attempt PENDING: the transaction may still be mined, and the nonce
-    // must not be offered again until it is known.
-    if (!(e instanceof DomainError && e.code === "chain_timeout")) {
-      await finish(deps, attempt.id, {
-        status: "FAILED",
-        error: `settlement: ${e instanceof Error ? e.message : String(e)}`.slice(0, 500),
-        upstreamStatus: up.status,
-      });
-    }
-    throw e;
-  }
-  await finish(deps, attempt.id, { status: "SUCCESS", upstreamStatus: up.status, txHash });
+  const item = { attemptId: attempt.id, authorization: a, signature: v.proof.payload.signature };
+  const txHash = await settleAttempt(
+    deps,
+    attempt.id,
+    up.status,
+    () => deps.settler ? deps.settler.settle(item) : settleOne(deps, item),
+  );
   return {
     paid: true,
     data: upstreamData(up),
@@ -287,6 +268,58 @@ async function claim(
     );
   }
   return result;
+}
+
+/**
+ * The upstream call of a claimed attempt (`/api/x402/pay`, `/x402/{slug}`'s `exact`): a failure
+ * ends the attempt FAILED, which releases its nonce (nothing was charged), and refuses the call.
+ */
+export async function callForAttempt(
+  deps: X402Deps,
+  attemptId: string,
+  url: URL,
+  req: { method: string; body?: string; headers?: Record<string, string> },
+): Promise<Extract<UpstreamResult, { ok: true }>> {
+  const up = await callUpstream(url, req, {
+    timeoutMs: UPSTREAM_TIMEOUT_MS,
+    policy: deps.config.WEBHOOK_TARGETS,
+  });
+  if (up.ok) return up;
+  await finish(deps, attemptId, {
+    status: "FAILED",
+    error: up.error,
+    upstreamStatus: up.status ?? null,
+  });
+  throw upstreamRefusal(up);
+}
+
+/**
+ * Settles a served attempt and ends it SUCCESS. A failure ends it FAILED, except a timeout: the
+ * transaction may still be mined, so the attempt stays PENDING and its nonce is not offered
+ * again until it is known.
+ */
+export async function settleAttempt(
+  deps: X402Deps,
+  attemptId: string,
+  /** The upstream's answer (none for the facilitator's settle, which calls no upstream). */
+  upstreamStatus: number | undefined,
+  settle: () => Promise<string>,
+): Promise<string> {
+  let txHash: string;
+  try {
+    txHash = await settle();
+  } catch (e) {
+    if (!(e instanceof DomainError && e.code === "chain_timeout")) {
+      await finish(deps, attemptId, {
+        status: "FAILED",
+        error: `settlement: ${e instanceof Error ? e.message : String(e)}`.slice(0, 500),
+        upstreamStatus,
+      });
+    }
+    throw e;
+  }
+  await finish(deps, attemptId, { status: "SUCCESS", upstreamStatus, txHash });
+  return txHash;
 }
 
 /** Ends an attempt (SUCCESS or FAILED) and tells the agent port; the port cannot fail the call. */

@@ -12,21 +12,19 @@ import {
   claimExact,
   decodeHeader,
   exactRequirements,
-  profileOfNetwork,
   settleErrorReason,
   settleExact,
   settleResponse,
   verifyExact,
 } from "./x402.exact.ts";
 import {
-  finish,
+  callForAttempt,
   getListing,
-  UPSTREAM_TIMEOUT_MS,
+  settleAttempt,
   type X402Deps,
   x402Profile,
 } from "./x402.service.ts";
 import type { HttpMethod } from "./x402.rules.ts";
-import { callUpstream } from "./x402.upstream.ts";
 
 export interface StandardCall {
   slug: string;
@@ -130,36 +128,12 @@ export async function standardCall(deps: X402Deps, input: StandardCall): Promise
   if (input.query) {
     for (const [k, val] of new URLSearchParams(input.query)) url.searchParams.append(k, val);
   }
-  const up = await callUpstream(url, {
+  const up = await callForAttempt(deps, attempt.id, url, {
     method: input.method,
     body: input.method === "GET" || input.method === "DELETE" ? undefined : input.body ?? "",
     headers: input.contentType ? { "content-type": input.contentType } : {},
-  }, { timeoutMs: UPSTREAM_TIMEOUT_MS, policy: deps.config.WEBHOOK_TARGETS });
-  if (!up.ok) {
-    await finish(deps, attempt.id, {
-      status: "FAILED",
-      error: up.error,
-      upstreamStatus: up.status ?? null,
-    });
-    if (up.status !== undefined) {
-      throw new DomainError("x402_upstream_failed", { upstreamStatus: up.status });
-    }
-    throw new DomainError("x402_upstream_unreachable", { hint: up.error });
-  }
-  let txHash: string;
-  try {
-    txHash = await settleExact(deps, v);
-  } catch (e) {
-    if (!(e instanceof DomainError && e.code === "chain_timeout")) {
-      await finish(deps, attempt.id, {
-        status: "FAILED",
-        error: `settlement: ${e instanceof Error ? e.message : String(e)}`.slice(0, 500),
-        upstreamStatus: up.status,
-      });
-    }
-    throw e;
-  }
-  await finish(deps, attempt.id, { status: "SUCCESS", upstreamStatus: up.status, txHash });
+  });
+  const txHash = await settleAttempt(deps, attempt.id, up.status, () => settleExact(deps, v));
   return {
     kind: "paid",
     version: input.payment.version,
@@ -243,20 +217,9 @@ export async function facilitatorSettle(deps: X402Deps, m: MerchantRow, r: Facil
     });
   }
   try {
-    const txHash = await settleExact(deps, v);
-    await finish(deps, attempt.id, { status: "SUCCESS", txHash });
+    const txHash = await settleAttempt(deps, attempt.id, undefined, () => settleExact(deps, v));
     return settleResponse(network, { txHash, payer: v.payer, amount: req.amount });
   } catch (e) {
-    if (!(e instanceof DomainError && e.code === "chain_timeout")) {
-      await finish(deps, attempt.id, {
-        status: "FAILED",
-        error: `settlement: ${e instanceof Error ? e.message : String(e)}`.slice(0, 500),
-      });
-    }
     return settleResponse(network, { errorReason: settleErrorReason(e), payer: v.payer });
   }
-}
-
-export function networkSupported(deps: X402Deps, network: string): boolean {
-  return profileOfNetwork(deps, network) !== null;
 }

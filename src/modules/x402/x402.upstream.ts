@@ -13,12 +13,23 @@ import {
   type TargetPolicy,
   TargetRefused,
 } from "../webhooks/webhooks.targets.ts";
+import { DomainError } from "../../errors.ts";
 
 export const UPSTREAM_MAX_BYTES = 1_048_576;
 
 export type UpstreamResult =
   | { ok: true; status: number; contentType: string | null; body: Uint8Array }
   | { ok: false; status?: number; refused?: boolean; error: string };
+
+/**
+ * The refusal for an upstream call that failed (nothing is charged): the upstream's status
+ * (`Upstream API returned 503`), or why it was not reached.
+ */
+export function upstreamRefusal(up: Extract<UpstreamResult, { ok: false }>): DomainError {
+  return up.status !== undefined
+    ? new DomainError("x402_upstream_failed", { upstreamStatus: up.status })
+    : new DomainError("x402_upstream_unreachable", { hint: up.error });
+}
 
 export function callUpstream(
   url: URL,
