@@ -36,6 +36,19 @@ const tag = "Jobs";
 const refused = (description: string) => ({ description, schema: bareErrorBody });
 const chainErrors = errors([401, 408, 429, 500, 502]);
 
+/** The job actions' fuzz sample: every field any action reads, so each action's parse runs. */
+const actionFuzz = {
+  sample: {
+    jobId: 999999,
+    clientWalletId: "00000000-0000-0000-0000-000000000000",
+    providerWalletId: "00000000-0000-0000-0000-000000000000",
+    evaluatorWalletId: "00000000-0000-0000-0000-000000000000",
+    deliverableData: "ipfs://fuzz",
+    reason: "fuzz",
+  },
+  runsDivisor: 5,
+};
+
 export const jobsRoutes = [
   defineRoute({
     method: "post",
@@ -156,17 +169,7 @@ export const jobsRoutes = [
     },
     handler: async (x) =>
       await service.fund(x.deps, x.merchant, x.profile, x.body, x.idempotencyKey),
-    fuzz: {
-      sample: {
-        jobId: 999999,
-        clientWalletId: "00000000-0000-0000-0000-000000000000",
-        providerWalletId: "00000000-0000-0000-0000-000000000000",
-        evaluatorWalletId: "00000000-0000-0000-0000-000000000000",
-        deliverableData: "ipfs://fuzz",
-        reason: "fuzz",
-      },
-      runsDivisor: 5,
-    },
+    fuzz: actionFuzz,
   }),
   defineRoute({
     method: "post",
@@ -196,17 +199,7 @@ export const jobsRoutes = [
     },
     handler: async (x) =>
       await service.submit(x.deps, x.merchant, x.profile, x.body, x.idempotencyKey),
-    fuzz: {
-      sample: {
-        jobId: 999999,
-        clientWalletId: "00000000-0000-0000-0000-000000000000",
-        providerWalletId: "00000000-0000-0000-0000-000000000000",
-        evaluatorWalletId: "00000000-0000-0000-0000-000000000000",
-        deliverableData: "ipfs://fuzz",
-        reason: "fuzz",
-      },
-      runsDivisor: 5,
-    },
+    fuzz: actionFuzz,
   }),
   ...(["complete", "reject"] as const).map((action) =>
     defineRoute({
@@ -239,17 +232,7 @@ export const jobsRoutes = [
       },
       handler: async (x) =>
         await service.evaluate(x.deps, x.merchant, x.profile, action, x.body, x.idempotencyKey),
-      fuzz: {
-        sample: {
-          jobId: 999999,
-          clientWalletId: "00000000-0000-0000-0000-000000000000",
-          providerWalletId: "00000000-0000-0000-0000-000000000000",
-          evaluatorWalletId: "00000000-0000-0000-0000-000000000000",
-          deliverableData: "ipfs://fuzz",
-          reason: "fuzz",
-        },
-        runsDivisor: 5,
-      },
+      fuzz: actionFuzz,
     })
   ),
   defineRoute({
@@ -279,16 +262,6 @@ export const jobsRoutes = [
     },
     handler: async (x) =>
       await service.refund(x.deps, x.merchant, x.profile, x.body, x.idempotencyKey),
-    fuzz: {
-      sample: {
-        jobId: 999999,
-        clientWalletId: "00000000-0000-0000-0000-000000000000",
-        providerWalletId: "00000000-0000-0000-0000-000000000000",
-        evaluatorWalletId: "00000000-0000-0000-0000-000000000000",
-        deliverableData: "ipfs://fuzz",
-        reason: "fuzz",
-      },
-      runsDivisor: 5,
-    },
+    fuzz: actionFuzz,
   }),
 ];

@@ -63,6 +63,20 @@ export function dashProfileOf(c: Context): ProfileName {
   return p;
 }
 
+/** A wallet as a form's choice: its name, its short address and its balance on `profile`'s chain. */
+export function walletChoiceLabel(
+  w: {
+    label?: string | null;
+    payout?: boolean;
+    address: string;
+    balances: Partial<Record<string, string | null>>;
+  },
+  profile: ProfileName,
+): string {
+  const name = w.label ?? (w.payout ? "Payout wallet" : "Wallet");
+  return `${name} · ${w.address.slice(0, 8)}… · ${w.balances[profile] ?? "?"} USDC`;
+}
+
 /** Texts the page script shows, from the catalog, handed over as data attributes. */
 const SCRIPT_TEXTS = {
   "wallet-missing": M.dashWalletMissing,

@@ -33,6 +33,7 @@ import {
   modeOf,
   page,
   single,
+  walletChoiceLabel,
 } from "../dashboard/dashboard.http.tsx";
 import type { Context } from "hono";
 import type { EscrowScope } from "./escrow.service.ts";
@@ -281,9 +282,7 @@ async function render(
         escrows={escrows}
         wallets={wallets.map((w) => ({
           id: w.id,
-          label: `${w.label ?? (w.payout ? "Payout wallet" : "Wallet")} · ${
-            w.address.slice(0, 8)
-          }… · ${w.balances[profile] ?? "?"} USDC`,
+          label: walletChoiceLabel(w, profile),
         }))}
         {...extra}
       />

@@ -35,6 +35,7 @@ import {
   modeOf,
   page,
   single,
+  walletChoiceLabel,
 } from "../dashboard/dashboard.http.tsx";
 import type { DashboardSection } from "../dashboard/section.ts";
 
@@ -398,9 +399,7 @@ async function render(
         streams={items}
         wallets={wallets.map((w) => ({
           address: w.address,
-          label: `${w.label ?? (w.payout ? "Payout wallet" : "Wallet")} · ${
-            w.address.slice(0, 8)
-          }… · ${w.balances[profile] ?? "?"} USDC`,
+          label: walletChoiceLabel(w, profile),
         }))}
         {...extra}
       />
