@@ -17,7 +17,6 @@ export const SOURCE_CHAINS = [
 ] as const;
 export type SourceChainName = typeof SOURCE_CHAINS[number];
 export type ProfileName = SettlementProfileName | SourceChainName;
-export const SETTLEMENT_PROFILES: readonly SettlementProfileName[] = ["testnet", "production"];
 
 export function isSourceChain(name: string): name is SourceChainName {
   return (SOURCE_CHAINS as readonly string[]).includes(name);

@@ -82,7 +82,7 @@ export async function withClaim<T>(
   }
 }
 
-/** Drops lapsed claims (a periodic housekeeping job may call it). */
+/** Drops lapsed claims, never a live one (the `claims.cleanup` job, every 10 minutes). */
 export async function sweepLapsedClaims(sql: Db): Promise<number> {
   return await repo.deleteLapsed(sql);
 }

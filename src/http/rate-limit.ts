@@ -21,15 +21,6 @@ import { countHit, countHits } from "./rate-limit.repo.ts";
 
 export type RateBucket = "default" | "payments" | "checkout" | "escrow" | "streams" | "anonymous";
 
-export const RATE_BUCKETS: readonly RateBucket[] = [
-  "default",
-  "payments",
-  "checkout",
-  "escrow",
-  "streams",
-  "anonymous",
-];
-
 export interface RateDecision {
   allowed: boolean;
   limit: number;

@@ -9,6 +9,7 @@ import type { AppModule } from "./module.ts";
 import { chainJobs } from "../chain/jobs.ts";
 import { explorerPages } from "../chain/explorer.pages.tsx";
 import { rateLimitJobs } from "../http/rate-limit.jobs.ts";
+import { claimsCleanupJob } from "../db/claims.jobs.ts";
 import { mailModule } from "./mail/mail.module.ts";
 import { merchantsRoutes } from "./merchants/merchants.api.ts";
 import { keysRoutes } from "./keys/keys.api.ts";
@@ -59,7 +60,7 @@ export type { AppModule } from "./module.ts";
 /** Platform jobs: transaction recovery, rate-limit window cleanup; the local explorer pages. */
 export const platformModule: AppModule = {
   name: "platform",
-  jobs: [...chainJobs, ...rateLimitJobs, idempotencyCleanupJob],
+  jobs: [...chainJobs, ...rateLimitJobs, idempotencyCleanupJob, claimsCleanupJob],
   pages: explorerPages,
 };
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { withClaim } from "../../src/db/claims.ts";
+import { sweepLapsedClaims, withClaim } from "../../src/db/claims.ts";
 import { DomainError } from "../../src/errors.ts";
 import { createTestDatabase } from "../helpers/db.ts";
 
@@ -59,6 +59,16 @@ Deno.test("resource claims", async (t) => {
     await t.step("a failing action gives the claim back", async () => {
       await assert.rejects(withClaim(db.sql, "r:fail", () => Promise.reject(new Error("x"))));
       assert.equal(await withClaim(db.sql, "r:fail", () => Promise.resolve(2), { waitMs: 100 }), 2);
+    });
+
+    await t.step("housekeeping deletes lapsed claims and keeps live ones", async () => {
+      await db.sql`
+        insert into resource_claims (resource, owner, expires_at)
+        values ('r:lapsed', 'gone', clock_timestamp() - interval '1 second')`;
+      const deleted = await sweepLapsedClaims(db.sql);
+      assert.ok(deleted >= 1, `deleted ${deleted}`);
+      const left = await db.sql`select resource from resource_claims order by resource`;
+      assert.deepEqual(left.map((r) => r.resource), ["r:held"]);
     });
   } finally {
     await db.drop();
