@@ -91,6 +91,9 @@ interface MinedReceipt {
   done: PromiseWithResolvers<repo.TxRow>;
 }
 
+/** The receipt watcher's pace on a local node of ours (an `eth_blockNumber` per poll). */
+const LOCAL_RECEIPT_POLL_MS = 10;
+
 /** Fee estimates are reused for a second: they move per block, not per transaction. */
 const FEE_TTL_MS = 1000;
 
@@ -445,7 +448,10 @@ export class TxSender {
   #watcher(rt: ChainRuntime): ReceiptWatcher {
     let w = this.#watchers.get(rt.chainId);
     if (!w || w.client !== rt.client) {
-      w = new ReceiptWatcher(rt.client, this.opts.receiptPollMs ?? 100, this.opts.log);
+      // One poll per chain whatever the number of waiters, so a local node (mining on arrival)
+      // is asked often; a remote one at the configured pace.
+      const pollMs = this.opts.receiptPollMs ?? (rt.node ? LOCAL_RECEIPT_POLL_MS : 100);
+      w = new ReceiptWatcher(rt.client, pollMs, this.opts.log);
       this.#watchers.set(rt.chainId, w);
     }
     return w;
