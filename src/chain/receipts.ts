@@ -12,7 +12,7 @@
  * receipts asked for by hash, once, in one request. A node without `eth_getBlockReceipts` is
  * asked by hash for the waiting transactions once per new block instead.
  */
-import type { PublicClient } from "viem";
+import type { PublicClient, RpcLog } from "viem";
 import type { Logger } from "../log.ts";
 
 export interface WatchedReceipt {
@@ -20,7 +20,12 @@ export interface WatchedReceipt {
   blockNumber: bigint;
   gasUsed: bigint;
   contractAddress: string | null;
+  /** The receipt's logs, for the waiters woken by it (not kept in the recent history). */
+  logs?: ReceiptLog[];
 }
+
+/** A log as the node's JSON-RPC answers it. */
+export type ReceiptLog = RpcLog;
 
 interface RpcReceipt {
   transactionHash: string;
@@ -28,6 +33,7 @@ interface RpcReceipt {
   blockNumber: string;
   gasUsed: string;
   contractAddress?: string | null;
+  logs?: ReceiptLog[];
 }
 
 /** Blocks scanned on resumption before falling back to asking by hash. */
@@ -117,7 +123,7 @@ export class ReceiptWatcher {
   }
 
   #remember(hash: string, r: WatchedReceipt) {
-    this.#recent.set(hash, r);
+    this.#recent.set(hash, { ...r, logs: undefined });
     if (this.#recent.size > RECENT) {
       this.#recent.delete(this.#recent.keys().next().value!);
     }
@@ -216,5 +222,6 @@ function parse(r: RpcReceipt): WatchedReceipt {
     blockNumber: BigInt(r.blockNumber),
     gasUsed: BigInt(r.gasUsed),
     contractAddress: r.contractAddress ?? null,
+    logs: r.logs,
   };
 }

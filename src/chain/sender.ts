@@ -420,7 +420,7 @@ export class TxSender {
           const done = await this.settle(row, receipt);
           if (done.status === "reverted") throw new ChainRevertError("reverted", row.txHash);
           await this.opts.hooks?.afterReceipt?.(done);
-          return done;
+          return receipt.logs ? { ...done, logs: receipt.logs } : done;
         }
         if (status === "signed" && Date.now() - lastBroadcast >= 1000) {
           lastBroadcast = Date.now();

@@ -2,8 +2,9 @@
  * POST /api/x402/pay under concurrency on a real anvil and PostgreSQL: calls in flight share
  * settlement transactions, each 200 still carries its `settlement.txHash` (mined, in our table),
  * and the receipts come from the chain's one receipt watcher: no `eth_getTransactionReceipt` per
- * call or per transaction, one `eth_getBlockReceipts` per new block at most (counted on the
- * runtime's RPC client).
+ * call or per transaction, one `eth_getBlockReceipts` per new block at most, counted by a tiny
+ * JSON-RPC proxy in front of the node that the paying process (a second process of the same
+ * deployment) talks to.
  */
 import assert from "node:assert/strict";
 import { generatePrivateKey } from "viem/accounts";
@@ -16,7 +17,32 @@ const USDC = 1_000_000n;
 const N = 24;
 
 Deno.test("x402 pay: concurrent calls share settlements, one receipt watcher wakes them", async () => {
-  const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
+  const first = await startTestService({ env: { RATE_LIMITS: "off" } });
+  const node = first.deps.chain.runtime(X402_PROFILE).rpcUrl;
+  const counts = new Map<string, number>();
+  let counting = false;
+  const proxy = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    const body = await req.text();
+    if (counting) {
+      const parsed = JSON.parse(body);
+      for (const c of Array.isArray(parsed) ? parsed : [parsed]) {
+        counts.set(c.method, (counts.get(c.method) ?? 0) + 1);
+      }
+    }
+    const res = await fetch(node, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+    return new Response(await res.text(), {
+      status: res.status,
+      headers: { "content-type": "application/json" },
+    });
+  });
+  const svc = await startTestService({
+    sameDeploymentAs: first,
+    env: { RATE_LIMITS: "off", TESTNET_RPC_URL: `http://127.0.0.1:${proxy.addr.port}` },
+  });
   let upstreamCalls = 0;
   const upstream = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, () => {
     upstreamCalls++;
@@ -25,7 +51,6 @@ Deno.test("x402 pay: concurrent calls share settlements, one receipt watcher wak
   const call = api(svc);
   const rt = svc.deps.chain.runtime(X402_PROFILE);
   const sender = svc.deps.chain.sender;
-  const realRequest = rt.client.request;
   try {
     const seller = await createMerchant(svc);
     const sellerAddr = seller.walletAddress!.toLowerCase() as `0x${string}`;
@@ -48,14 +73,9 @@ Deno.test("x402 pay: concurrent calls share settlements, one receipt watcher wak
       });
     };
     // Warm: the watcher's first pass has no history and asks by hash; from then on it follows.
-    const first = await pay();
-    assert.equal(first.status, 200, first.text);
-
-    const counts = new Map<string, number>();
-    rt.client.request = ((args: { method: string }, opts?: unknown) => {
-      counts.set(args.method, (counts.get(args.method) ?? 0) + 1);
-      return realRequest(args as Parameters<typeof realRequest>[0], opts as never);
-    }) as typeof realRequest;
+    const warm = await pay();
+    assert.equal(warm.status, 200, warm.text);
+    counting = true;
     // The first settlement of the burst is held until every call reached the upstream, so the
     // rest queue behind it in the settler and go together.
     sender.opts.hooks = {
@@ -78,7 +98,7 @@ Deno.test("x402 pay: concurrent calls share settlements, one receipt watcher wak
     ));
     sender.opts.hooks = undefined;
     const blockAfter = await rt.client.getBlockNumber({ cacheTime: 0 });
-    rt.client.request = realRequest;
+    counting = false;
 
     for (const res of results) assert.equal(res.status, 200, res.text);
     const hashes = results.map((res) =>
@@ -98,9 +118,10 @@ Deno.test("x402 pay: concurrent calls share settlements, one receipt watcher wak
     assert.ok(byBlock >= 1, "the watcher read the blocks");
     assert.ok(byBlock <= blocks, `${byBlock} block-receipt calls for ${blocks} blocks`);
   } finally {
-    rt.client.request = realRequest;
     sender.opts.hooks = undefined;
     await upstream.shutdown();
     await svc.close();
+    await first.close();
+    await proxy.shutdown();
   }
 });
