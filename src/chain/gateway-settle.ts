@@ -72,11 +72,13 @@ export async function settleAuthorizations(chain: GatewayChain, p: ProfileName, 
     intentKey: req.intentKey,
     ...(req.gas ? { gas: req.gas } : {}),
   });
-  const receipt = await gatewayClient(chain, p).getTransactionReceipt({ hash: tx.txHash as Hex });
+  // The logs came with the receipt the sender's watcher woke us with; asked for only when not.
+  const logs = tx.logs ??
+    (await gatewayClient(chain, p).getTransactionReceipt({ hash: tx.txHash as Hex })).logs;
   const paid = new Set(
     parseEventLogs({
       abi: GatewayVault.abi,
-      logs: receipt.logs,
+      logs,
       eventName: "PaymentTransferred",
     })
       .filter((l) => l.address.toLowerCase() === gatewayVault(chain, p).toLowerCase())
