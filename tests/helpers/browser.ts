@@ -101,10 +101,19 @@ export function watchPage(page: Page, opts: { ignore?: RegExp[] } = {}): string[
   page.on("requestfailed", (r) => {
     // An event stream (views/assets/live.js) the page closed, or left, ends as aborted.
     if (isClosedEventStream(r.url(), r.failure()?.errorText)) return;
+    // A background GET (htmx's panel refresh) the page cancelled, because it navigated or
+    // replaced the panel meanwhile, also ends as aborted: the client's doing, not a failure. A
+    // server's failure shows as a console error with its status, or another net:: error.
+    if (isCancelledBackgroundGet(r.method(), r.resourceType(), r.failure()?.errorText)) return;
     const s = `requestfailed: ${r.method()} ${r.url()} ${r.failure()?.errorText ?? ""}`;
     if (!ignored(s)) problems.push(s);
   });
   return problems;
+}
+
+function isCancelledBackgroundGet(method: string, type: string, error = ""): boolean {
+  return method === "GET" && (type === "xhr" || type === "fetch") &&
+    /net::ERR_ABORTED/.test(error);
 }
 
 function isClosedEventStream(url: string, error = ""): boolean {
