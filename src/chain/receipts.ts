@@ -130,33 +130,18 @@ export class ReceiptWatcher {
     this.#resolve(hash, r);
   }
 
-  #failures = 0;
-
   async #loop() {
     this.#running = true;
     try {
       while (this.#waiting.size) {
-        let failures = 0;
         try {
           await this.#pass();
-          this.#failures = 0;
         } catch (e) {
-          failures = ++this.#failures;
-          // A node that is down fails every pass: said on the first failure and then at 2, 4,
-          // 8, ... in a row, and polled less often (up to every 2 s) until it answers again.
-          if ((failures & (failures - 1)) === 0) {
-            this.log.warn("receipt watcher pass failed", {
-              error: String(e).slice(0, 200),
-              failuresInARow: failures,
-            });
-          }
+          this.log.warn("receipt watcher pass failed", { error: String(e).slice(0, 200) });
         }
         if (!this.#waiting.size) break;
-        const wait = failures
-          ? Math.min(this.pollMs * 2 ** Math.min(failures, 10), 2_000)
-          : this.pollMs;
         await new Promise<void>((r) => {
-          const t = setTimeout(r, wait);
+          const t = setTimeout(r, this.pollMs);
           this.#wake = () => {
             clearTimeout(t);
             r();
