@@ -78,14 +78,7 @@ async function autocannon(url: string, headers: Record<string, string>, body: st
 
 export async function run() {
   // Paid calls on the gateway balance, settled in batches (bench/x402-batched.bench.ts).
-  // BENCH_X402_SECTIONS: a comma-separated subset of batched,pay,channels (default all).
-  const sections = (Deno.env.get("BENCH_X402_SECTIONS") ?? "batched,pay,channels").split(",");
-  if (sections.includes("batched")) await (await import("./x402-batched.bench.ts")).run();
-  if (sections.includes("pay")) await payAndVerify();
-  if (sections.includes("channels")) await (await import("./x402-channels.bench.ts")).run();
-}
-
-async function payAndVerify() {
+  await (await import("./x402-batched.bench.ts")).run();
   const upstream = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     () => Response.json({ temperature: 21.5 }),
@@ -190,4 +183,6 @@ async function payAndVerify() {
     await svc.close();
     await upstream.shutdown();
   }
+  // The batch-settlement scheme's own section (bench/x402-channels.bench.ts).
+  await (await import("./x402-channels.bench.ts")).run();
 }

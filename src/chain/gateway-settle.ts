@@ -72,13 +72,11 @@ export async function settleAuthorizations(chain: GatewayChain, p: ProfileName, 
     intentKey: req.intentKey,
     ...(req.gas ? { gas: req.gas } : {}),
   });
-  // The logs came with the receipt the sender's watcher woke us with; asked for only when not.
-  const logs = tx.logs ??
-    (await gatewayClient(chain, p).getTransactionReceipt({ hash: tx.txHash as Hex })).logs;
+  const receipt = await gatewayClient(chain, p).getTransactionReceipt({ hash: tx.txHash as Hex });
   const paid = new Set(
     parseEventLogs({
       abi: GatewayVault.abi,
-      logs,
+      logs: receipt.logs,
       eventName: "PaymentTransferred",
     })
       .filter((l) => l.address.toLowerCase() === gatewayVault(chain, p).toLowerCase())

@@ -36,7 +36,6 @@ import type { ProfileName } from "./profiles.ts";
 import * as ARTIFACTS from "./contracts/artifacts/index.ts";
 import { type LaneEntry, NonceLane } from "./nonce-lane.ts";
 import { relayerIndex } from "./relayers.ts";
-import { ReceiptWatcher } from "./receipts.ts";
 
 /**
  * Who signs: the profile's operator key, a managed wallet by id, or `"relayer"`: one of the
@@ -91,19 +90,12 @@ interface MinedReceipt {
   done: PromiseWithResolvers<repo.TxRow>;
 }
 
-/** The receipt watcher's pace on a local node of ours (an `eth_blockNumber` per poll). */
-const LOCAL_RECEIPT_POLL_MS = 10;
-
 /** Fee estimates are reused for a second: they move per block, not per transaction. */
 const FEE_TTL_MS = 1000;
 
 export class TxSender {
   #lanes = new Map<string, NonceLane>();
   #writingMined = false;
-  /** One receipt watcher per chain: every waiter of the process shares its polling. */
-  #watchers = new Map<number, ReceiptWatcher>();
-  /** When this process recorded its transactions (by hash), for the watcher's history check. */
-  #sentAt = new Map<string, number>();
   #mined: MinedReceipt[] = [];
   #feeCache = new Map<
     number,
@@ -222,9 +214,6 @@ export class TxSender {
           txHash: keccak256(raw),
         });
       }
-      const at = Date.now();
-      for (const t of signed) this.#sentAt.set(t.txHash, at);
-      while (this.#sentAt.size > 10_000) this.#sentAt.delete(this.#sentAt.keys().next().value!);
       const inserted = new Map(
         (await repo.insertSignedBatch(db, signed)).map((r) => [r.intentKey, r]),
       );
@@ -395,66 +384,41 @@ export class TxSender {
     return out;
   }
 
-  /**
-   * Waits for the receipt through the chain's receipt watcher (receipts.ts: one poll of new
-   * blocks per chain, whatever the number of waiters), re-broadcasting a not-yet-accepted
-   * transaction, until the bound.
-   */
+  /** Polls for the receipt (re-broadcasting a not-yet-accepted transaction) until the bound. */
   async wait(profile: ProfileName, row: repo.TxRow, timeoutMs?: number): Promise<repo.TxRow> {
     if (row.status === "confirmed") return row;
     if (row.status === "reverted") throw new ChainRevertError("reverted", row.txHash);
     const rt = this.opts.runtime(profile);
     const deadline = Date.now() + (timeoutMs ?? this.opts.receiptTimeoutMs);
+    const pollMs = this.opts.receiptPollMs ?? 100;
     let status = row.status;
     let lastBroadcast = Date.now();
-    const local = this.#sentAt.get(row.txHash);
-    const watch = this.#watcher(rt).watch(
-      row.txHash,
-      local !== undefined ? { local } : { db: row.createdAt },
-    );
-    try {
-      while (true) {
-        const left = deadline - Date.now();
-        const receipt = await watch.next(status === "signed" ? Math.min(1000, left) : left);
-        if (receipt) {
-          const done = await this.settle(row, receipt);
-          if (done.status === "reverted") throw new ChainRevertError("reverted", row.txHash);
-          await this.opts.hooks?.afterReceipt?.(done);
-          return receipt.logs ? { ...done, logs: receipt.logs } : done;
-        }
-        if (status === "signed" && Date.now() - lastBroadcast >= 1000) {
-          lastBroadcast = Date.now();
-          const outcome = await this.broadcast(rt, row);
-          if (outcome === "accepted") {
-            await repo.markBroadcast(this.opts.sql, row.id);
-            status = "broadcast";
-          } else if (typeof outcome === "object") {
-            await repo.markFailed(this.opts.sql, row.id, outcome.rejected);
-            throw new ChainRejectedError(outcome.rejected);
-          }
-        }
-        if (Date.now() >= deadline) {
-          const observed = await this.#observe(rt, row, status);
-          this.opts.log.warn("no receipt within the bound", { txHash: row.txHash, observed });
-          throw new ChainTimeoutError(row.txHash, observed);
+    while (true) {
+      const receipt = await this.#receipt(rt, row.txHash as Hex).catch(() => null);
+      if (receipt) {
+        const done = await this.settle(row, receipt);
+        if (done.status === "reverted") throw new ChainRevertError("reverted", row.txHash);
+        await this.opts.hooks?.afterReceipt?.(done);
+        return done;
+      }
+      if (status === "signed" && Date.now() - lastBroadcast > 1000) {
+        lastBroadcast = Date.now();
+        const outcome = await this.broadcast(rt, row);
+        if (outcome === "accepted") {
+          await repo.markBroadcast(this.opts.sql, row.id);
+          status = "broadcast";
+        } else if (typeof outcome === "object") {
+          await repo.markFailed(this.opts.sql, row.id, outcome.rejected);
+          throw new ChainRejectedError(outcome.rejected);
         }
       }
-    } finally {
-      watch.release();
-      this.#sentAt.delete(row.txHash);
+      if (Date.now() >= deadline) {
+        const observed = await this.#observe(rt, row, status);
+        this.opts.log.warn("no receipt within the bound", { txHash: row.txHash, observed });
+        throw new ChainTimeoutError(row.txHash, observed);
+      }
+      await new Promise((r) => setTimeout(r, pollMs));
     }
-  }
-
-  #watcher(rt: ChainRuntime): ReceiptWatcher {
-    let w = this.#watchers.get(rt.chainId);
-    if (!w || w.client !== rt.client) {
-      // One poll per chain whatever the number of waiters, so a local node (mining on arrival)
-      // is asked often; a remote one at the configured pace.
-      const pollMs = this.opts.receiptPollMs ?? (rt.node ? LOCAL_RECEIPT_POLL_MS : 100);
-      w = new ReceiptWatcher(rt.client, pollMs, this.opts.log);
-      this.#watchers.set(rt.chainId, w);
-    }
-    return w;
   }
 
   /** What the node knows of a transaction that has no receipt yet, for the timeout's log line. */

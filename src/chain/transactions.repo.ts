@@ -4,8 +4,6 @@ import type { Db } from "../db/client.ts";
 export type TxStatus = "signed" | "broadcast" | "confirmed" | "reverted" | "failed";
 
 export interface TxRow {
-  /** Not a column: the receipt's logs, on the row a waiter returns when the watcher had them. */
-  logs?: import("./receipts.ts").ReceiptLog[];
   id: string;
   chainId: number;
   intentKey: string;
