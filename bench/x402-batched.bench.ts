@@ -14,7 +14,8 @@ import { externalBuyer } from "../tests/helpers/x402.ts";
 import { batchedPayment } from "../tests/helpers/x402-batched.ts";
 import { type AppModule, modules } from "../src/modules/index.ts";
 import { settleRound } from "../src/modules/x402/x402.batched.settle.ts";
-import { percentile } from "./report.ts";
+import { cpuMs, percentile } from "./report.ts";
+import { upstreamProcess } from "./upstream-process.ts";
 
 const WORKERS = Number(Deno.env.get("BENCH_X402_BATCHED_WORKERS") ?? "32");
 const CALLS = Number(Deno.env.get("BENCH_X402_BATCHED_CALLS") ?? "60");
@@ -25,11 +26,14 @@ interface Run {
   ms: number;
   latencies: number[];
   failures: number;
+  /** CPU of the event loop's thread and of the whole process, ms per 1,000 operations. */
+  cpu?: { main: number; process: number };
 }
 
 async function drive(jobs: (() => Promise<boolean>)[][]): Promise<Run> {
   const latencies: number[] = [];
   let failures = 0;
+  const c0 = cpuMs();
   const t0 = performance.now();
   await Promise.all(jobs.map(async (queue) => {
     for (const job of queue) {
@@ -38,7 +42,13 @@ async function drive(jobs: (() => Promise<boolean>)[][]): Promise<Run> {
       latencies.push(performance.now() - s);
     }
   }));
-  return { ops: latencies.length, ms: performance.now() - t0, latencies, failures };
+  const ms = performance.now() - t0;
+  const c1 = cpuMs();
+  const per = (a: number, b: number) => (b - a) / latencies.length * 1000;
+  const cpu = c0 && c1
+    ? { main: per(c0.main, c1.main), process: per(c0.process, c1.process) }
+    : undefined;
+  return { ops: latencies.length, ms, latencies, failures, cpu };
 }
 
 const rate = (r: Run) => r.ops / (r.ms / 1000);
@@ -47,7 +57,13 @@ function line(name: string, r: Run, baseline?: Run, what = "bare INSERT") {
   const ratio = baseline ? `  ${(rate(r) / rate(baseline)).toFixed(2)}× of ${what}` : "";
   return `${name.padEnd(44)} ${rate(r).toFixed(0).padStart(7)} /s  p50 ${
     percentile(r.latencies, 50).toFixed(1)
-  } ms  p99 ${percentile(r.latencies, 99).toFixed(1)} ms  (${r.ops}, ${r.failures} failed)${ratio}`;
+  } ms  p99 ${percentile(r.latencies, 99).toFixed(1)} ms  (${r.ops}, ${r.failures} failed)${ratio}${
+    r.cpu
+      ? `; CPU per call: event loop ${r.cpu.main.toFixed(0)} µs, process ${
+        r.cpu.process.toFixed(0)
+      } µs`
+      : ""
+  }`;
 }
 
 export async function run() {
@@ -61,10 +77,7 @@ export async function run() {
         return c.json({ success: true }, 201);
       }),
   };
-  const upstream = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    () => Response.json({ temperature: 21.5 }),
-  );
+  const upstream = await upstreamProcess();
   const svc = await startTestService({
     env: { RATE_LIMITS: "off", LOG_LEVEL: "error", DATABASE_POOL_MAX: "20" },
     modules: [...modules, bare],
@@ -73,7 +86,7 @@ export async function run() {
     await svc.db.sql`create table if not exists bench_bare (id bigserial primary key,
       payer text not null, amount bigint not null, created_at timestamptz not null)`;
     const m = await createMerchant(svc);
-    const upstreamUrl = `http://127.0.0.1:${upstream.addr.port}/weather`;
+    const upstreamUrl = `${upstream.url}/weather`;
     const listed = await api(svc)("POST", "/api/x402/listings", {
       headers: { authorization: `Bearer ${m.apiKey}` },
       body: { slug: "bench-batched", upstreamUrl, price: "0.001", methods: ["GET"] },
@@ -175,9 +188,36 @@ export async function run() {
           (performance.now() - t0).toFixed(0)
         } ms after the last call`,
     );
+    // One buyer at a time, once the backlog is settled: the path's own latency, without
+    // queueing behind 31 other calls or a settlement round.
+    const solo: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      solo.push(await batchedPayment(svc, buyers[0], resource, { to: seller, value: 1_000n }));
+    }
+    const soloPaid = await drive([
+      solo.map((header) => async () => {
+        const res = await fetch(resource, { headers: { "payment-signature": header } });
+        await res.body?.cancel();
+        return res.status === 200;
+      }),
+    ]);
+    const soloDirect = await drive([
+      solo.map(() => async () => {
+        const res = await fetch(upstreamUrl);
+        await res.body?.cancel();
+        return res.ok;
+      }),
+    ]);
+    console.log(line("one buyer at a time: paid call", soloPaid));
+    console.log(line("one buyer at a time: upstream directly", soloDirect));
+    console.log(
+      `  p50 added over the upstream called directly, one call in flight: ${
+        (percentile(soloPaid.latencies, 50) - percentile(soloDirect.latencies, 50)).toFixed(1)
+      } ms`,
+    );
   } finally {
     await svc.close();
-    await upstream.shutdown();
+    await upstream.close();
   }
 }
 

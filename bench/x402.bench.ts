@@ -9,6 +9,7 @@ import { startTestService } from "../tests/helpers/service.ts";
 import { api, createMerchant } from "../tests/helpers/accounts.ts";
 import { externalBuyer, gatewayProof } from "../tests/helpers/x402.ts";
 import { percentile } from "./report.ts";
+import { loadavg } from "./payments.bench.ts";
 import { createApp } from "../src/app.ts";
 import { x402Module } from "../src/modules/x402/x402.module.ts";
 
@@ -78,7 +79,14 @@ async function autocannon(url: string, headers: Record<string, string>, body: st
 
 export async function run() {
   // Paid calls on the gateway balance, settled in batches (bench/x402-batched.bench.ts).
-  await (await import("./x402-batched.bench.ts")).run();
+  // BENCH_X402_SECTIONS: a comma-separated subset of batched,pay,channels (default all).
+  const sections = (Deno.env.get("BENCH_X402_SECTIONS") ?? "batched,pay,channels").split(",");
+  if (sections.includes("batched")) await (await import("./x402-batched.bench.ts")).run();
+  if (sections.includes("pay")) await payAndVerify();
+  if (sections.includes("channels")) await (await import("./x402-channels.bench.ts")).run();
+}
+
+async function payAndVerify() {
   const upstream = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     () => Response.json({ temperature: 21.5 }),
@@ -132,6 +140,7 @@ export async function run() {
         ),
       );
     const proofs = await signProofs();
+    const loadBefore = loadavg();
     const direct = await concurrently(
       proofs.map((list) =>
         list.map(() => async () => {
@@ -154,7 +163,8 @@ export async function run() {
     await unbatched.shutdown();
     const rate = (r: Run) => r.ops / (r.ms / 1000);
     console.log(
-      `${WORKERS} concurrent buyers, ${CALLS} calls each; settlement mined on anvil (automine)`,
+      `${WORKERS} concurrent buyers, ${CALLS} calls each; settlement mined on anvil (automine); ` +
+        `${loadBefore} before, ${loadavg()} after`,
     );
     console.log(line("upstream called directly", direct));
     console.log(line("POST /api/x402/pay, batched settlements", batched, direct));
@@ -183,6 +193,4 @@ export async function run() {
     await svc.close();
     await upstream.shutdown();
   }
-  // The batch-settlement scheme's own section (bench/x402-channels.bench.ts).
-  await (await import("./x402-channels.bench.ts")).run();
 }

@@ -8,7 +8,7 @@ import type { Hex, PublicClient } from "viem";
 import { GatewayVault, TestUSDC } from "./contracts/artifacts/index.ts";
 import { TRANSFER_WITH_AUTHORIZATION_TYPES, usdcDomain } from "./eip3009.ts";
 import type { ProfileName } from "./profiles.ts";
-import { signedByEoa } from "./authorization-check.ts";
+import { checkSignedByEoa } from "./authorization-threads.ts";
 import type { GatewayChain } from "./gateway.ts";
 
 export const GATEWAY_DOMAIN_NAME = "GatewayVault";
@@ -62,9 +62,12 @@ export async function transferSignedBy(
     primaryType: "TransferWithAuthorization" as const,
     message: a,
   };
-  // An EOA's signature is checked here (no RPC); anything else (an ERC-1271 smart account)
-  // by the node, as the contract will: one eth_call.
-  if (typed.domain.name !== undefined && signedByEoa(typed.domain, a, signature)) return true;
+  // An EOA's signature is checked here (no RPC; authorization-threads.ts); anything else (an
+  // ERC-1271 smart account) by the node, as the contract will: one eth_call.
+  if (
+    typed.domain.name !== undefined &&
+    await checkSignedByEoa(typed.domain, a, signature)
+  ) return true;
   try {
     return await gatewayClient(chain, p).verifyTypedData({
       address: a.from,

@@ -47,6 +47,7 @@ import { type UsdcTransfer, usdcTransfers } from "./activity.ts";
 import { escrowOps } from "./escrow.ts";
 import { chainReadiness, type OperatorGas, operatorGas } from "./health.ts";
 import { type WalletChain, walletChain } from "./wallet-chains.ts";
+import { stopAuthorizationThreads } from "./authorization-threads.ts";
 
 export type { ChainEvent, LogHandler } from "./watcher.ts";
 export type { UsdcTransfer } from "./activity.ts";
@@ -157,6 +158,7 @@ export class Chain {
   }
 
   async stop(): Promise<void> {
+    stopAuthorizationThreads();
     await this.watcher.stop();
     await Promise.allSettled([...this.#starting.values()]);
     await Promise.allSettled(

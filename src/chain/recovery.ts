@@ -65,6 +65,11 @@ export async function recoverTransactions(
         report.failed++;
         continue;
       }
+      // Filed by anvil's pool as waiting for a predecessor already mined: sent again afresh.
+      if (row.status === "broadcast" && await sender.unstick(rt, row).catch(() => false)) {
+        report.rebroadcast++;
+        continue;
+      }
       const outcome = await sender.broadcast(rt, row, { attempts: 2 });
       if (outcome === "accepted") {
         await repo.markBroadcast(sql, row.id);

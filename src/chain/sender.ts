@@ -36,6 +36,7 @@ import type { ProfileName } from "./profiles.ts";
 import * as ARTIFACTS from "./contracts/artifacts/index.ts";
 import { type LaneEntry, NonceLane } from "./nonce-lane.ts";
 import { relayerIndex } from "./relayers.ts";
+import { ReceiptWatcher } from "./receipts.ts";
 
 /**
  * Who signs: the profile's operator key, a managed wallet by id, or `"relayer"`: one of the
@@ -90,12 +91,19 @@ interface MinedReceipt {
   done: PromiseWithResolvers<repo.TxRow>;
 }
 
+/** The receipt watcher's pace on a local node of ours (an `eth_blockNumber` per poll). */
+const LOCAL_RECEIPT_POLL_MS = 10;
+
 /** Fee estimates are reused for a second: they move per block, not per transaction. */
 const FEE_TTL_MS = 1000;
 
 export class TxSender {
   #lanes = new Map<string, NonceLane>();
   #writingMined = false;
+  /** One receipt watcher per chain: every waiter of the process shares its polling. */
+  #watchers = new Map<number, ReceiptWatcher>();
+  /** When this process recorded its transactions (by hash), for the watcher's history check. */
+  #sentAt = new Map<string, number>();
   #mined: MinedReceipt[] = [];
   #feeCache = new Map<
     number,
@@ -214,6 +222,9 @@ export class TxSender {
           txHash: keccak256(raw),
         });
       }
+      const at = Date.now();
+      for (const t of signed) this.#sentAt.set(t.txHash, at);
+      while (this.#sentAt.size > 10_000) this.#sentAt.delete(this.#sentAt.keys().next().value!);
       const inserted = new Map(
         (await repo.insertSignedBatch(db, signed)).map((r) => [r.intentKey, r]),
       );
@@ -384,41 +395,189 @@ export class TxSender {
     return out;
   }
 
-  /** Polls for the receipt (re-broadcasting a not-yet-accepted transaction) until the bound. */
+  /**
+   * Waits for the receipt through the chain's receipt watcher (receipts.ts: one poll of new
+   * blocks per chain, whatever the number of waiters), re-broadcasting a not-yet-accepted
+   * transaction, until the bound.
+   */
   async wait(profile: ProfileName, row: repo.TxRow, timeoutMs?: number): Promise<repo.TxRow> {
     if (row.status === "confirmed") return row;
     if (row.status === "reverted") throw new ChainRevertError("reverted", row.txHash);
     const rt = this.opts.runtime(profile);
     const deadline = Date.now() + (timeoutMs ?? this.opts.receiptTimeoutMs);
-    const pollMs = this.opts.receiptPollMs ?? 100;
     let status = row.status;
     let lastBroadcast = Date.now();
-    while (true) {
-      const receipt = await this.#receipt(rt, row.txHash as Hex).catch(() => null);
-      if (receipt) {
-        const done = await this.settle(row, receipt);
-        if (done.status === "reverted") throw new ChainRevertError("reverted", row.txHash);
-        await this.opts.hooks?.afterReceipt?.(done);
-        return done;
-      }
-      if (status === "signed" && Date.now() - lastBroadcast > 1000) {
-        lastBroadcast = Date.now();
-        const outcome = await this.broadcast(rt, row);
-        if (outcome === "accepted") {
-          await repo.markBroadcast(this.opts.sql, row.id);
-          status = "broadcast";
-        } else if (typeof outcome === "object") {
-          await repo.markFailed(this.opts.sql, row.id, outcome.rejected);
-          throw new ChainRejectedError(outcome.rejected);
+    let lastUnstick = Date.now();
+    const local = this.#sentAt.get(row.txHash);
+    const watch = this.#watcher(rt).watch(
+      row.txHash,
+      local !== undefined ? { local } : { db: row.createdAt },
+    );
+    try {
+      while (true) {
+        const left = deadline - Date.now();
+        // Woken at least every second without a receipt: to re-broadcast a `signed` row, and to
+        // look for a transaction anvil's pool stranded (see `unstick`).
+        const receipt = await watch.next(Math.min(1000, left));
+        if (receipt) {
+          const done = await this.settle(row, receipt);
+          if (done.status === "reverted") throw new ChainRevertError("reverted", row.txHash);
+          await this.opts.hooks?.afterReceipt?.(done);
+          return receipt.logs ? { ...done, logs: receipt.logs } : done;
+        }
+        if (status === "signed" && Date.now() - lastBroadcast >= 1000) {
+          lastBroadcast = Date.now();
+          const outcome = await this.broadcast(rt, row);
+          if (outcome === "accepted") {
+            await repo.markBroadcast(this.opts.sql, row.id);
+            status = "broadcast";
+          } else if (typeof outcome === "object") {
+            await repo.markFailed(this.opts.sql, row.id, outcome.rejected);
+            throw new ChainRejectedError(outcome.rejected);
+          }
+        }
+        if (status === "broadcast" && Date.now() - lastUnstick >= 1000) {
+          lastUnstick = Date.now();
+          await this.unstick(rt, row).catch((e) =>
+            this.opts.log.warn("could not check the node's pool", {
+              txHash: row.txHash,
+              error: errorText(e),
+            })
+          );
+        }
+        if (Date.now() >= deadline) {
+          const observed = await this.#observe(rt, row, status);
+          this.opts.log.warn("no receipt within the bound", { txHash: row.txHash, observed });
+          throw new ChainTimeoutError(row.txHash, observed);
         }
       }
-      if (Date.now() >= deadline) {
-        const observed = await this.#observe(rt, row, status);
-        this.opts.log.warn("no receipt within the bound", { txHash: row.txHash, observed });
-        throw new ChainTimeoutError(row.txHash, observed);
-      }
-      await new Promise((r) => setTimeout(r, pollMs));
+    } finally {
+      watch.release();
+      this.#sentAt.delete(row.txHash);
     }
+  }
+
+  /**
+   * Anvil's pool can strand a transaction for good: it works out what a transaction waits for
+   * (`nonce - 1` of its sender, unless that nonce is the account's on-chain one) from the state it
+   * reads before taking the pool's lock. When the block mining `nonce - 1` is committed and pruned
+   * from the pool in between, the transaction is filed as waiting for a predecessor that will never
+   * come again: it sits in the pool's queued part with the account's nonce equal to its own, and
+   * the address sends nothing more (every later nonce queues behind it). Seen with sends from one
+   * address that overlap the mining of the one before (two processes, a waiter's or recovery's
+   * re-broadcast beside a new batch), more often on a loaded machine.
+   *
+   * This finds exactly that state (the node is anvil, its next nonce for the sender is this row's,
+   * and its pool holds the row's transaction as queued) and repairs it under the address's lock:
+   * the sender's pooled transactions are taken out (`anvil_removePoolTransactions`) and the same
+   * signed bytes sent again in nonce order, which files them afresh against the current nonce.
+   * Nothing is signed anew, so no intent gets a second transaction. Returns whether it repaired.
+   */
+  async unstick(rt: ChainRuntime, row: repo.TxRow): Promise<boolean> {
+    if (!await this.#isAnvil(rt)) return false;
+    const from = row.fromAddress as `0x${string}`;
+    const stranded = async () => {
+      const latest = BigInt(
+        await rt.client.getTransactionCount({ address: from, blockTag: "latest" }),
+      );
+      if (latest !== row.nonce) return null;
+      const pool = await this.#poolOf(rt, from);
+      return pool.queued.some((t) => t.nonce === latest) ? pool : null;
+    };
+    if (!await stranded()) return false;
+    return await this.#withAdvisoryLock(rt.chainId, from, async (db) => {
+      const pool = await stranded();
+      if (!pool) return false;
+      // What goes back: the bytes of every transaction of the sender in the pool (ours or not),
+      // and our own open rows from the stranded nonce on (one whose bytes the node would not
+      // give back is not lost), one per nonce, the pool's where both have one.
+      const pooled = [...pool.ready, ...pool.queued];
+      const raws = new Map<bigint, string>();
+      for (const r of await repo.listOpenFrom(db, rt.chainId, row.fromAddress, row.nonce)) {
+        raws.set(r.nonce, r.rawTx);
+      }
+      const fromPool = await Promise.all(
+        pooled.map((t) => this.#rpc(rt, "eth_getRawTransactionByHash", [t.hash])),
+      );
+      pooled.forEach((t, i) => {
+        if (typeof fromPool[i] === "string") raws.set(t.nonce, fromPool[i] as string);
+      });
+      await this.#rpc(rt, "anvil_removePoolTransactions", [from]);
+      // One JSON-RPC batch: anvil takes a batch's calls one after the other, in order.
+      await this.#rpcBatch(
+        rt,
+        [...raws].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, raw]) => ({
+          method: "eth_sendRawTransaction",
+          params: [raw],
+        })),
+      );
+      this.opts.log.warn("anvil's pool stranded a transaction; its sender's pool sent again", {
+        txHash: row.txHash,
+        from,
+        nonce: String(row.nonce),
+        resent: raws.size,
+      });
+      return true;
+    });
+  }
+
+  #anvil = new WeakMap<object, Promise<boolean>>();
+
+  #isAnvil(rt: ChainRuntime): Promise<boolean> {
+    let known = this.#anvil.get(rt.client);
+    if (!known) {
+      known = this.#rpc(rt, "web3_clientVersion", []).then(
+        (v) => typeof v === "string" && /^anvil\//i.test(v),
+        () => false,
+      );
+      this.#anvil.set(rt.client, known);
+    }
+    return known;
+  }
+
+  /** The sender's transactions in the node's pool: ready ones and queued (waiting) ones. */
+  async #poolOf(rt: ChainRuntime, from: string) {
+    type Pooled = Record<string, Record<string, { hash: string }>>;
+    const content = await this.#rpc(rt, "txpool_content", []) as {
+      pending?: Pooled;
+      queued?: Pooled;
+    };
+    const of = (part?: Pooled) =>
+      Object.entries(part ?? {})
+        .filter(([address]) => address.toLowerCase() === from.toLowerCase())
+        .flatMap(([, byNonce]) =>
+          Object.entries(byNonce).map(([nonce, tx]) => ({ nonce: BigInt(nonce), hash: tx.hash }))
+        );
+    return { ready: of(content.pending), queued: of(content.queued) };
+  }
+
+  async #rpc(rt: ChainRuntime, method: string, params: unknown[]): Promise<unknown> {
+    // deno-lint-ignore no-explicit-any
+    return await rt.client.request({ method, params } as any);
+  }
+
+  async #rpcBatch(rt: ChainRuntime, calls: { method: string; params: unknown[] }[]) {
+    if (!calls.length) return;
+    const url = (rt.client.transport as { url?: string }).url ?? rt.rpcUrl;
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(calls.map((c, id) => ({ jsonrpc: "2.0", id, ...c }))),
+      signal: AbortSignal.timeout(15_000),
+    });
+    await res.text();
+  }
+
+  #watcher(rt: ChainRuntime): ReceiptWatcher {
+    let w = this.#watchers.get(rt.chainId);
+    if (!w || w.client !== rt.client) {
+      // One poll per chain whatever the number of waiters, so a local node (mining on arrival)
+      // is asked often; a remote one at the configured pace.
+      const pollMs = this.opts.receiptPollMs ?? (rt.node ? LOCAL_RECEIPT_POLL_MS : 100);
+      w = new ReceiptWatcher(rt.client, pollMs, this.opts.log);
+      this.#watchers.set(rt.chainId, w);
+    }
+    return w;
   }
 
   /** What the node knows of a transaction that has no receipt yet, for the timeout's log line. */

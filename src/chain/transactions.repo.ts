@@ -4,6 +4,8 @@ import type { Db } from "../db/client.ts";
 export type TxStatus = "signed" | "broadcast" | "confirmed" | "reverted" | "failed";
 
 export interface TxRow {
+  /** Not a column: the receipt's logs, on the row a waiter returns when the watcher had them. */
+  logs?: import("./receipts.ts").ReceiptLog[];
   id: string;
   chainId: number;
   intentKey: string;
@@ -222,6 +224,20 @@ export async function listOpen(
     where chain_id = ${chainId} and status in ('signed', 'broadcast')
       and updated_at <= now() - make_interval(secs => ${olderThanMs / 1000})
     order by from_address, nonce`;
+}
+
+/** An address's transactions not yet mined from `nonce` on, in nonce order. */
+export async function listOpenFrom(
+  sql: Db,
+  chainId: number,
+  from: string,
+  nonce: bigint,
+): Promise<TxRow[]> {
+  return await sql<TxRow[]>`
+    select * from chain_transactions
+    where chain_id = ${chainId} and from_address = ${from} and nonce >= ${nonce}
+      and status in ('signed', 'broadcast')
+    order by nonce`;
 }
 
 export async function hasLaterNonce(

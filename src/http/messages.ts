@@ -178,6 +178,7 @@ export const M = {
   x402DestinationChain: "destinationChain is not a supported chain for withdrawals.",
   x402DestinationAddress: "destinationAddress must be a valid EVM address.",
   x402SellerAddress: "sellerAddress must be a valid EVM address.",
+  x402PayerAddress: "address must be a valid EVM address.",
   x402DepositSource:
     "Exactly one of walletId, fromSCA and agentId is required: a wallet or agent you control.",
   x402DepositNotControlled: "The deposit source must be a wallet or agent you control.",

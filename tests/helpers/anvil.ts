@@ -105,3 +105,16 @@ async function spawnAnvil(chainId: number, timeoutMs: number): Promise<Anvil> {
   }
   return { rpcUrl: `http://127.0.0.1:${port}`, port, chainId, stop };
 }
+
+/** A JSON-RPC request passed on to `url` as sent, for the tests' proxies in front of a node. */
+export async function forwardRpc(url: string, body: string): Promise<Response> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+  });
+  return new Response(await res.text(), {
+    status: res.status,
+    headers: { "content-type": "application/json" },
+  });
+}

@@ -5,6 +5,8 @@ import { rpc, startTestChain } from "../helpers/chain.ts";
 import { ChainRevertError, ChainTimeoutError } from "../../src/chain/errors.ts";
 import { answerFor } from "../../src/http/error-map.ts";
 import { waitFor } from "../helpers/poll.ts";
+import { forwardRpc } from "../helpers/anvil.ts";
+import { createLogger } from "../../src/log.ts";
 
 const USDC = 1_000_000n;
 
@@ -167,15 +169,7 @@ Deno.test("sender: a node that fails every other broadcast leaves no nonce gap",
       refused++;
       return new Response("upstream down", { status: 502 });
     }
-    const res = await fetch(rt.rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body,
-    });
-    return new Response(await res.text(), {
-      status: res.status,
-      headers: { "content-type": "application/json" },
-    });
+    return await forwardRpc(rt.rpcUrl, body);
   });
   const proxyUrl = `http://127.0.0.1:${proxy.addr.port}`;
   const direct = rt.client;
@@ -269,6 +263,67 @@ Deno.test("sender: concurrent sends from one wallet in one process get distinct 
     await waitFor(async () =>
       (await chain.runtime("testnet").client.getTransactionCount({ address: payer.address })) === 25
     );
+  } finally {
+    await chain.stop();
+    await db.drop();
+  }
+});
+
+Deno.test("sender: a transaction anvil's pool stranded behind a mined nonce is sent again and mines", async () => {
+  // anvil files a transaction as waiting for `nonce - 1` when it read the account's nonce before
+  // the block mining `nonce - 1` was committed and pruned: the transaction then waits for good.
+  // The same state, made on purpose: the account's nonce is wound back one while our transaction
+  // arrives, and forward again once it sits in the pool.
+  const db = await createTestDatabase();
+  let url = "";
+  let queuedWhenSent: boolean | null = null;
+  const warnings: string[] = [];
+  const log = createLogger({
+    level: "warn",
+    sink: (line) => void warnings.push(line),
+  });
+  const setNonce = (address: string, n: bigint) =>
+    rpc(url, "anvil_setNonce", [address, `0x${n.toString(16)}`]);
+  const chain = await startTestChain(db.sql, {
+    log,
+    hooks: {
+      afterRecord: async (row) => {
+        if (row.intentKey === "strand:2") await setNonce(row.fromAddress, row.nonce - 1n);
+      },
+      afterBroadcast: async (row) => {
+        if (row.intentKey !== "strand:2") return;
+        await setNonce(row.fromAddress, row.nonce);
+        const pool = await rpc(url, "txpool_content") as {
+          queued: Record<string, Record<string, unknown>>;
+        };
+        queuedWhenSent = Object.entries(pool.queued).some(([a, byNonce]) =>
+          a.toLowerCase() === row.fromAddress && String(row.nonce) in byNonce
+        );
+      },
+    },
+  });
+  try {
+    url = chain.runtime("testnet").rpcUrl;
+    const payer = await chain.createWallet("test");
+    const payee = await chain.createWallet("test");
+    await chain.mintUsdc({ profile: "testnet", to: payer.address, amount: 10n * USDC });
+    const transfer = (key: string) =>
+      chain.transferUsdc({
+        profile: "testnet",
+        from: { walletId: payer.id },
+        to: payee.address,
+        amount: USDC,
+        intentKey: key,
+      });
+    await transfer("strand:1");
+    const row = await transfer("strand:2");
+    assert.equal(queuedWhenSent, true, "the transaction sat queued with the account at its nonce");
+    assert.equal(row.status, "confirmed");
+    assert.ok(warnings.some((w) => /stranded/.test(w)), warnings.join("; "));
+    assert.equal(await chain.usdcBalance("testnet", payee.address), 2n * USDC);
+    const [{ n }] = await db.sql`
+      select count(*)::int as n from chain_transactions where intent_key like 'strand:%'`;
+    assert.equal(n, 2, "no second transaction was signed");
   } finally {
     await chain.stop();
     await db.drop();

@@ -113,6 +113,20 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
         const r = await fetch(resource, { headers: { "payment-signature": header } });
         assert.equal(r.status, 200, await r.text());
       }
+      // The outside payer's own view, with no credentials: 10 calls deposited, 2 promised.
+      const payerView = async () => {
+        const r = await api(svc)("GET", `/api/x402/payer/balance?address=${buyer.address}`);
+        assert.equal(r.status, 200, r.text);
+        return r.json;
+      };
+      const promised = await payerView();
+      assert.equal(promised.address, buyer.address);
+      assert.equal((promised.gateway as { available: string }).available, "0.100000");
+      assert.deepEqual(promised.pending, { incoming: "0.000000", outgoing: "0.020000" });
+      assert.equal(promised.spendable, "0.080000");
+      const bad = await api(svc)("GET", "/api/x402/payer/balance?address=0x123");
+      assert.equal(bad.status, 400);
+      assert.equal(bad.json.error, "address must be a valid EVM address.");
       const bearer = { authorization: `Bearer ${seller.apiKey}` };
       const before = await api(svc)("GET", "/api/x402/seller/balance", { headers: bearer });
       assert.equal(before.status, 200, before.text);
@@ -139,6 +153,10 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
       const after = await api(svc)("GET", "/api/x402/seller/balance", { headers: bearer });
       assert.deepEqual(after.json.pending, { incoming: "0.000000", outgoing: "0.000000" });
       assert.equal((after.json.gateway as { available: string }).available, "0.030000");
+      const paidView = await payerView();
+      assert.equal((paidView.gateway as { available: string }).available, "0.080000");
+      assert.deepEqual(paidView.pending, { incoming: "0.000000", outgoing: "0.000000" });
+      assert.equal(paidView.spendable, "0.080000");
       assert.equal(await gauge(), 0);
       const settled = await api(svc)("GET", "/dashboard/x402", { cookie: seller.cookie });
       assert.match(settled.text, /data-batch-status="confirmed"/);

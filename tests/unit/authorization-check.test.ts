@@ -1,9 +1,19 @@
-/** The fast local signature check agrees with viem's typed-data recovery, and refuses high s. */
+/**
+ * The fast local signature check agrees with viem's typed-data recovery, and refuses high s; on
+ * worker threads it answers the same.
+ */
 import assert from "node:assert/strict";
 import { type Hex, recoverTypedDataAddress, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { secp256k1 } from "@noble/curves/secp256k1";
-import { signedByEoa } from "../../src/chain/authorization-check.ts";
+import {
+  nativeRecovery,
+  signedByEoa as signedByEoaWith,
+} from "../../src/chain/authorization-check.ts";
+import {
+  signedByEoaOffThread,
+  stopAuthorizationThreads,
+} from "../../src/chain/authorization-threads.ts";
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/eip3009.ts";
 
 const domain = {
@@ -13,48 +23,107 @@ const domain = {
   verifyingContract: "0x0077777d7EBA4688BDeF3E311b846F25870A19B9",
 } as const;
 
-Deno.test("signedByEoa agrees with viem; high-s, other domain, other payer refused", async () => {
-  for (let i = 0; i < 10; i++) {
-    const account = privateKeyToAccount(generatePrivateKey());
+Deno.test("libsecp256k1's prebuilt binding loads on linux x64 (CI's and the image's platform)", () => {
+  if (Deno.build.os === "linux" && Deno.build.arch === "x86_64") assert.equal(nativeRecovery, true);
+});
+
+for (const engine of ["native", "noble"] as const) {
+  Deno.test(`signedByEoa (${engine}) agrees with viem; high-s, other domain, other payer refused`, async () => {
+    if (engine === "native" && !nativeRecovery) return;
+    const signedByEoa = (...args: Parameters<typeof signedByEoaWith>) =>
+      signedByEoaWith(args[0], args[1], args[2], engine);
+    for (let i = 0; i < 10; i++) {
+      const account = privateKeyToAccount(generatePrivateKey());
+      const message = {
+        from: account.address,
+        to: privateKeyToAccount(generatePrivateKey()).address,
+        value: BigInt(i + 1) * 1000n,
+        validAfter: 0n,
+        validBefore: 2n ** 40n,
+        nonce: toHex(crypto.getRandomValues(new Uint8Array(32))),
+      };
+      const typed = {
+        domain,
+        types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+        primaryType: "TransferWithAuthorization" as const,
+        message,
+      };
+      const signature = await account.signTypedData(typed);
+      assert.equal(await recoverTypedDataAddress({ ...typed, signature }), account.address);
+      assert.equal(signedByEoa(domain, message, signature), true);
+      assert.equal(signedByEoa({ ...domain, name: "GatewayVault" }, message, signature), false);
+      assert.equal(
+        signedByEoa(domain, { ...message, value: message.value + 1n }, signature),
+        false,
+      );
+      // The same signature with s flipped to the high half: still recoverable, refused on chain.
+      const sig = secp256k1.Signature.fromCompact(signature.slice(2, 130));
+      const high = new secp256k1.Signature(sig.r, secp256k1.CURVE.n - sig.s);
+      const v = Number.parseInt(signature.slice(130), 16);
+      const flipped = `0x${high.toCompactHex()}${(v === 27 ? 28 : 27).toString(16)}` as Hex;
+      assert.equal(
+        await recoverTypedDataAddress({ ...typed, signature: flipped }),
+        account.address,
+      );
+      assert.equal(signedByEoa(domain, message, flipped), false);
+      // A second signature of the known payer (the cached key's path): good, then its v flipped
+      // (ecrecover would find another address), then another payer's claim.
+      const again = { ...message, nonce: toHex(crypto.getRandomValues(new Uint8Array(32))) };
+      const second = await account.signTypedData({ ...typed, message: again });
+      assert.equal(signedByEoa(domain, again, second), true);
+      const wrongV = `${second.slice(0, 130)}${second.endsWith("1b") ? "1c" : "1b"}` as Hex;
+      assert.notEqual(
+        await recoverTypedDataAddress({ ...typed, message: again, signature: wrongV }).catch(
+          () => null,
+        ),
+        account.address,
+      );
+      assert.equal(signedByEoa(domain, again, wrongV), false);
+      assert.equal(signedByEoa(domain, { ...again, value: again.value + 1n }, second), false);
+    }
+  });
+}
+
+Deno.test("signature checks on worker threads answer as inline ones; a stop answers queued checks inline", async () => {
+  const account = privateKeyToAccount(generatePrivateKey());
+  const other = privateKeyToAccount(generatePrivateKey());
+  const cases = await Promise.all(Array.from({ length: 40 }, async (_, i) => {
+    const signer = i % 4 === 3 ? other : account;
     const message = {
       from: account.address,
-      to: privateKeyToAccount(generatePrivateKey()).address,
-      value: BigInt(i + 1) * 1000n,
+      to: other.address,
+      value: BigInt(i + 1),
       validAfter: 0n,
       validBefore: 2n ** 40n,
       nonce: toHex(crypto.getRandomValues(new Uint8Array(32))),
     };
-    const typed = {
+    const signature = await signer.signTypedData({
       domain,
       types: TRANSFER_WITH_AUTHORIZATION_TYPES,
-      primaryType: "TransferWithAuthorization" as const,
+      primaryType: "TransferWithAuthorization",
       message,
-    };
-    const signature = await account.signTypedData(typed);
-    assert.equal(await recoverTypedDataAddress({ ...typed, signature }), account.address);
-    assert.equal(signedByEoa(domain, message, signature), true);
-    assert.equal(signedByEoa({ ...domain, name: "GatewayVault" }, message, signature), false);
-    assert.equal(signedByEoa(domain, { ...message, value: message.value + 1n }, signature), false);
-    // The same signature with s flipped to the high half: still recoverable, refused on chain.
-    const sig = secp256k1.Signature.fromCompact(signature.slice(2, 130));
-    const high = new secp256k1.Signature(sig.r, secp256k1.CURVE.n - sig.s);
-    const v = Number.parseInt(signature.slice(130), 16);
-    const flipped = `0x${high.toCompactHex()}${(v === 27 ? 28 : 27).toString(16)}` as Hex;
-    assert.equal(await recoverTypedDataAddress({ ...typed, signature: flipped }), account.address);
-    assert.equal(signedByEoa(domain, message, flipped), false);
-    // A second signature of the known payer (the cached key's path): good, then its v flipped
-    // (ecrecover would find another address), then another payer's claim.
-    const again = { ...message, nonce: toHex(crypto.getRandomValues(new Uint8Array(32))) };
-    const second = await account.signTypedData({ ...typed, message: again });
-    assert.equal(signedByEoa(domain, again, second), true);
-    const wrongV = `${second.slice(0, 130)}${second.endsWith("1b") ? "1c" : "1b"}` as Hex;
-    assert.notEqual(
-      await recoverTypedDataAddress({ ...typed, message: again, signature: wrongV }).catch(
-        () => null,
-      ),
-      account.address,
+    });
+    // Every fifth one is checked against a changed amount: refused.
+    const checked = i % 5 === 4 ? { ...message, value: message.value + 1n } : message;
+    return { message: checked, signature, expected: signedByEoaWith(domain, checked, signature) };
+  }));
+  assert.equal(cases.filter((c) => c.expected).length, 24);
+  try {
+    // All in one turn of the event loop: they travel to the worker together.
+    const answers = await Promise.all(
+      cases.map((c) => signedByEoaOffThread(domain, c.message, c.signature)),
     );
-    assert.equal(signedByEoa(domain, again, wrongV), false);
-    assert.equal(signedByEoa(domain, { ...again, value: again.value + 1n }, second), false);
+    assert.deepEqual(answers, cases.map((c) => c.expected));
+    // Stopped with checks in flight: each is still answered, inline.
+    const inFlight = cases.map((c) => signedByEoaOffThread(domain, c.message, c.signature));
+    stopAuthorizationThreads();
+    assert.deepEqual(await Promise.all(inFlight), cases.map((c) => c.expected));
+    // And the next check starts the workers again.
+    assert.equal(
+      await signedByEoaOffThread(domain, cases[0].message, cases[0].signature),
+      cases[0].expected,
+    );
+  } finally {
+    stopAuthorizationThreads();
   }
 });

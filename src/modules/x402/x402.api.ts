@@ -23,6 +23,7 @@ import {
   listingsQuery,
   ok,
   payBody,
+  payerAddressQuery,
   payerBalanceQuery,
   payerWithdrawBody,
   paymentRequirementsSchema,
@@ -376,6 +377,34 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
         sample: { agentId: "1", amount: "1", destinationAddress: DEAD },
         extra: ["withdrawable"],
       },
+    }),
+    defineRoute({
+      method: "get",
+      path: "/api/x402/payer/balance",
+      summary: "Any payer's gateway balance: settled, promised to paid calls not yet settled, " +
+        "and spendable (no credentials: outside payers have no key here)",
+      tag,
+      auth: anyone,
+      query: payerAddressQuery,
+      queryErrors: { message: M.x402PayerAddress },
+      responses: {
+        200: {
+          description: "Balances",
+          schema: z.object({
+            success: ok,
+            address: z.string(),
+            network: z.string().describe("eip155:<chain id> of the vault"),
+            gateway: gatewayBalances,
+            pending: pendingBalances,
+            spendable: decimal.describe(
+              "gateway.available less pending.outgoing: what the next paid call can count on",
+            ),
+          }),
+        },
+        ...errors([400, 429, 500]),
+      },
+      handler: async (x) => await gateway.payerView(x.deps, x.query.address),
+      fuzz: {},
     }),
     defineRoute({
       method: "get",

@@ -74,29 +74,40 @@ interface ServeWaiter {
   upstreamStatus: number;
   done: PromiseWithResolvers<void>;
 }
-const serving = new WeakMap<object, ServeWaiter[]>();
+interface ServeQueue {
+  waiting: ServeWaiter[];
+  writing: boolean;
+}
+const serving = new WeakMap<object, ServeQueue>();
 
 /**
- * Marks a charge served (reserved → pending) before its answer goes out. The calls that finish
- * in the same turn of the event loop are written by one statement (a group commit); each caller
- * still waits for its own row to be written.
+ * Marks a charge served (reserved → pending) before its answer goes out, as a group commit: with
+ * no write in flight the mark is written at once; the marks that arrive while one is in flight
+ * are written together by the next statement. Each caller waits for its own row to be written.
  */
 export function serveCharge(deps: Deps, id: string, upstreamStatus: number): Promise<void> {
-  let queue = serving.get(deps.sql);
+  let q = serving.get(deps.sql);
+  if (!q) serving.set(deps.sql, q = { waiting: [], writing: false });
   const done = Promise.withResolvers<void>();
-  if (!queue) {
-    serving.set(deps.sql, queue = []);
-    const q = queue;
-    setTimeout(async () => {
-      serving.delete(deps.sql);
-      try {
-        await repo.serveMany(deps.sql, q, deps.clock.now());
-        for (const w of q) w.done.resolve();
-      } catch (e) {
-        for (const w of q) w.done.reject(e);
-      }
-    }, 0);
-  }
-  queue.push({ id, upstreamStatus, done });
+  q.waiting.push({ id, upstreamStatus, done });
+  if (!q.writing) void writeServed(deps, q);
   return done.promise;
+}
+
+async function writeServed(deps: Deps, q: ServeQueue) {
+  q.writing = true;
+  try {
+    while (q.waiting.length) {
+      const batch = q.waiting;
+      q.waiting = [];
+      try {
+        await repo.serveMany(deps.sql, batch, deps.clock.now());
+        for (const w of batch) w.done.resolve();
+      } catch (e) {
+        for (const w of batch) w.done.reject(e);
+      }
+    }
+  } finally {
+    q.writing = false;
+  }
 }

@@ -52,6 +52,18 @@ export interface NewCharge {
 export type Reservation = "reserved" | "no_funds" | "used";
 
 /**
+ * Joined into the paid path's two writes (the reservation, the "served" mark): that statement's
+ * own transaction commits without waiting for its WAL flush (`synchronous_commit` off for it
+ * alone). It is visible to every other session at once, as any commit, so holds and nonces
+ * serialise exactly as before, and a kill -9 of the service loses nothing; only a crash of
+ * PostgreSQL itself within ~0.6 s (3 × wal_writer_delay) may lose the newest of these rows:
+ * calls served and not charged, never a charge without its call or twice (docs/decisions.md).
+ * Settlement writes commit synchronously, which flushes every earlier row they read.
+ */
+const asyncCommit = (sql: Db) =>
+  sql`(select set_config('synchronous_commit', 'off', true)) as async_commit`;
+
+/**
  * The reservation, in ONE statement: the payer's mirror row gains `amount` held only if what it
  * holds plus `amount` stays within its balance (read no earlier than `freshAfter`, no withdrawal
  * of ours in flight), and the charge is inserted with it. The UPDATE's row lock serialises every
@@ -75,7 +87,7 @@ export async function reserve(sql: Db, c: NewCharge, freshAfter: Date): Promise<
       select ${c.id}, ${c.chainId}, ${c.listingId}, ${c.listingSlug}, ${c.merchantId}, ${c.payer},
         ${c.payee}, ${c.amount}, ${c.nonce}, ${c.validAfter}, ${c.validBefore}, ${c.domain},
         ${c.signature}, ${c.agentId}, 'reserved', ${c.now}
-      from acct
+      from acct, ${asyncCommit(sql)}
       returning id`;
     return rows.length ? "reserved" : "no_funds";
   } catch (e) {
@@ -146,7 +158,7 @@ export async function serveMany(
     update x402_gateway_charges c set status = 'pending', upstream_status = s.status,
       served_at = ${now}
     from unnest(${items.map((i) => i.id)}::uuid[], ${items.map((i) => i.upstreamStatus)}::int[])
-      as s(id, status)
+      as s(id, status), ${asyncCommit(sql)}
     where c.id = s.id and c.status = 'reserved'`;
 }
 

@@ -7,8 +7,8 @@ import type { Db } from "../../db/client.ts";
 import type { Deps } from "../../deps.ts";
 import { formatUsdcFixed as usdc } from "../../money.ts";
 
-/** An address's pending amounts: owed to it (incoming) and promised by it (outgoing). */
-export async function pendingOf(sql: Db, chainId: number, address: string) {
+/** An address's pending amounts in base units: owed to it (incoming), promised by it (outgoing). */
+export async function pendingUnits(sql: Db, chainId: number, address: string) {
   const a = address.toLowerCase();
   const [row] = await sql<{ incoming: bigint; outgoing: bigint }[]>`
     select
@@ -20,10 +20,13 @@ export async function pendingOf(sql: Db, chainId: number, address: string) {
       (select coalesce(sum(amount), 0) from x402_gateway_charges
         where chain_id = ${chainId} and payer = ${a} and status in ('reserved', 'pending'))
         as outgoing`;
-  return {
-    incoming: usdc(BigInt(row.incoming)),
-    outgoing: usdc(BigInt(row.outgoing)),
-  };
+  return { incoming: BigInt(row.incoming), outgoing: BigInt(row.outgoing) };
+}
+
+/** An address's pending amounts, as USDC decimals. */
+export async function pendingOf(sql: Db, chainId: number, address: string) {
+  const p = await pendingUnits(sql, chainId, address);
+  return { incoming: usdc(p.incoming), outgoing: usdc(p.outgoing) };
 }
 
 export interface SettlementView {

@@ -15,7 +15,7 @@ import { x402Profile } from "./x402.context.ts";
 import { payerClaim, withdrawableNow } from "./x402.claims.ts";
 import { withClaim } from "../../db/claims.ts";
 import { whileWithdrawing } from "./x402.batched.mirror.ts";
-import { pendingOf } from "./x402.batched.views.ts";
+import { pendingOf, pendingUnits } from "./x402.batched.views.ts";
 import { usdcClaim } from "../wallets/wallets.service.ts";
 import * as bridge from "../bridge/bridge.service.ts";
 import { isSupportedSource } from "../bridge/bridge.rules.ts";
@@ -28,7 +28,10 @@ export const SOURCE_CHAIN = "settleTestnet";
 const DEPOSIT_WINDOW_SECONDS = 3600n;
 
 export async function gatewayView(deps: Deps, profile: ProfileName, address: Address) {
-  const b = await deps.chain.gateway.balance(profile, address);
+  return gatewayFields(await deps.chain.gateway.balance(profile, address));
+}
+
+function gatewayFields(b: { available: bigint; withdrawing: bigint; withdrawable: bigint }) {
   return {
     total: usdc(b.available + b.withdrawing),
     available: usdc(b.available),
@@ -138,6 +141,30 @@ export async function sellerBalance(deps: Deps, m: MerchantRow, sellerAddress?: 
     pendingOf(deps.sql, deps.chain.chainId(profile), a),
   ]);
   return { sellerAddress: checksum(a), wallet: { balance: usdc(wallet) }, gateway, pending };
+}
+
+/**
+ * GET /api/x402/payer/balance: any payer's gateway balance, for outside payers (an EOA whose key
+ * we never see, paying with Circle's client): what is settled on the vault, what paid calls
+ * accepted and not yet settled have promised, and what its next paid call can count on
+ * (`spendable`: available less those promises). Public: the balance is on chain for anyone to
+ * read, and each pending charge is on chain within one settlement interval.
+ */
+export async function payerView(deps: Deps, address: string) {
+  const profile = x402Profile(deps);
+  const a = lower(address);
+  const [b, pending] = await Promise.all([
+    deps.chain.gateway.balance(profile, a),
+    pendingUnits(deps.sql, deps.chain.chainId(profile), a),
+  ]);
+  const spendable = b.available - pending.outgoing;
+  return {
+    address: checksum(a),
+    network: `eip155:${deps.chain.chainId(profile)}`,
+    gateway: gatewayFields(b),
+    pending: { incoming: usdc(pending.incoming), outgoing: usdc(pending.outgoing) },
+    spendable: usdc(spendable > 0n ? spendable : 0n),
+  };
 }
 
 /**

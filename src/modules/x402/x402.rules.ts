@@ -58,7 +58,7 @@ export function decodeGatewayProof(text: string): DecodedProof {
   if (text.length === 0 || text.length > 16_384) return { ok: false, reason: "empty or too long" };
   let json: unknown;
   try {
-    const bytes = Uint8Array.from(atob(text.trim()), (c) => c.charCodeAt(0));
+    const bytes = Uint8Array.fromBase64(text.trim());
     json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
   } catch {
     return { ok: false, reason: "not base64 of a JSON object" };
@@ -101,7 +101,7 @@ export function encodeGatewayProof(input: {
       },
     },
   });
-  return btoa(String.fromCharCode(...new TextEncoder().encode(json)));
+  return new TextEncoder().encode(json).toBase64();
 }
 
 export type WindowCheck = "ok" | "expired" | "not_yet_valid" | "window_invalid";

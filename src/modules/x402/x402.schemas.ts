@@ -118,6 +118,10 @@ export const payerWithdrawBody = z.object({
 
 export const payerBalanceQuery = z.object(payerFields).refine(onePayer, onePayerIssue);
 
+export const payerAddressQuery = z.object({
+  address: address(M.x402PayerAddress).describe("The payer: any EVM address"),
+});
+
 export const sellerBalanceQuery = z.object({
   sellerAddress: address(M.x402SellerAddress).optional(),
 });

@@ -3,7 +3,8 @@
  * while a settlement transaction is being mined, the proofs that arrive meanwhile wait and go
  * together in the next one (`transferWithAuthorizations`, at most MAX_BATCH). At low load every
  * call keeps its own transaction and latency; under load one transaction (one sender nonce, one
- * block) carries many. No timers: the in-flight transaction is the batching window.
+ * block) carries many, and from PARALLEL_AFTER waiting up to MAX_IN_FLIGHT transactions are in
+ * flight at once. No timers: the in-flight transactions are the batching window.
  */
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
@@ -13,6 +14,10 @@ import type { ProofAuthorization } from "./x402.rules.ts";
 import { batchGas } from "./x402.batched.settle.ts";
 
 export const MAX_BATCH = 50;
+/** Settlement transactions of one settler in flight at once, at most. */
+export const MAX_IN_FLIGHT = 4;
+/** Proofs waiting before a second transaction starts beside one in flight. */
+export const PARALLEL_AFTER = 8;
 /** Batch intents: the reconcile sweep finds a proof's batch by its nonce in the signed bytes. */
 export const BATCH_INTENT_PREFIX = "x402:batch:";
 
@@ -46,7 +51,6 @@ export async function settleOne(deps: Deps, item: SettleItem): Promise<string> {
 
 export function batchingSettler(deps: Deps): Settler {
   const queue: Waiting[] = [];
-  let running = false;
   let batchCallKnown = false;
 
   const flush = async (batch: Waiting[]) => {
@@ -88,12 +92,21 @@ export function batchingSettler(deps: Deps): Settler {
     }
   };
 
-  const drain = async () => {
-    running = true;
-    try {
-      while (queue.length > 0) await flush(queue.splice(0, MAX_BATCH));
-    } finally {
-      running = false;
+  // One transaction in flight is the batching window; under heavier load (at least
+  // PARALLEL_AFTER proofs waiting) more start beside it, up to MAX_IN_FLIGHT, so a call waits
+  // for about one settlement instead of the one in flight plus its own.
+  let inFlight = 0;
+  const pump = () => {
+    while (
+      queue.length > 0 &&
+      (inFlight === 0 || (inFlight < MAX_IN_FLIGHT && queue.length >= PARALLEL_AFTER))
+    ) {
+      const batch = queue.splice(0, MAX_BATCH);
+      inFlight++;
+      void flush(batch).finally(() => {
+        inFlight--;
+        pump();
+      });
     }
   };
 
@@ -101,7 +114,7 @@ export function batchingSettler(deps: Deps): Settler {
     settle(item) {
       return new Promise<string>((resolve, reject) => {
         queue.push({ ...item, resolve, reject });
-        if (!running) void drain();
+        pump();
       });
     },
   };

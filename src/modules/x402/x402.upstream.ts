@@ -3,6 +3,9 @@
  * deliveries: under the `public` policy (always in production) only https URLs whose every
  * address is public, checked in the socket's own DNS lookup at connect time; redirects are not
  * followed (a 3xx is the upstream's answer, a failure); a hard timeout; at most 1 MiB read.
+ * Connections are kept alive and reused (a new TCP connection, or TLS session, per paid call cost
+ * more than the rest of the call); one pool per policy, so a socket opened without the public
+ * guard's lookup is never reused under it.
  */
 import http from "node:http";
 import https from "node:https";
@@ -16,6 +19,21 @@ import {
 import { DomainError } from "../../errors.ts";
 
 export const UPSTREAM_MAX_BYTES = 1_048_576;
+
+/** Idle upstream connections are closed after this long. */
+const IDLE_MS = 2_000;
+const pools = new Map<string, http.Agent>();
+
+function agentFor(protocol: string, policy: TargetPolicy): http.Agent {
+  const key = `${protocol}${policy}`;
+  let agent = pools.get(key);
+  if (!agent) {
+    const opts = { keepAlive: true, keepAliveMsecs: IDLE_MS, timeout: IDLE_MS, maxSockets: 256 };
+    agent = protocol === "https:" ? new https.Agent(opts) : new http.Agent(opts);
+    pools.set(key, agent);
+  }
+  return agent;
+}
 
 export type UpstreamResult =
   | { ok: true; status: number; contentType: string | null; body: Uint8Array }
@@ -68,7 +86,7 @@ export function callUpstream(
     };
     const request = client.request(url, {
       method: req.method,
-      agent: false,
+      agent: agentFor(url.protocol, opts.policy),
       headers,
       ...(opts.policy === "public" ? { lookup: guardedLookup } : {}),
     }, (res) => {

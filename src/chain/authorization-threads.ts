@@ -1,0 +1,128 @@
+/**
+ * EOA signature checks for paid calls (authorization-check.ts). With libsecp256k1's binding a
+ * check is ~50 µs and runs inline (cheaper than a message to another thread). Without it, noble's
+ * check is ~0.25–0.5 ms of pure CPU, more than the rest of a paid call's work on the one
+ * JavaScript thread, so it runs on worker threads: one per spare core (at least one, at most
+ * four), each payer always on the same worker so its cached key table is hit, the checks of one
+ * event-loop turn in one message per worker. Same answers either way; where a worker cannot be
+ * used (it failed to start, or the pool was stopped with checks in flight), the check runs inline.
+ */
+import {
+  type Authorization,
+  type Domain,
+  nativeRecovery,
+  signedByEoa,
+} from "./authorization-check.ts";
+import type { CheckJob } from "./authorization-check.worker.ts";
+
+interface Waiting {
+  job: CheckJob;
+  resolve: (ok: boolean) => void;
+}
+
+interface Lane {
+  worker: Worker;
+  queued: Waiting[];
+  inFlight: Map<number, Waiting[]>;
+}
+
+const SIZE = Math.max(1, Math.min(4, (navigator.hardwareConcurrency ?? 2) - 1));
+let lanes: Lane[] | null = null;
+let broken = false;
+let nextId = 0;
+let flushScheduled = false;
+
+function inline(w: Waiting) {
+  w.resolve(signedByEoa(w.job.d, w.job.a, w.job.s));
+}
+
+function start(): Lane[] | null {
+  if (broken) return null;
+  try {
+    return Array.from({ length: SIZE }, () => {
+      const worker = new Worker(new URL("./authorization-check.worker.ts", import.meta.url), {
+        type: "module",
+      });
+      const lane: Lane = { worker, queued: [], inFlight: new Map() };
+      worker.onmessage = (e: MessageEvent<{ id: number; ok: boolean[] }>) => {
+        const batch = lane.inFlight.get(e.data.id);
+        if (!batch) return;
+        lane.inFlight.delete(e.data.id);
+        batch.forEach((w, i) => w.resolve(e.data.ok[i] === true));
+      };
+      worker.onerror = (e) => {
+        // A worker that cannot run (its module failed to load): check inline from now on.
+        e.preventDefault();
+        broken = true;
+        stopAuthorizationThreads();
+      };
+      return lane;
+    });
+  } catch {
+    broken = true;
+    return null;
+  }
+}
+
+function flush() {
+  flushScheduled = false;
+  if (!lanes) return;
+  for (const lane of lanes) {
+    if (!lane.queued.length) continue;
+    const id = nextId++;
+    const batch = lane.queued;
+    lane.queued = [];
+    lane.inFlight.set(id, batch);
+    lane.worker.postMessage({ id, jobs: batch.map((w) => w.job) });
+  }
+}
+
+function laneOf(all: Lane[], from: string): Lane {
+  return all[Number.parseInt(from.slice(-6), 16) % all.length] ?? all[0];
+}
+
+/** `signedByEoa`: inline with libsecp256k1, else on a worker thread. */
+export function checkSignedByEoa(
+  d: Domain,
+  a: Authorization,
+  signature: `0x${string}`,
+): Promise<boolean> {
+  if (nativeRecovery) return Promise.resolve(signedByEoa(d, a, signature));
+  return signedByEoaOffThread(d, a, signature);
+}
+
+/** `signedByEoa` on a worker thread. */
+export function signedByEoaOffThread(
+  d: Domain,
+  a: Authorization,
+  signature: `0x${string}`,
+): Promise<boolean> {
+  lanes ??= start();
+  return new Promise((resolve) => {
+    const w: Waiting = {
+      job: { d: { ...d }, a: { ...a }, s: signature },
+      resolve,
+    };
+    if (!lanes) return inline(w);
+    laneOf(lanes, a.from).queued.push(w);
+    if (!flushScheduled) {
+      flushScheduled = true;
+      queueMicrotask(flush);
+    }
+  });
+}
+
+/**
+ * Stops the workers (a service stopping; they would keep the process alive). Checks still queued
+ * or in flight are answered inline; the next check starts the pool again.
+ */
+export function stopAuthorizationThreads(): void {
+  const all = lanes;
+  lanes = null;
+  if (!all) return;
+  for (const lane of all) {
+    lane.worker.terminate();
+    lane.queued.forEach(inline);
+    for (const batch of lane.inFlight.values()) batch.forEach(inline);
+  }
+}
