@@ -113,14 +113,21 @@ export function payerAt(
       });
       return { status: res.status, json: await res.json() };
     },
-    /** prepare + send: one permit signature, one transaction. */
+    /** prepare + send: one permit signature, one transaction (returned once mined). */
     async pay(reference: string): Promise<{ hash: Hex; data: Hex; to: Hex }> {
       const call = await this.prepare(reference);
-      const hash = await wallet.sendTransaction({ to: call.to, data: call.data, gas: 300_000n });
-      return { hash, ...call };
+      return { hash: await this.send(call.to, call.data), ...call };
     },
+    /**
+     * Sends and returns once the transaction is mined (reverted or not), as a wallet's user
+     * waits before the next payment. Two sends in a row without that wait meet anvil's pool
+     * race (scripts/anvil-pool-race.ts): the second may be filed behind a nonce already mined
+     * and never be mined at all.
+     */
     async send(to: Hex, data: Hex): Promise<Hex> {
-      return await wallet.sendTransaction({ to, data, gas: 300_000n });
+      const hash = await wallet.sendTransaction({ to, data, gas: 300_000n });
+      await this.receipt(hash);
+      return hash;
     },
     async receipt(hash: Hex) {
       return await waitFor(() => client.getTransactionReceipt({ hash }).catch(() => null), {

@@ -68,7 +68,10 @@ Deno.test("two webs and two workers over one database: one settlement, one webho
         refs.push(body.reference);
       }
     }
-    for (const ref of refs) await alice.pay(ref);
+    // One after another, each mined before the next (as a wallet's user does): the next
+    // checkout's permit is signed with the token nonce the previous payment used up.
+    const sent = new Map<string, string>();
+    for (const ref of refs) sent.set(ref, (await alice.pay(ref)).hash);
 
     // Generous bounds: a settlement job that fails once under load is retried 10 s later
     // (payments.queues.ts). On a timeout the workers' own output says why.
@@ -79,7 +82,15 @@ Deno.test("two webs and two workers over one database: one settlement, one webho
         const rows = await primary.db.sql`
           select reference, status from payments where reference = any(${refs})`;
         throw new Error(
-          `${e}\npayments: ${JSON.stringify(rows)}\n` +
+          `${e}\npayments: ${JSON.stringify(rows)}\ntransactions: ${
+            JSON.stringify(
+              await Promise.all(
+                [...sent].map(async (
+                  [ref, hash],
+                ) => [ref, hash, (await alice.receipt(hash as `0x${string}`)).status]),
+              ),
+            )
+          }\n` +
             procs.map((x) => `--- ${x.role} ---\n${x.output()}`).join("\n"),
         );
       }
