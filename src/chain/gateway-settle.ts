@@ -2,7 +2,7 @@
  * Relaying x402 payment authorizations from the relayer pool: one on the vault or the token, or
  * many gateway ones in one transaction, with which of them went through.
  */
-import { encodeFunctionData, type Hex, parseEventLogs } from "viem";
+import { encodeFunctionData, type Hex, toEventSelector, toFunctionSelector } from "viem";
 import { GatewayVault, TestUSDC } from "./contracts/artifacts/index.ts";
 import type { ProfileName } from "./profiles.ts";
 import type { TxRow } from "./transactions.repo.ts";
@@ -59,11 +59,7 @@ export async function settleAuthorizations(chain: GatewayChain, p: ProfileName, 
   /** A gas limit to send with instead of the node's estimate (slow for a large batch). */
   gas?: bigint;
 }): Promise<{ tx: TxRow; settled: boolean[] }> {
-  const data = encodeFunctionData({
-    abi: GatewayVault.abi,
-    functionName: "transferWithAuthorizations",
-    args: [req.items.map((i) => ({ ...i.authorization, signature: i.signature }))],
-  });
+  const data = encodeTransferWithAuthorizations(req.items);
   const tx = await chain.send({
     profile: p,
     from: "relayer", // permissionless relay: one of the relayer pool (sender.ts)
@@ -72,20 +68,90 @@ export async function settleAuthorizations(chain: GatewayChain, p: ProfileName, 
     intentKey: req.intentKey,
     ...(req.gas ? { gas: req.gas } : {}),
   });
-  const receipt = await gatewayClient(chain, p).getTransactionReceipt({ hash: tx.txHash as Hex });
-  const paid = new Set(
-    parseEventLogs({
-      abi: GatewayVault.abi,
-      logs: receipt.logs,
-      eventName: "PaymentTransferred",
-    })
-      .filter((l) => l.address.toLowerCase() === gatewayVault(chain, p).toLowerCase())
-      .map((l) => `${l.args.from.toLowerCase()}:${l.args.nonce.toLowerCase()}`),
-  );
+  // The logs came with the receipt the sender's watcher woke us with; asked for only when not.
+  const logs = tx.logs ??
+    (await gatewayClient(chain, p).getTransactionReceipt({ hash: tx.txHash as Hex })).logs;
+  const paid = paidInLogs(logs, gatewayVault(chain, p));
   return {
     tx,
     settled: req.items.map((i) =>
       paid.has(`${i.authorization.from.toLowerCase()}:${i.authorization.nonce.toLowerCase()}`)
     ),
   };
+}
+
+const selectorOf = (name: string) => {
+  const item = GatewayVault.abi.find((x) => "name" in x && x.name === name);
+  if (!item) throw new Error(`GatewayVault has no ${name}`);
+  return item.type === "event"
+    ? toEventSelector(item)
+    : toFunctionSelector(item as Parameters<typeof toFunctionSelector>[0]);
+};
+const BATCH_SELECTOR = selectorOf("transferWithAuthorizations").slice(2);
+const PAYMENT_TRANSFERRED = selectorOf("PaymentTransferred");
+
+const word = (n: bigint | number) => n.toString(16).padStart(64, "0");
+const addressWord = (a: string) => a.slice(2).toLowerCase().padStart(64, "0");
+
+/**
+ * `transferWithAuthorizations(Authorization[])`'s call data, written directly: the same bytes as
+ * viem's `encodeFunctionData` (tests/unit/gateway-settle.test.ts), in a few milliseconds for 500
+ * authorizations instead of tens. The layout is the ABI's for a dynamic array of dynamic tuples:
+ * the array's offset and length, one offset per tuple, then each tuple's six static words, the
+ * offset of its signature (7 words in), the signature's length and its bytes padded to a word.
+ */
+export function encodeTransferWithAuthorizations(
+  items: { authorization: TransferAuthorization; signature: Hex }[],
+): Hex {
+  const tuples: string[] = [];
+  const offsets: string[] = [];
+  let at = 32 * items.length;
+  for (const { authorization: a, signature } of items) {
+    for (
+      const [name, v] of [["value", a.value], ["validAfter", a.validAfter], [
+        "validBefore",
+        a.validBefore,
+      ]] as const
+    ) {
+      if (v < 0n || v >= 2n ** 256n) throw new RangeError(`${name} out of uint256 range`);
+    }
+    if (!/^0x[0-9a-fA-F]{40}$/.test(a.from) || !/^0x[0-9a-fA-F]{40}$/.test(a.to)) {
+      throw new TypeError("authorization addresses must be 20 bytes");
+    }
+    if (!/^0x[0-9a-fA-F]{64}$/.test(a.nonce)) throw new TypeError("nonce must be 32 bytes");
+    if (!/^0x([0-9a-fA-F]{2})*$/.test(signature)) throw new TypeError("signature must be hex");
+    const sig = signature.slice(2).toLowerCase();
+    const len = sig.length / 2;
+    const padded = sig.padEnd(Math.ceil(len / 32) * 64, "0");
+    const tuple = addressWord(a.from) + addressWord(a.to) + word(a.value) +
+      word(a.validAfter) + word(a.validBefore) + a.nonce.slice(2).toLowerCase() + word(224) +
+      word(len) + padded;
+    offsets.push(word(at));
+    tuples.push(tuple);
+    at += tuple.length / 2;
+  }
+  return `0x${BATCH_SELECTOR}${word(32)}${word(items.length)}${offsets.join("")}${
+    tuples.join("")
+  }` as Hex;
+}
+
+/**
+ * The (payer, nonce) pairs the vault paid, from a receipt's logs: its PaymentTransferred events
+ * (`from`, `to` and `nonce` are all indexed, so read from the topics; nothing to decode).
+ */
+export function paidInLogs(
+  logs: readonly { address: string; topics: readonly (string | null)[] }[],
+  vault: string,
+): Set<string> {
+  const paid = new Set<string>();
+  const at = vault.toLowerCase();
+  for (const l of logs) {
+    const t = l.topics;
+    if (
+      t.length !== 4 || t[0]?.toLowerCase() !== PAYMENT_TRANSFERRED ||
+      l.address.toLowerCase() !== at
+    ) continue;
+    paid.add(`0x${t[1]!.slice(26).toLowerCase()}:${t[3]!.toLowerCase()}`);
+  }
+  return paid;
 }
