@@ -22,7 +22,6 @@ import {
   decodeErrorResult,
   type Hex,
   HttpRequestError,
-  keccak256,
   type LocalAccount,
   TimeoutError,
   TransactionReceiptNotFoundError,
@@ -37,6 +36,7 @@ import * as ARTIFACTS from "./contracts/artifacts/index.ts";
 import { type LaneEntry, NonceLane } from "./nonce-lane.ts";
 import { relayerIndex } from "./relayers.ts";
 import { ReceiptWatcher } from "./receipts.ts";
+import { signEip1559 } from "./tx-signing.ts";
 
 /**
  * Who signs: the profile's operator key, a managed wallet by id, or `"relayer"`: one of the
@@ -196,11 +196,10 @@ export class TxSender {
       for (const [i, e] of todo.entries()) {
         const { req, account, value, data, gas, fees } = e.item;
         const nonce = first + BigInt(i);
-        const raw = await account.signTransaction({
+        const { raw, txHash } = await signEip1559(account, {
           chainId: rt.chainId,
-          type: "eip1559",
-          nonce: Number(nonce),
-          to: req.to ?? undefined,
+          nonce,
+          to: req.to,
           data,
           value,
           gas,
@@ -219,7 +218,7 @@ export class TxSender {
           maxFeePerGas: fees.maxFeePerGas,
           maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
           rawTx: raw,
-          txHash: keccak256(raw),
+          txHash,
         });
       }
       const at = Date.now();
@@ -687,10 +686,9 @@ export class TxSender {
     };
     const maxFeePerGas = bump(fees.maxFeePerGas, refused.maxFeePerGas);
     const maxPriorityFeePerGas = bump(fees.maxPriorityFeePerGas, refused.maxPriorityFeePerGas);
-    const raw = await account.signTransaction({
+    const { raw, txHash } = await signEip1559(account, {
       chainId: rt.chainId,
-      type: "eip1559",
-      nonce: Number(refused.nonce),
+      nonce: refused.nonce,
       to: account.address,
       value: 0n,
       gas: 21_000n,
@@ -709,7 +707,7 @@ export class TxSender {
       maxFeePerGas,
       maxPriorityFeePerGas,
       rawTx: raw,
-      txHash: keccak256(raw),
+      txHash,
     }]);
     const outcome = await this.broadcast(rt, row, { attempts: 3 });
     if (typeof outcome === "object") {

@@ -3,10 +3,11 @@
  * worker threads it answers the same.
  */
 import assert from "node:assert/strict";
-import { type Hex, recoverTypedDataAddress, toHex } from "viem";
+import { getAddress, hashTypedData, type Hex, recoverTypedDataAddress, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { secp256k1 } from "@noble/curves/secp256k1";
 import {
+  authorizationDigest,
   nativeRecovery,
   signedByEoa as signedByEoaWith,
 } from "../../src/chain/authorization-check.ts";
@@ -25,6 +26,51 @@ const domain = {
 
 Deno.test("libsecp256k1's prebuilt binding loads on linux x64 (CI's and the image's platform)", () => {
   if (Deno.build.os === "linux" && Deno.build.arch === "x86_64") assert.equal(nativeRecovery, true);
+});
+
+Deno.test("the authorization digest is viem's hashTypedData; malformed fields throw", () => {
+  const rand = (n: number) => toHex(crypto.getRandomValues(new Uint8Array(n)));
+  for (let i = 0; i < 50; i++) {
+    const d = {
+      ...domain,
+      chainId: i % 2 ? 31337 : 5042002,
+      name: i % 3 ? domain.name : "GatewayVault",
+    };
+    const message = {
+      from: getAddress(rand(20)),
+      to: i % 2 ? rand(20) : getAddress(rand(20)),
+      value: i === 0 ? 2n ** 256n - 1n : BigInt(i) * 997n,
+      validAfter: BigInt(i),
+      validBefore: i === 1 ? 0n : 2n ** 48n + BigInt(i),
+      nonce: rand(32),
+    };
+    assert.equal(
+      authorizationDigest(d, message),
+      hashTypedData({
+        domain: d,
+        types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+        primaryType: "TransferWithAuthorization",
+        message,
+      }),
+    );
+  }
+  const ok = {
+    from: getAddress(rand(20)),
+    to: getAddress(rand(20)),
+    value: 1n,
+    validAfter: 0n,
+    validBefore: 1n,
+    nonce: rand(32),
+  };
+  for (
+    const bad of [
+      { ...ok, from: rand(19) },
+      { ...ok, to: `${rand(20)}zz` },
+      { ...ok, nonce: rand(31) },
+      { ...ok, value: -1n },
+      { ...ok, validBefore: 2n ** 256n },
+    ]
+  ) assert.throws(() => authorizationDigest(domain, bad as typeof ok));
 });
 
 for (const engine of ["native", "noble"] as const) {
