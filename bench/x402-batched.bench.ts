@@ -66,7 +66,8 @@ function line(name: string, r: Run, baseline?: Run, what = "bare INSERT") {
   }`;
 }
 
-export async function run() {
+/** Prints the batched lines; returns the mean paid calls/s of `/x402/{slug}`. */
+export async function run(): Promise<number> {
   const bare: AppModule = {
     name: "bench-bare",
     api: (deps) =>
@@ -215,6 +216,7 @@ export async function run() {
         (percentile(soloPaid.latencies, 50) - percentile(soloDirect.latencies, 50)).toFixed(1)
       } ms`,
     );
+    return mean(runs.paid);
   } finally {
     await svc.close();
     await upstream.close();

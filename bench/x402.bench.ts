@@ -81,12 +81,24 @@ export async function run() {
   // Paid calls on the gateway balance, settled in batches (bench/x402-batched.bench.ts).
   // BENCH_X402_SECTIONS: a comma-separated subset of batched,pay,channels (default all).
   const sections = (Deno.env.get("BENCH_X402_SECTIONS") ?? "batched,pay,channels").split(",");
-  if (sections.includes("batched")) await (await import("./x402-batched.bench.ts")).run();
-  if (sections.includes("pay")) await payAndVerify();
+  const batched = sections.includes("batched")
+    ? await (await import("./x402-batched.bench.ts")).run()
+    : undefined;
+  const single = sections.includes("pay") ? await payAndVerify() : undefined;
+  if (batched !== undefined && single !== undefined) {
+    // Issue 27's "today's paid calls/s" (117/s) was this path: one settlement transaction per
+    // paid call, waited for before answering, at the pay section's default concurrency.
+    console.log(
+      `batched /x402/{slug} ${batched.toFixed(0)}/s = ${(batched / single).toFixed(1)}× ` +
+        `the paid calls/s of one settlement transaction per call in this run ` +
+        `(${single.toFixed(1)}/s, POST /api/x402/pay, ${WORKERS} buyers)`,
+    );
+  }
   if (sections.includes("channels")) await (await import("./x402-channels.bench.ts")).run();
 }
 
-async function payAndVerify() {
+/** The pay and verify lines; returns the paid calls/s of one settlement transaction per call. */
+async function payAndVerify(): Promise<number> {
   const upstream = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     () => Response.json({ temperature: 21.5 }),
@@ -189,6 +201,7 @@ async function payAndVerify() {
       } /s  ` +
         `p50 ${verify.p50} ms  p99 ${verify.p99} ms  (${verify.requests} requests, ${verify.non2xx} non-2xx)`,
     );
+    return rate(single);
   } finally {
     await svc.close();
     await upstream.shutdown();
