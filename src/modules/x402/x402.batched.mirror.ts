@@ -14,18 +14,102 @@ const WITHDRAW_HOLD_MS = 180_000;
 /**
  * The one-statement reservation, against a mirror no older than MIRROR_TTL_S: when it finds no
  * room (no mirror yet, a stale one, or not enough), the payer's balance is read from the chain
- * once and the reservation tried again.
+ * once and the reservation tried again. The first try is a group commit (`reserveGrouped`).
  */
 export async function reserveCharge(
   deps: Deps,
   p: ProfileName,
   c: repo.NewCharge,
 ): Promise<repo.Reservation> {
-  const freshAfter = new Date(c.now.getTime() - MIRROR_TTL_S * 1000);
-  const first = await repo.reserve(deps.sql, c, freshAfter);
+  const first = await reserveGrouped(deps, c);
   if (first !== "no_funds") return first;
   await syncAccount(deps, p, c.payer as `0x${string}`);
-  return await repo.reserve(deps.sql, { ...c, now: deps.clock.now() }, freshAfter);
+  const now = deps.clock.now();
+  return await repo.reserve(deps.sql, { ...c, now }, freshSince(now));
+}
+
+const freshSince = (now: Date) => new Date(now.getTime() - MIRROR_TTL_S * 1000);
+
+/** At most this many reservations per statement. */
+const GROUP_MAX = 256;
+
+interface ReserveWaiter {
+  charge: repo.NewCharge;
+  done: PromiseWithResolvers<repo.Reservation>;
+}
+interface ReserveQueue {
+  waiting: ReserveWaiter[];
+  writing: boolean;
+}
+const reserving = new WeakMap<object, ReserveQueue>();
+
+/**
+ * The reservation as a group commit, as `serveCharge` marks: with no reservation statement in
+ * flight this one is written at once; those that arrive while one is in flight are written
+ * together by the next (repo.reserveMany: one statement, one transaction, whatever the number).
+ * Each caller waits for its own answer. A group whose statement fails is tried again one charge
+ * at a time, so one bad charge fails alone.
+ */
+function reserveGrouped(deps: Deps, charge: repo.NewCharge): Promise<repo.Reservation> {
+  let q = reserving.get(deps.sql);
+  if (!q) reserving.set(deps.sql, q = { waiting: [], writing: false });
+  const done = Promise.withResolvers<repo.Reservation>();
+  q.waiting.push({ charge, done });
+  if (!q.writing) void writeReservations(deps, q);
+  return done.promise;
+}
+
+async function writeReservations(deps: Deps, q: ReserveQueue) {
+  q.writing = true;
+  try {
+    while (q.waiting.length) {
+      const group = takeGroup(q);
+      const now = deps.clock.now();
+      try {
+        const out = await repo.reserveMany(
+          deps.sql,
+          group.map((w) => w.charge),
+          freshSince(now),
+          now,
+        );
+        for (const w of group) w.done.resolve(out.get(w.charge.id) ?? "no_funds");
+      } catch (error) {
+        deps.log.warn("x402 reservations: a group failed, tried one by one", {
+          size: group.length,
+          error,
+        });
+        await Promise.all(group.map(async (w) => {
+          try {
+            w.done.resolve(await repo.reserve(deps.sql, w.charge, freshSince(deps.clock.now())));
+          } catch (e) {
+            w.done.reject(e);
+          }
+        }));
+      }
+    }
+  } finally {
+    q.writing = false;
+  }
+}
+
+/**
+ * The next statement's charges, oldest first: at most GROUP_MAX, and never two with one
+ * (chain, payer, nonce) (a replay waits for the next statement, which finds the nonce used).
+ */
+function takeGroup(q: ReserveQueue): ReserveWaiter[] {
+  const group: ReserveWaiter[] = [];
+  const rest: ReserveWaiter[] = [];
+  const keys = new Set<string>();
+  for (const w of q.waiting) {
+    const k = `${w.charge.chainId}:${w.charge.payer}:${w.charge.nonce}`;
+    if (group.length >= GROUP_MAX || keys.has(k)) rest.push(w);
+    else {
+      keys.add(k);
+      group.push(w);
+    }
+  }
+  q.waiting = rest;
+  return group;
 }
 
 /** Re-reads the payer's available vault balance into the mirror. */

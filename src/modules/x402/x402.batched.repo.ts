@@ -96,6 +96,72 @@ export async function reserve(sql: Db, c: NewCharge, freshAfter: Date): Promise<
   }
 }
 
+/**
+ * Several reservations in ONE statement (the paid path's group commit: x402.batched.mirror.ts).
+ * The payers' mirror rows are locked in a fixed order (chain, payer in byte order: no deadlock
+ * with another group, nor with a settlement's confirmation, which updates them in that order
+ * too); under READ COMMITTED the lock returns each row as the last committer left it, so `room`
+ * counts every reservation committed before. A payer's charges fit while their running total,
+ * in arrival order, stays within its room (a charge after one that did not fit is refused too:
+ * never an overspend). The charges that fit are inserted, a used nonce skipped by the unique
+ * index, and each payer's hold grows by what was inserted, all in this statement's transaction.
+ * Returns, per charge id, whether it was reserved or its nonce was used; a charge not in the
+ * answer did not fit (`no_funds`). The charges must not repeat a (chain, payer, nonce).
+ */
+export async function reserveMany(
+  sql: Db,
+  cs: NewCharge[],
+  freshAfter: Date,
+  now: Date,
+): Promise<Map<string, Exclude<Reservation, "no_funds">>> {
+  const col = <T>(f: (c: NewCharge) => T) => cs.map(f);
+  const rows = await sql<{ id: string; reserved: boolean }[]>`
+    with inp as (
+      select * from unnest(
+        ${col((c) => c.id)}::uuid[], ${col((c) => c.chainId)}::int[],
+        ${col((c) => c.listingId)}::uuid[], ${col((c) => c.listingSlug)}::text[],
+        ${col((c) => c.merchantId)}::uuid[], ${col((c) => c.payer)}::text[],
+        ${col((c) => c.payee)}::text[], ${col((c) => c.amount.toString())}::bigint[],
+        ${col((c) => c.nonce)}::text[], ${col((c) => c.validAfter.toString())}::bigint[],
+        ${col((c) => c.validBefore.toString())}::bigint[], ${col((c) => c.domain)}::text[],
+        ${col((c) => c.signature)}::text[], ${col((c) => c.agentId)}::text[],
+        ${col((c) => c.now.toISOString())}::timestamptz[]
+      ) with ordinality as i(id, chain_id, listing_id, listing_slug, merchant_id, payer, payee,
+        amount, nonce, valid_after, valid_before, domain, signature, agent_id, created_at, ord)
+    ), acct as (
+      select a.chain_id, a.payer, a.balance - a.held as room from x402_gateway_accounts a
+      where (a.chain_id, a.payer) in (select chain_id, payer from inp)
+        and a.synced_at >= ${freshAfter}
+        and (a.withdrawing_until is null or a.withdrawing_until < ${now})
+      order by a.chain_id, a.payer collate "C"
+      for no key update of a
+    ), fits as (
+      select c.* from (
+        select inp.*, sum(inp.amount) over (partition by inp.chain_id, inp.payer
+          order by inp.ord) as running
+        from inp
+      ) c join acct on acct.chain_id = c.chain_id and acct.payer = c.payer
+      where c.running <= acct.room
+    ), ins as (
+      insert into x402_gateway_charges (id, chain_id, listing_id, listing_slug, merchant_id,
+        payer, payee, amount, nonce, valid_after, valid_before, domain, signature, agent_id,
+        status, created_at)
+      select id, chain_id, listing_id, listing_slug, merchant_id, payer, payee, amount, nonce,
+        valid_after, valid_before, domain, signature, agent_id, 'reserved', created_at
+      from fits
+      on conflict (chain_id, payer, nonce) where status <> 'released' do nothing
+      returning id, chain_id, payer, amount
+    ), hold as (
+      update x402_gateway_accounts a set held = a.held + s.total
+      from (select chain_id, payer, sum(amount) as total from ins group by chain_id, payer) s
+      where a.chain_id = s.chain_id and a.payer = s.payer
+      returning 1
+    )
+    select f.id, ins.id is not null as reserved
+    from fits f left join ins on ins.id = f.id, ${asyncCommit(sql)}`;
+  return new Map(rows.map((r) => [r.id, r.reserved ? "reserved" : "used"]));
+}
+
 /** Whether this (payer, nonce) already has a charge that was not released. */
 export async function nonceTaken(
   sql: Db,
@@ -257,6 +323,20 @@ export async function confirmBatch(sql: Sql, b: {
 }): Promise<number> {
   return await sql.begin(async (tx) => {
     let settled = 0;
+    // What each payer's hold and mirrored balance lose, applied below in one pass.
+    const per = new Map<
+      string,
+      { chainId: number; payer: string; held: bigint; spent: bigint; block: bigint }
+    >();
+    const lower = (m: { chainId: number; payer: string; amount: bigint }, spent: boolean) => {
+      const k = `${m.chainId}:${m.payer}`;
+      const e = per.get(k) ??
+        { chainId: m.chainId, payer: m.payer, held: 0n, spent: 0n, block: b.block };
+      e.held += m.amount;
+      if (spent) e.spent += m.amount;
+      per.set(k, e);
+      return e;
+    };
     if (b.paid.length) {
       const ids = b.paid.map((p) => p.id);
       const hashes = b.paid.map((p) => p.txHash);
@@ -269,26 +349,9 @@ export async function confirmBatch(sql: Sql, b: {
         where c.id = p.id and c.status = 'pending'
         returning c.chain_id, c.payer, c.amount, p.block`;
       settled = moved.length;
-      // Per payer, in a fixed order (no deadlock with a concurrent reservation's single row).
-      const per = new Map<
-        string,
-        { chainId: number; payer: string; held: bigint; spent: bigint; block: bigint }
-      >();
       for (const m of moved) {
-        const k = `${m.chainId}:${m.payer}`;
-        const e = per.get(k) ??
-          { chainId: m.chainId, payer: m.payer, held: 0n, spent: 0n, block: m.block };
-        e.held += m.amount;
-        e.spent += m.amount;
+        const e = lower(m, true);
         e.block = m.block < e.block ? m.block : e.block;
-        per.set(k, e);
-      }
-      for (const e of [...per.values()].sort((x, y) => x.payer.localeCompare(y.payer))) {
-        await tx`
-          update x402_gateway_accounts set held = held - ${e.held},
-            balance = case when synced_block < ${e.block}
-              then greatest(balance - ${e.spent}, 0) else balance end
-          where chain_id = ${e.chainId} and payer = ${e.payer}`;
       }
     }
     for (const r of b.refused) {
@@ -297,11 +360,18 @@ export async function confirmBatch(sql: Sql, b: {
           settled_at = ${b.now}
         where id = ${r.id} and status = 'pending'
         returning chain_id, payer, amount`;
-      if (c) {
-        await tx`
-          update x402_gateway_accounts set held = held - ${c.amount}
-          where chain_id = ${c.chainId} and payer = ${c.payer}`;
-      }
+      if (c) lower(c, false);
+    }
+    // Per payer, in the order reservations lock them (chain, then payer in byte order): no
+    // deadlock with a group of reservations (reserveMany) waiting on the same rows.
+    const order = (x: { chainId: number; payer: string }, y: { chainId: number; payer: string }) =>
+      x.chainId - y.chainId || (x.payer < y.payer ? -1 : x.payer > y.payer ? 1 : 0);
+    for (const e of [...per.values()].sort(order)) {
+      await tx`
+        update x402_gateway_accounts set held = held - ${e.held},
+          balance = case when synced_block < ${e.block}
+            then greatest(balance - ${e.spent}, 0) else balance end
+        where chain_id = ${e.chainId} and payer = ${e.payer}`;
     }
     await tx`
       update x402_gateway_batches set status = 'confirmed', tx_hash = ${b.txHash},
