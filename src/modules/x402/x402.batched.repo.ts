@@ -114,20 +114,32 @@ export async function reserveMany(
   freshAfter: Date,
   now: Date,
 ): Promise<Map<string, Exclude<Reservation, "no_funds">>> {
-  const col = <T>(f: (c: NewCharge) => T) => cs.map(f);
+  // One JSON parameter, not fifteen arrays: postgres.js serializes an array parameter with a
+  // serializer it learns per connection, and a connection's first statement can race that.
+  const input = JSON.stringify(cs.map((c, ord) => ({
+    ord,
+    id: c.id,
+    chain_id: c.chainId,
+    listing_id: c.listingId,
+    listing_slug: c.listingSlug,
+    merchant_id: c.merchantId,
+    payer: c.payer,
+    payee: c.payee,
+    amount: c.amount.toString(),
+    nonce: c.nonce,
+    valid_after: c.validAfter.toString(),
+    valid_before: c.validBefore.toString(),
+    domain: c.domain,
+    signature: c.signature,
+    agent_id: c.agentId,
+    created_at: c.now.toISOString(),
+  })));
   const rows = await sql<{ id: string; reserved: boolean }[]>`
     with inp as (
-      select * from unnest(
-        ${col((c) => c.id)}::uuid[], ${col((c) => c.chainId)}::int[],
-        ${col((c) => c.listingId)}::uuid[], ${col((c) => c.listingSlug)}::text[],
-        ${col((c) => c.merchantId)}::uuid[], ${col((c) => c.payer)}::text[],
-        ${col((c) => c.payee)}::text[], ${col((c) => c.amount.toString())}::bigint[],
-        ${col((c) => c.nonce)}::text[], ${col((c) => c.validAfter.toString())}::bigint[],
-        ${col((c) => c.validBefore.toString())}::bigint[], ${col((c) => c.domain)}::text[],
-        ${col((c) => c.signature)}::text[], ${col((c) => c.agentId)}::text[],
-        ${col((c) => c.now.toISOString())}::timestamptz[]
-      ) with ordinality as i(id, chain_id, listing_id, listing_slug, merchant_id, payer, payee,
-        amount, nonce, valid_after, valid_before, domain, signature, agent_id, created_at, ord)
+      select * from json_to_recordset(${input}::text::json) as i(ord int, id uuid,
+        chain_id int, listing_id uuid, listing_slug text, merchant_id uuid, payer text,
+        payee text, amount bigint, nonce text, valid_after bigint, valid_before bigint,
+        domain text, signature text, agent_id text, created_at timestamptz)
     ), acct as (
       select a.chain_id, a.payer, a.balance - a.held as room from x402_gateway_accounts a
       where (a.chain_id, a.payer) in (select chain_id, payer from inp)
