@@ -192,14 +192,11 @@ export async function pay(deps: X402Deps, input: PayInput): Promise<PayOutcome> 
     });
   }
   const profile = x402Profile(deps);
-  const [used, total] = await Promise.all([
-    deps.chain.gateway.nonceUsed(profile, "gateway", a.from, a.nonce),
-    gatewayTotal(deps, a.from),
-  ]);
-  if (used) throw new DomainError("x402_proof_used");
-  if (total === 0n) {
-    throw new DomainError("x402_no_gateway_balance", await balanceDetails(deps, a.from, 0n));
+  if (await deps.chain.gateway.nonceUsed(profile, "gateway", a.from, a.nonce)) {
+    throw new DomainError("x402_proof_used");
   }
+  // No gateway balance at all is told apart from too little only when the claim is refused:
+  // the claim's mirror decides either way, so a paid call reads the chain once, not twice.
   const attempt = await claim(deps, v, listing, input.agentId ?? null);
 
   const req = upstreamRequest(listing.upstreamUrl, input.method, input.params);
@@ -262,9 +259,10 @@ async function claim(
   });
   if (result === "used") throw new DomainError("x402_proof_used");
   if (result === "insufficient") {
+    const total = await gatewayTotal(deps, a.from);
     throw new DomainError(
-      "x402_insufficient_gateway_balance",
-      await balanceDetails(deps, a.from, await gatewayTotal(deps, a.from)),
+      total === 0n ? "x402_no_gateway_balance" : "x402_insufficient_gateway_balance",
+      await balanceDetails(deps, a.from, total),
     );
   }
   return result;
