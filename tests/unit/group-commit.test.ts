@@ -1,0 +1,76 @@
+import assert from "node:assert/strict";
+import { groupCommit, type Waiter } from "../../src/db/group-commit.ts";
+
+/** A writer whose writes finish when the test says: each write's group is recorded. */
+function gatedWriter<I, O>(answer: (item: I) => O) {
+  const groups: I[][] = [];
+  const gates: PromiseWithResolvers<void>[] = [];
+  const write = async (group: Waiter<I, O>[]) => {
+    groups.push(group.map((w) => w.item));
+    const gate = Promise.withResolvers<void>();
+    gates.push(gate);
+    await gate.promise;
+    for (const w of group) w.resolve(answer(w.item));
+  };
+  /** Lets the oldest unfinished write finish, then lets the queue move on. */
+  const open = async (i: number) => {
+    gates[i].resolve();
+    for (let k = 0; k < 5; k++) await Promise.resolve();
+  };
+  return { groups, write, open };
+}
+
+Deno.test("group commit: one write at a time, what waited goes together", async () => {
+  const w = gatedWriter<number, string>((n) => `#${n}`);
+  const add = groupCommit(w.write);
+  const key = {};
+  const first = add(key, 1);
+  const later = [add(key, 2), add(key, 3), add(key, 4)];
+  assert.deepEqual(w.groups, [[1]], "the first is written at once, alone");
+  await w.open(0);
+  assert.equal(await first, "#1");
+  assert.deepEqual(w.groups, [[1], [2, 3, 4]]);
+  await w.open(1);
+  assert.deepEqual(await Promise.all(later), ["#2", "#3", "#4"]);
+  // Another key has its own writer: not held up by this one's write in flight.
+  const again = add(key, 5);
+  const other = add({}, 6);
+  assert.deepEqual(w.groups.slice(2), [[5], [6]]);
+  await w.open(2);
+  await w.open(3);
+  assert.deepEqual([await again, await other], ["#5", "#6"]);
+});
+
+Deno.test("group commit: at most `max`, and items kept apart wait for the next write", async () => {
+  const w = gatedWriter<string, string>((s) => s.toUpperCase());
+  const add = groupCommit(w.write, { max: 3, apart: (s) => s[0] });
+  const key = {};
+  const all = [add(key, "a1"), add(key, "b1"), add(key, "a2"), add(key, "c1"), add(key, "d1")];
+  all.push(add(key, "e1"));
+  await w.open(0);
+  assert.deepEqual(w.groups[1], ["b1", "a2", "c1"], "three at most");
+  await w.open(1);
+  assert.deepEqual(w.groups[2], ["d1", "e1"]);
+  await w.open(2);
+  assert.deepEqual(await Promise.all(all), ["A1", "B1", "A2", "C1", "D1", "E1"]);
+  assert.equal(w.groups.length, 3);
+});
+
+Deno.test("group commit: a failed write rejects those it did not answer; the queue goes on", async () => {
+  let calls = 0;
+  const add = groupCommit<number, number>(async (group) => {
+    calls++;
+    await Promise.resolve();
+    group[0].resolve(group[0].item * 10);
+    if (calls === 2) throw new Error("the statement failed");
+    for (const w of group.slice(1)) w.resolve(w.item * 10);
+  });
+  const key = {};
+  const [first, kept, failed] = await Promise.allSettled([add(key, 1), add(key, 2), add(key, 3)]);
+  assert.deepEqual(first, { status: "fulfilled", value: 10 });
+  assert.deepEqual(kept, { status: "fulfilled", value: 20 }, "answered before the failure");
+  assert.equal(failed.status, "rejected");
+  assert.match(String((failed as PromiseRejectedResult).reason), /the statement failed/);
+  assert.equal(await add(key, 4), 40, "the next write still runs");
+  assert.equal(calls, 3);
+});
