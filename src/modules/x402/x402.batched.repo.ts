@@ -64,36 +64,11 @@ const asyncCommit = (sql: Db) =>
   sql`(select set_config('synchronous_commit', 'off', true)) as async_commit`;
 
 /**
- * The reservation, in ONE statement: the payer's mirror row gains `amount` held only if what it
- * holds plus `amount` stays within its balance (read no earlier than `freshAfter`, no withdrawal
- * of ours in flight), and the charge is inserted with it. The UPDATE's row lock serialises every
- * reservation of the payer across processes, and PostgreSQL re-checks the condition on the row
- * a concurrent one left. A used nonce fails the unique index: the statement, hold included, is
- * undone as a whole.
+ * One reservation: `reserveMany` with a group of one (the statement's lock, fit, insert and hold
+ * as for a group).
  */
 export async function reserve(sql: Db, c: NewCharge, freshAfter: Date): Promise<Reservation> {
-  try {
-    const rows = await sql`
-      with acct as (
-        update x402_gateway_accounts set held = held + ${c.amount}
-        where chain_id = ${c.chainId} and payer = ${c.payer}
-          and held + ${c.amount} <= balance and synced_at >= ${freshAfter}
-          and (withdrawing_until is null or withdrawing_until < ${c.now})
-        returning 1
-      )
-      insert into x402_gateway_charges (id, chain_id, listing_id, listing_slug, merchant_id, payer,
-        payee, amount, nonce, valid_after, valid_before, domain, signature, agent_id, status,
-        created_at)
-      select ${c.id}, ${c.chainId}, ${c.listingId}, ${c.listingSlug}, ${c.merchantId}, ${c.payer},
-        ${c.payee}, ${c.amount}, ${c.nonce}, ${c.validAfter}, ${c.validBefore}, ${c.domain},
-        ${c.signature}, ${c.agentId}, 'reserved', ${c.now}
-      from acct, ${asyncCommit(sql)}
-      returning id`;
-    return rows.length ? "reserved" : "no_funds";
-  } catch (e) {
-    if ((e as { code?: string }).code === "23505") return "used";
-    throw e;
-  }
+  return (await reserveMany(sql, [c], freshAfter, c.now)).get(c.id) ?? "no_funds";
 }
 
 /**
