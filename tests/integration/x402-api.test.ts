@@ -761,6 +761,48 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
       assert.equal(await chain.usdcBalance(X402_PROFILE, sellerAddr), 90_000n);
       assert.equal((await gatewayOf(sellerAddr)).available, 0n);
     });
+
+    await t.step(
+      "a proof relayed on the vault by someone else first: 403 used, no upstream, no trace",
+      async () => {
+        // The chain's nonce is read while the claim is written: the claim taken meanwhile must
+        // leave neither its attempt nor its hold on the payer's mirror behind. (Last: the seller
+        // is paid 0.01 more than the steps above count.)
+        const { proof, nonce } = await proofFor();
+        const d = decodeGatewayProof(proof);
+        assert.ok(d.ok);
+        const a = d.proof.payload.authorization;
+        const relayer = await externalBuyer(svc, generatePrivateKey(), 1n);
+        await relayer.mined(
+          await relayer.wallet.writeContract({
+            address: chain.contract(X402_PROFILE, "GatewayVault"),
+            abi: GatewayVault.abi,
+            functionName: "transferWithAuthorization",
+            args: [
+              a.from,
+              a.to,
+              a.value,
+              a.validAfter,
+              a.validBefore,
+              a.nonce,
+              d.proof.payload.signature,
+            ],
+          }),
+        );
+        const held = async () =>
+          (await svc.db.sql`select held from x402_gateway_accounts
+            where chain_id = 5042002 and payer = ${a.from}`)[0]?.held ?? 0n;
+        const heldBefore = await held();
+        const calls = upstream.calls.length;
+        const r = await pay({ slug: "weather", method: "GET", paymentProof: proof });
+        assert.equal(r.status, 403, r.text);
+        assert.equal(r.json.error, M.x402ProofUsed);
+        assert.equal(upstream.calls.length, calls, "the upstream was not called");
+        const rows = await svc.db.sql`select id from x402_payments where nonce = ${nonce}`;
+        assert.equal(rows.length, 0, "no attempt is left");
+        assert.equal(await held(), heldBefore, "nothing is held for it");
+      },
+    );
   } finally {
     await upstream.close();
     await svc.close();

@@ -13,7 +13,7 @@ import type { ProfileName } from "../../chain/profiles.ts";
 import type { Deps } from "../../deps.ts";
 import { decodeHeader, paymentPayloadSchema } from "./x402.exact.ts";
 import { UPSTREAM_TIMEOUT_MS, type X402Deps, x402Profile } from "./x402.context.ts";
-import { getListing } from "./x402.listings.ts";
+import { cachedListing, getListing } from "./x402.listings.ts";
 import type { ListingRow } from "./x402.repo.ts";
 import { nowSeconds } from "./x402.rules.ts";
 import { callUpstream } from "./x402.upstream.ts";
@@ -30,24 +30,6 @@ import {
 } from "./x402.batched.rules.ts";
 import { kickSettlement } from "./x402.batched.kick.ts";
 import { reserveCharge, serveCharge } from "./x402.batched.mirror.ts";
-
-const listingCache = new WeakMap<object, Map<string, { listing: ListingRow; at: number }>>();
-const LISTING_TTL_MS = 5_000;
-
-/**
- * A listing as the paid-call path reads it: listings never change once created, so a few
- * seconds' cache per process spares a query per call (a missing one is never cached).
- */
-async function listingOf(deps: Deps, slug: string): Promise<ListingRow> {
-  let bySlug = listingCache.get(deps.sql);
-  if (!bySlug) listingCache.set(deps.sql, bySlug = new Map());
-  const hit = bySlug.get(slug);
-  if (hit && Date.now() - hit.at < LISTING_TTL_MS) return hit.listing;
-  const listing = await getListing(deps, slug);
-  if (bySlug.size > 10_000) bySlug.clear();
-  bySlug.set(slug, { listing, at: Date.now() });
-  return listing;
-}
 
 const solvent = new WeakMap<object, { ok: boolean; at: number }>();
 
@@ -124,7 +106,7 @@ async function batchedCall(
   input: StandardCall,
   decoded: unknown,
 ): Promise<ChannelOutcome> {
-  const listing = await listingOf(deps, input.slug);
+  const listing = await cachedListing(deps, input.slug);
   if (!listing.methods.includes(input.method)) {
     throw new DomainError("x402_method_not_allowed", {
       hint: `Allowed: ${listing.methods.join(", ")}`,

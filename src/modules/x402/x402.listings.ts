@@ -66,6 +66,25 @@ export async function getListing(deps: Deps, slug: string): Promise<repo.Listing
   return l;
 }
 
+const listingCache = new WeakMap<object, Map<string, { listing: repo.ListingRow; at: number }>>();
+const LISTING_TTL_MS = 5_000;
+
+/**
+ * A listing as the paid-call paths read it (`/x402/{slug}`'s batched option, `POST
+ * /api/x402/pay`): listings never change once created, so a few seconds' cache per process spares
+ * a query per call (a missing one is never cached).
+ */
+export async function cachedListing(deps: Deps, slug: string): Promise<repo.ListingRow> {
+  let bySlug = listingCache.get(deps.sql);
+  if (!bySlug) listingCache.set(deps.sql, bySlug = new Map());
+  const hit = bySlug.get(slug);
+  if (hit && Date.now() - hit.at < LISTING_TTL_MS) return hit.listing;
+  const listing = await getListing(deps, slug);
+  if (bySlug.size > 10_000) bySlug.clear();
+  bySlug.set(slug, { listing, at: Date.now() });
+  return listing;
+}
+
 /** The 402 answer's `payment`: what to sign for this listing. */
 export function paymentRequirements(deps: Deps, l: repo.ListingRow) {
   const profile = x402Profile(deps);

@@ -170,6 +170,22 @@ export async function claimGatewayAttempt(
   }
 }
 
+/**
+ * Removes a PENDING attempt that never reached its upstream (its proof turned out used on chain)
+ * and gives its hold on the payer's mirror back, in one statement: as if it had never been
+ * claimed. An attempt no longer PENDING is left alone.
+ */
+export async function dropAttempt(sql: Db, id: string): Promise<void> {
+  await sql`
+    with gone as (
+      delete from x402_payments where id = ${id} and status = 'PENDING'
+      returning chain_id, payer, amount, scheme
+    )
+    update x402_gateway_accounts a set held = greatest(a.held - gone.amount, 0)
+    from gone
+    where gone.scheme = 'gateway' and a.chain_id = gone.chain_id and a.payer = gone.payer`;
+}
+
 export async function finishAttempt(
   sql: Db,
   id: string,

@@ -27,10 +27,8 @@ import {
 } from "./x402.upstream.ts";
 import type { Address, AgentPayments, X402PaymentRecord } from "./x402.types.ts";
 import { UPSTREAM_TIMEOUT_MS, type X402Deps, x402Profile, ZERO_ADDRESS } from "./x402.context.ts";
-import { getListing, paymentRequirements } from "./x402.listings.ts";
+import { cachedListing, paymentRequirements } from "./x402.listings.ts";
 import { settleOne } from "./x402.settler.ts";
-import { payerClaim } from "./x402.claims.ts";
-import { withClaim } from "../../db/claims.ts";
 import { syncAccount } from "./x402.batched.mirror.ts";
 import { MIRROR_TTL_S } from "./x402.batched.rules.ts";
 
@@ -170,7 +168,7 @@ export type PayOutcome =
   };
 
 export async function pay(deps: X402Deps, input: PayInput): Promise<PayOutcome> {
-  const listing = await getListing(deps, input.slug);
+  const listing = await cachedListing(deps, input.slug);
   if (!listing.methods.includes(input.method)) {
     throw new DomainError("x402_method_not_allowed", {
       hint: `Allowed: ${listing.methods.join(", ")}`,
@@ -192,12 +190,22 @@ export async function pay(deps: X402Deps, input: PayInput): Promise<PayOutcome> 
     });
   }
   const profile = x402Profile(deps);
-  if (await deps.chain.gateway.nonceUsed(profile, "gateway", a.from, a.nonce)) {
-    throw new DomainError("x402_proof_used");
-  }
+  // The chain's nonce (a proof settled outside us) is read while the claim is written, not
+  // before it: one round trip less on the call's path. A proof the chain has used is refused as
+  // before, whatever the claim said, and a claim taken meanwhile is dropped without a trace.
   // No gateway balance at all is told apart from too little only when the claim is refused:
   // the claim's mirror decides either way, so a paid call reads the chain once, not twice.
-  const attempt = await claim(deps, v, listing, input.agentId ?? null);
+  const [used, claimed] = await Promise.allSettled([
+    deps.chain.gateway.nonceUsed(profile, "gateway", a.from, a.nonce),
+    claim(deps, v, listing, input.agentId ?? null),
+  ]);
+  if (used.status === "rejected" || used.value) {
+    if (claimed.status === "fulfilled") await repo.dropAttempt(deps.sql, claimed.value.id);
+    if (used.status === "rejected") throw used.reason;
+    throw new DomainError("x402_proof_used");
+  }
+  if (claimed.status === "rejected") throw claimed.reason;
+  const attempt = claimed.value;
 
   const req = upstreamRequest(listing.upstreamUrl, input.method, input.params);
   const up = await callForAttempt(deps, attempt.id, req.url, {
@@ -219,10 +227,12 @@ export async function pay(deps: X402Deps, input: PayInput): Promise<PayOutcome> 
 }
 
 /**
- * Claims (payer, nonce) as PENDING under the payer's claim, held only for this reservation (never
- * across the upstream call or the settlement): the gateway total less what its other PENDING
- * attempts promised must cover the value, so concurrent proofs cannot overspend it, and a
- * withdrawal (which holds the claim until mined) is waited for.
+ * Claims (payer, nonce) as PENDING, holding its value on the payer's mirror in the same statement
+ * (x402.repo.ts `claimGatewayAttempt`): the mirror row's lock serialises it with every other
+ * reservation of the payer (batched charges included), so concurrent proofs cannot overspend,
+ * and a withdrawal in flight marks the row (x402.batched.mirror.ts `whileWithdrawing`, taking the
+ * same lock), so a claim either counted in the withdrawal's check or refused until it is mined.
+ * No payer claim (src/db/claims.ts) is taken: the row lock already serialises what it did.
  */
 async function claim(
   deps: Deps,
@@ -248,17 +258,14 @@ async function claim(
       agentId,
       now,
     }, new Date(now.getTime() - MIRROR_TTL_S * 1000));
-  // The reservation is the mirror's (x402.batched.repo.ts), which batched charges share: one
-  // statement, no overspend with them; with no room, the balance is read again once.
-  const result = await withClaim(deps.sql, payerClaim(v.chainId, a.from), async () => {
-    const first = await attempt(deps.clock.now());
-    if (first !== "no_funds") return first;
+  // With no room (no mirror yet, a stale one, or too little), the balance is read again once.
+  let result = await attempt(deps.clock.now());
+  if (result === "no_funds") {
     await syncAccount(deps, profile, a.from);
-    const second = await attempt(deps.clock.now());
-    return second === "no_funds" ? "insufficient" as const : second;
-  });
+    result = await attempt(deps.clock.now());
+  }
   if (result === "used") throw new DomainError("x402_proof_used");
-  if (result === "insufficient") {
+  if (result === "no_funds") {
     const total = await gatewayTotal(deps, a.from);
     throw new DomainError(
       total === 0n ? "x402_no_gateway_balance" : "x402_insufficient_gateway_balance",
