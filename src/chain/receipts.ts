@@ -124,6 +124,19 @@ export class ReceiptWatcher {
     };
   }
 
+  /**
+   * Asks for a pass now rather than at the next poll: for a transaction just accepted by a node
+   * that mines on arrival (anvil), whose receipt is already there. A sleeping loop wakes; a pass
+   * in progress (which may have read the head before that block) is followed by another at once.
+   */
+  poke(): void {
+    if (this.#wake) this.#wake();
+    else if (this.#running) this.#poked = true;
+  }
+
+  /** A poke came during a pass: the next pass follows it at once. */
+  #poked = false;
+
   #resolve(hash: string, r: WatchedReceipt) {
     const e = this.#waiting.get(hash);
     if (!e) return;
@@ -167,6 +180,10 @@ export class ReceiptWatcher {
           }
         }
         if (!this.#waiting.size) break;
+        if (this.#poked && !failures) {
+          this.#poked = false;
+          continue;
+        }
         const wait = failures
           ? Math.min(this.pollMs * 2 ** Math.min(failures, 10), 2_000)
           : this.pollMs;

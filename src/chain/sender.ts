@@ -124,18 +124,26 @@ export class TxSender {
     // The signer's account is looked up beside the intent (one round trip, not two); it is
     // dropped unused when the intent already has its transaction.
     const accountLookup = this.opts.account(rt, signer);
+    // A managed wallet's gas balance is read beside the intent too (this caller's own read).
+    const gasRead = signer === "operator"
+      ? null
+      : accountLookup.then((a) => this.#gasBalance(rt, a.address));
+    const unused = () => {
+      accountLookup.catch(() => {});
+      gasRead?.catch(() => {});
+    };
     const existing = await repo.findByIntent(this.opts.sql, rt.chainId, req.intentKey).catch(
       (e) => {
-        accountLookup.catch(() => {});
+        unused();
         throw e;
       },
     );
     if (existing && existing.status !== "failed") {
-      accountLookup.catch(() => {});
+      unused();
       return existing;
     }
     const account = await accountLookup;
-    if (signer !== "operator") await this.ensureGas(rt, account.address);
+    if (gasRead) await this.ensureGas(rt, account.address, await gasRead);
     const from = account.address.toLowerCase();
     const value = req.value ?? 0n;
     const data = req.data ?? "0x";
@@ -166,11 +174,16 @@ export class TxSender {
    */
   async #flush(rt: ChainRuntime, from: string, batch: LaneEntry[]): Promise<LaneEntry[]> {
     return await this.#withAdvisoryLock(rt.chainId, from, async (db) => {
-      const live = await repo.findLiveByIntents(
-        db,
-        rt.chainId,
-        [...new Set(batch.map((e) => e.item.req.intentKey))],
-      );
+      // The intents' rows and the address's nonces, read at once (one round trip on the
+      // lock's connection, the node asked meanwhile): the nonces go unused when every intent
+      // already has its transaction.
+      const [live, count, open] = await Promise.all([
+        repo.findLiveByIntents(db, rt.chainId, [
+          ...new Set(batch.map((e) => e.item.req.intentKey)),
+        ]),
+        rt.client.getTransactionCount({ address: from as `0x${string}`, blockTag: "pending" }),
+        repo.maxOpenNonce(db, rt.chainId, from),
+      ]);
       const todo: LaneEntry[] = [];
       const leaders = new Map<string, LaneEntry>();
       for (const e of batch) {
@@ -186,10 +199,6 @@ export class TxSender {
       }
       if (!todo.length) return [];
 
-      const [count, open] = await Promise.all([
-        rt.client.getTransactionCount({ address: from as `0x${string}`, blockTag: "pending" }),
-        repo.maxOpenNonce(db, rt.chainId, from),
-      ]);
       const pending = BigInt(count);
       const first = open !== null && open + 1n > pending ? open + 1n : pending;
       const signed: repo.NewTx[] = [];
@@ -269,8 +278,10 @@ export class TxSender {
           } else answers.push([e, row]); // transient: the waiter and recovery re-broadcast it
         }
       } finally {
-        await repo.markBroadcastMany(db, accepted);
+        // The waiters go first (their receipts are being mined); the mark never undoes a
+        // receipt recorded meanwhile (it moves only `signed` and `broadcast` rows).
         for (const [e, row] of answers) e.resolve(row);
+        await repo.markBroadcastMany(db, accepted);
       }
       const requeue = todo.slice(cut + 1);
       const unsent = requeue.map((e) => inserted.get(e.item.req.intentKey)).filter((r) => !!r);
@@ -286,12 +297,17 @@ export class TxSender {
    * concurrent senders and a retry after a crash find the same transaction. Returns the top-up
    * sent or awaited, if any.
    */
-  async ensureGas(rt: ChainRuntime, address: `0x${string}`): Promise<repo.TxRow | null> {
+  async ensureGas(
+    rt: ChainRuntime,
+    address: `0x${string}`,
+    /** The caller's own read of the balance (`#gasBalance`), when it has one. */
+    balance?: bigint | null,
+  ): Promise<repo.TxRow | null> {
     const { floorWei, topupWei } = rt.profile.gas;
     if (floorWei === 0n || !rt.operator) return null;
     // Read afresh by every caller: a balance shared from a read that began before a top-up was
     // mined would make a late caller send a second top-up.
-    if (await rt.client.getBalance({ address }) >= floorWei) return null;
+    if ((balance ?? await rt.client.getBalance({ address })) >= floorWei) return null;
     const to = address.toLowerCase() as `0x${string}`;
     const open = await repo.openGasTopup(this.opts.sql, rt.chainId, to);
     if (open) {
@@ -351,6 +367,12 @@ export class TxSender {
     return "transient";
   }
 
+  /** The wallet's balance as `ensureGas` first reads it; null when no floor applies. */
+  async #gasBalance(rt: ChainRuntime, address: `0x${string}`): Promise<bigint | null> {
+    if (rt.profile.gas.floorWei === 0n || !rt.operator) return null;
+    return await rt.client.getBalance({ address });
+  }
+
   /**
    * A batch's transactions in nonce order, in one JSON-RPC batch request (the node takes a batch's
    * calls in order, and one request lets it mine them together). Any that the batch did not get
@@ -408,10 +430,13 @@ export class TxSender {
     let lastBroadcast = Date.now();
     let lastUnstick = Date.now();
     const local = this.#sentAt.get(row.txHash);
-    const watch = this.#watcher(rt).watch(
+    const watcher = this.#watcher(rt);
+    const watch = watcher.watch(
       row.txHash,
       local !== undefined ? { local } : { db: row.createdAt },
     );
+    // A local node mines on arrival: the receipt of a transaction it accepted is already there.
+    if (rt.node && status === "broadcast") watcher.poke();
     try {
       while (true) {
         const left = deadline - Date.now();
