@@ -14,10 +14,14 @@ import type { ProofAuthorization } from "./x402.rules.ts";
 import { batchGas } from "./x402.batched.settle.ts";
 
 export const MAX_BATCH = 50;
-/** Settlement transactions of one settler in flight at once, at most. */
-export const MAX_IN_FLIGHT = 4;
+/**
+ * Settlement transactions of one settler in flight at once, at most. Measured with 32 buyers
+ * (`deno task bench x402`, 3 alternating runs): 2 / 16 gave 422–455 paid calls/s, 4 / 8 412–425;
+ * fewer, fuller transactions leave the node less to mine (docs/benchmarks.md).
+ */
+export const MAX_IN_FLIGHT = 2;
 /** Proofs waiting before a second transaction starts beside one in flight. */
-export const PARALLEL_AFTER = 8;
+export const PARALLEL_AFTER = 16;
 /** Batch intents: the reconcile sweep finds a proof's batch by its nonce in the signed bytes. */
 export const BATCH_INTENT_PREFIX = "x402:batch:";
 
