@@ -1,10 +1,11 @@
 /**
- * One payer's gateway balance is spent by paid calls and withdrawals; the payer's claim
- * (src/db/claims.ts: a row, not a held connection) serialises the decisions about it. A paid call
- * holds it only to reserve (its PENDING attempt, one statement) and never across the upstream
- * call or the settlement; a withdrawal holds it until mined, so a paid call reserving meanwhile
- * waits and then counts on what the withdrawal left, and a withdrawal never takes what paid calls
- * in flight (PENDING) will settle.
+ * One payer's gateway balance is spent by paid calls and withdrawals. Withdrawals take the
+ * payer's claim (src/db/claims.ts: a row, not a held connection) until mined, so two never count
+ * on the same balance. Paid calls reserve on the payer's mirror row instead (one statement under
+ * its row lock: x402.repo.ts `claimGatewayAttempt`, x402.batched.repo.ts `reserveMany`), which a
+ * withdrawal in flight marks (x402.batched.mirror.ts `whileWithdrawing`): a reservation is either
+ * counted in the withdrawal's check or refused until it is mined, and a withdrawal never takes
+ * what paid calls in flight will settle.
  */
 import type { Deps } from "../../deps.ts";
 import type { ProfileName } from "../../chain/profiles.ts";

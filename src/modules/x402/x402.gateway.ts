@@ -211,11 +211,11 @@ export async function withdraw(
   const exceeds = (can: bigint) =>
     new DomainError("x402_withdraw_exceeds", { withdrawable: usdc(can > 0n ? can : 0n) });
   const walletId = m.managedWalletId;
-  // Under the payer's claim (the one paid calls reserve under) until the withdrawal is mined, as
-  // the payer withdrawal does: two withdrawals, or a withdrawal and a paid call of this wallet in
-  // flight, never count on the same balance (a second one is a 400, not a revert).
+  // Under the payer's claim until the withdrawal is mined, as the payer withdrawal does: two
+  // withdrawals never count on the same balance (a second one is a 400, not a revert). Paid calls
+  // of this wallet are refused meanwhile, and those reserved before are counted
+  // (x402.batched.mirror.ts).
   const claim = payerClaim(deps.chain.chainId(profile), seller);
-  // Batched reservations of this payer are refused meanwhile (x402.batched.mirror.ts).
   const tx = await withClaim(
     deps.sql,
     claim,

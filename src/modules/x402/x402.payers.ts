@@ -177,11 +177,11 @@ export async function withdrawPayer(
   ]);
   const exceeds = (can: bigint) =>
     new DomainError("x402_withdraw_exceeds", { withdrawable: usdc(can > 0n ? can : 0n) });
-  // Under the payer's claim, the one paid calls reserve under, until the withdrawal is mined:
-  // two withdrawals, or a withdrawal and a paid call in flight (PENDING, its upstream already
-  // called), never count on the same balance; the check holds no connection while it waits.
+  // Under the payer's claim until the withdrawal is mined: two withdrawals never count on the
+  // same balance; the check holds no connection while it waits. Paid calls of this payer
+  // (reserved on its mirror row) are refused meanwhile (x402.batched.mirror.ts), and those
+  // reserved before are counted by the check (PENDING, their upstream already called).
   const claim = payerClaim(deps.chain.chainId(profile), payer.address);
-  // Batched reservations of this payer are refused meanwhile (x402.batched.mirror.ts).
   const tx = await withClaim(
     deps.sql,
     claim,
