@@ -128,20 +128,12 @@ export class TxSender {
     const gasRead = signer === "operator"
       ? null
       : accountLookup.then((a) => this.#gasBalance(rt, a.address));
-    const unused = () => {
-      accountLookup.catch(() => {});
-      gasRead?.catch(() => {});
-    };
-    const existing = await repo.findByIntent(this.opts.sql, rt.chainId, req.intentKey).catch(
-      (e) => {
-        unused();
-        throw e;
-      },
-    );
-    if (existing && existing.status !== "failed") {
-      unused();
-      return existing;
-    }
+    // Either may end unawaited (an intent already sent, a failed lookup): never an unhandled
+    // rejection. Awaiting them below still throws their errors.
+    accountLookup.catch(() => {});
+    gasRead?.catch(() => {});
+    const existing = await repo.findByIntent(this.opts.sql, rt.chainId, req.intentKey);
+    if (existing && existing.status !== "failed") return existing;
     const account = await accountLookup;
     if (gasRead) await this.ensureGas(rt, account.address, await gasRead);
     const from = account.address.toLowerCase();
