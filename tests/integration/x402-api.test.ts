@@ -83,6 +83,29 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
       (await svc.db.sql<MerchantRow[]>`select * from merchants where id = ${id}`)[0];
     const proofFor = (over: Partial<Parameters<typeof gatewayProof>[2]> = {}) =>
       gatewayProof(svc, buyer.account, { to: sellerAddr, value: 10_000n, ...over });
+    /** Anyone holding a proof relays it on the vault itself, outside us: the mined hash. */
+    const relayDirectly = async (proof: string) => {
+      const d = decodeGatewayProof(proof);
+      assert.ok(d.ok);
+      const a = d.proof.payload.authorization;
+      const relayer = await externalBuyer(svc, generatePrivateKey(), 1n);
+      const hash = await relayer.wallet.writeContract({
+        address: chain.contract(X402_PROFILE, "GatewayVault"),
+        abi: GatewayVault.abi,
+        functionName: "transferWithAuthorization",
+        args: [
+          a.from,
+          a.to,
+          a.value,
+          a.validAfter,
+          a.validBefore,
+          a.nonce,
+          d.proof.payload.signature,
+        ],
+      });
+      await relayer.mined(hash);
+      return hash;
+    };
 
     await t.step("listings: create 201, refusals, public list", async () => {
       const r = await post("/api/x402/listings", {
@@ -517,24 +540,8 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
         values ('gateway', 5042002, ${a.from}, ${payee}, ${a.value}, ${nonce},
           ${a.validAfter}, ${a.validBefore}, 'PENDING', ${old}, 'weather')`;
         // Meanwhile anyone holding the proof relays it on the contract itself.
-        const relayer = await externalBuyer(svc, generatePrivateKey(), 1n);
         const before = await gatewayOf(payee);
-        const hash = await relayer.wallet.writeContract({
-          address: chain.contract(X402_PROFILE, "GatewayVault"),
-          abi: GatewayVault.abi,
-          functionName: "transferWithAuthorization",
-          args: [
-            a.from,
-            a.to,
-            a.value,
-            a.validAfter,
-            a.validBefore,
-            a.nonce,
-            d.proof.payload
-              .signature,
-          ],
-        });
-        await relayer.mined(hash);
+        const hash = await relayDirectly(proof);
         assert.equal((await gatewayOf(payee)).available, before.available + a.value);
         const r = await reconcilePending({ ...svc.deps, agents: defaultAgentPort });
         assert.deepEqual(r, { settled: 1, failed: 0, waiting: 0 });
@@ -772,23 +779,7 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
         const d = decodeGatewayProof(proof);
         assert.ok(d.ok);
         const a = d.proof.payload.authorization;
-        const relayer = await externalBuyer(svc, generatePrivateKey(), 1n);
-        await relayer.mined(
-          await relayer.wallet.writeContract({
-            address: chain.contract(X402_PROFILE, "GatewayVault"),
-            abi: GatewayVault.abi,
-            functionName: "transferWithAuthorization",
-            args: [
-              a.from,
-              a.to,
-              a.value,
-              a.validAfter,
-              a.validBefore,
-              a.nonce,
-              d.proof.payload.signature,
-            ],
-          }),
-        );
+        await relayDirectly(proof);
         const held = async () =>
           (await svc.db.sql`select held from x402_gateway_accounts
             where chain_id = 5042002 and payer = ${a.from}`)[0]?.held ?? 0n;
