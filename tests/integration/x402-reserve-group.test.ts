@@ -9,8 +9,12 @@ import { createTestDatabase } from "../helpers/db.ts";
 import { createSql } from "../../src/db/client.ts";
 import {
   confirmBatch,
+  createBatch,
   type NewCharge,
+  release,
   reserveMany,
+  serveMany,
+  staleReserved,
 } from "../../src/modules/x402/x402.batched.repo.ts";
 
 const CHAIN = 31337;
@@ -95,6 +99,39 @@ Deno.test("x402 reservations: a group in one statement", async (t) => {
         rows.map((r) => r.id).sort(),
         [used.id, group[0].id, group[2].id, group[5].id].sort(),
       );
+    });
+
+    await t.step("in flight until served: never batched, released when abandoned", async () => {
+      const p = "0x" + "e".repeat(40);
+      await account(p, 1_000n);
+      const [served, failed, abandoned] = [1, 2, 3].map(() => charge(p, 10n, now));
+      const out = await reserveMany(sql, [served, failed, abandoned], fresh, now);
+      assert.deepEqual([...out.values()], ["reserved", "reserved", "reserved"]);
+      const batch = () =>
+        createBatch(sql, { id: crypto.randomUUID(), chainId: CHAIN, max: 10, now });
+      assert.equal(await batch(), 0, "nothing is owed while the upstreams are in flight");
+      await serveMany(sql, [{ id: served.id, upstreamStatus: 200 }], now);
+      const [row] = await sql`select status, served_at, upstream_status
+        from x402_gateway_charges where id = ${served.id}`;
+      assert.equal(row.status, "pending");
+      assert.ok(row.servedAt);
+      assert.equal(row.upstreamStatus, 200);
+      const error = { error: "upstream: 503", upstreamStatus: 503, now };
+      assert.equal(await release(sql, served.id, error), false, "a served charge is owed");
+      assert.equal(await release(sql, failed.id, error), true);
+      assert.equal(await batch(), 1, "the served charge alone");
+      const later = new Date(now.getTime() + 1);
+      const mine = new Set([served.id, failed.id, abandoned.id]);
+      assert.deepEqual(
+        (await staleReserved(sql, CHAIN, later)).filter((id) => mine.has(id)),
+        [abandoned.id],
+        "the abandoned one alone is in flight",
+      );
+      await serveMany(sql, [{ id: failed.id, upstreamStatus: 200 }], now);
+      const [f] = await sql`select status, served_at from x402_gateway_charges
+        where id = ${failed.id}`;
+      assert.deepEqual({ ...f }, { status: "released", servedAt: null }, "released stays so");
+      assert.equal(await held(p), 20n, "held: the served charge and the abandoned one");
     });
 
     await t.step("several pools at once, balances running out, settlements racing", async () => {
