@@ -137,6 +137,38 @@ export class ReceiptWatcher {
   /** A poke came during a pass: the next pass follows it at once. */
   #poked = false;
 
+  /** Hashes to ask for by hash on the next lookup (`lookup`), and whether one is in flight. */
+  #lookups = new Set<string>();
+  #lookingUp = false;
+
+  /**
+   * Asks for a transaction's receipt by hash now: for one just accepted by a node that mines on
+   * arrival (anvil), whose receipt is there (or nearly) by the time the node answers. One
+   * request instead of a pass (the head, then its block's receipts). Lookups made while one is
+   * in flight go together in the next; a receipt not there yet is left to the loop, poked.
+   */
+  lookup(txHash: string): void {
+    this.#lookups.add(txHash.toLowerCase());
+    if (this.#lookingUp) return;
+    this.#lookingUp = true;
+    void (async () => {
+      try {
+        while (this.#lookups.size) {
+          const hashes = [...this.#lookups].filter((h) => this.#waiting.has(h));
+          this.#lookups.clear();
+          try {
+            await this.#byHash(hashes);
+          } catch {
+            // The loop asks again in its own way.
+          }
+          if (hashes.some((h) => this.#waiting.has(h))) this.poke();
+        }
+      } finally {
+        this.#lookingUp = false;
+      }
+    })();
+  }
+
   #resolve(hash: string, r: WatchedReceipt) {
     const e = this.#waiting.get(hash);
     if (!e) return;

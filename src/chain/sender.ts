@@ -427,8 +427,9 @@ export class TxSender {
       row.txHash,
       local !== undefined ? { local } : { db: row.createdAt },
     );
-    // A local node mines on arrival: the receipt of a transaction it accepted is already there.
-    if (rt.node && status === "broadcast") watcher.poke();
+    // A local node mines on arrival: the receipt of a transaction it accepted is already there,
+    // asked for by hash at once (the loop, poked, follows if it is not yet).
+    if (rt.node && status === "broadcast") watcher.lookup(row.txHash);
     try {
       while (true) {
         const left = deadline - Date.now();
