@@ -4,7 +4,9 @@
  * contract will), whether a nonce was used and which transaction paid with it, and a managed
  * wallet's signature of an authorization.
  */
-import type { Hex, PublicClient } from "viem";
+import { type Hex, type PublicClient, toFunctionSelector } from "viem";
+import { addressWord, bytes32Word } from "./abi-words.ts";
+import { groupCommit } from "../db/group-commit.ts";
 import { GatewayVault, TestUSDC } from "./contracts/artifacts/index.ts";
 import { TRANSFER_WITH_AUTHORIZATION_TYPES, usdcDomain } from "./eip3009.ts";
 import type { ProfileName } from "./profiles.ts";
@@ -82,7 +84,11 @@ export async function transferSignedBy(
   }
 }
 
-/** Whether the contract already used `nonce` for `from`. */
+/**
+ * Whether the contract already used `nonce` for `from`. The reads of a client that arrive while
+ * one of its requests is in flight go together in its next request, one JSON-RPC batch of
+ * `eth_call`s (`nonceReads`): a paid call's read costs a share of one request, not a request.
+ */
 export async function authorizationNonceUsed(
   chain: GatewayChain,
   p: ProfileName,
@@ -90,13 +96,72 @@ export async function authorizationNonceUsed(
   from: `0x${string}`,
   nonce: Hex,
 ): Promise<boolean> {
-  return await gatewayClient(chain, p).readContract({
-    address: target === "usdc" ? chain.contract(p, "TestUSDC") : gatewayVault(chain, p),
-    abi: target === "usdc" ? TestUSDC.abi : GatewayVault.abi,
-    functionName: "authorizationState",
-    args: [from, nonce],
+  const client = gatewayClient(chain, p);
+  const to = target === "usdc" ? chain.contract(p, "TestUSDC") : gatewayVault(chain, p);
+  const alone = () =>
+    client.readContract({
+      address: to,
+      abi: target === "usdc" ? TestUSDC.abi : GatewayVault.abi,
+      functionName: "authorizationState",
+      args: [from, nonce],
+    });
+  const url = (client.transport as { url?: string }).url;
+  if (!url) return await alone();
+  return await nonceReads(client, {
+    url,
+    to,
+    data: `0x${AUTHORIZATION_STATE}${addressWord(from)}${bytes32Word(nonce)}`,
+    alone,
   });
 }
+
+/** `authorizationState(address,bytes32)`: the same selector on the token and the vault. */
+const AUTHORIZATION_STATE = toFunctionSelector("authorizationState(address,bytes32)").slice(2);
+
+/**
+ * One JSON-RPC batch request for a group of nonce reads (src/db/group-commit.ts's pattern). A read
+ * the batch did not answer with a result (the request failed, the node refused the batch, or that
+ * call's own error) is read again alone through viem, which throws its error as before.
+ */
+const nonceReads = groupCommit<
+  { url: string; to: string; data: string; alone: () => Promise<boolean> },
+  boolean
+>(async (group) => {
+  const results: (string | null)[] = group.map(() => null);
+  try {
+    const res = await fetch(group[0].item.url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(group.map((w, id) => ({
+        jsonrpc: "2.0",
+        id,
+        method: "eth_call",
+        params: [{ to: w.item.to, data: w.item.data }, "latest"],
+      }))),
+      signal: AbortSignal.timeout(15_000),
+    });
+    const answers = res.ok ? await res.json() : await res.body?.cancel();
+    if (Array.isArray(answers)) {
+      for (const a of answers) {
+        if (
+          Number.isInteger(a?.id) && a.id >= 0 && a.id < group.length &&
+          typeof a.result === "string" && /^0x[0-9a-fA-F]{64}$/.test(a.result)
+        ) results[a.id] = a.result;
+      }
+    }
+  } catch {
+    // The request failed as a whole: each read goes again alone below.
+  }
+  await Promise.all(group.map(async (w, i) => {
+    const r = results[i];
+    if (r !== null) return w.resolve(BigInt(r) !== 0n);
+    try {
+      w.resolve(await w.item.alone());
+    } catch (e) {
+      w.reject(e);
+    }
+  }));
+}, { max: 256 });
 
 /**
  * The transaction that paid with `from`'s `nonce` on the contract, whoever sent it (our relay,
