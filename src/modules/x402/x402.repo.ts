@@ -171,6 +171,87 @@ export async function claimGatewayAttempt(
 }
 
 /**
+ * Several gateway attempts claimed in ONE statement (the pay path's group commit:
+ * x402.service.ts `claim`), each as `claimGatewayAttempt` would: the payers' mirror rows are
+ * locked in (chain, payer) byte order (no deadlock with another group, a batched reservation or a
+ * settlement), a payer's attempts fit while their running total, in arrival order, stays within
+ * its room (one after an attempt that did not fit is refused too: never an overspend), those
+ * that fit are inserted PENDING (a (payer, nonce) in flight or spent is skipped by the unique
+ * index) and each payer's hold grows by what was inserted. Returns, per `key`, the attempt, or
+ * "used"; a key not in the answer did not fit ("no_funds"). The attempts must not repeat a
+ * (chain, payer, nonce).
+ */
+export async function claimGatewayAttempts(
+  sql: Db,
+  as: (NewAttempt & { key: string })[],
+  freshAfter: Date,
+  now: Date,
+): Promise<Map<string, X402PaymentRecord | "used">> {
+  const input = JSON.stringify(as.map((a, ord) => ({
+    ord,
+    key: a.key,
+    listing_id: a.listingId,
+    listing_slug: a.listingSlug,
+    merchant_id: a.merchantId,
+    scheme: a.scheme,
+    chain_id: a.chainId,
+    payer: a.payer,
+    payee: a.payee,
+    amount: a.amount.toString(),
+    nonce: a.nonce,
+    valid_after: a.validAfter.toString(),
+    valid_before: a.validBefore.toString(),
+    agent_id: a.agentId,
+    created_at: a.now.toISOString(),
+  })));
+  const rows = await sql<(X402PaymentRecord & { claimKey: string; claimed: boolean })[]>`
+    with inp as (
+      select * from json_to_recordset(${input}::text::json) as i(ord int, key text,
+        listing_id uuid, listing_slug text, merchant_id uuid, scheme text, chain_id int,
+        payer text, payee text, amount bigint, nonce text, valid_after bigint,
+        valid_before bigint, agent_id text, created_at timestamptz)
+    ), acct as (
+      select a.chain_id, a.payer, a.balance - a.held as room from x402_gateway_accounts a
+      where (a.chain_id, a.payer) in (select chain_id, payer from inp)
+        and a.synced_at >= ${freshAfter}
+        and (a.withdrawing_until is null or a.withdrawing_until < ${now})
+      order by a.chain_id, a.payer collate "C"
+      for no key update of a
+    ), fits as (
+      select c.* from (
+        select inp.*, sum(inp.amount) over (partition by inp.chain_id, inp.payer
+          order by inp.ord) as running
+        from inp
+      ) c join acct on acct.chain_id = c.chain_id and acct.payer = c.payer
+      where c.running <= acct.room
+    ), ins as (
+      insert into x402_payments (listing_id, listing_slug, merchant_id, scheme, chain_id, payer,
+                                 payee, amount, nonce, valid_after, valid_before, agent_id,
+                                 status, created_at)
+      select listing_id, listing_slug, merchant_id, scheme, chain_id, payer, payee, amount,
+             nonce, valid_after, valid_before, agent_id, 'PENDING', created_at
+      from fits
+      on conflict (chain_id, scheme, payer, nonce) where status <> 'FAILED' do nothing
+      returning *
+    ), hold as (
+      update x402_gateway_accounts a set held = a.held + s.total
+      from (select chain_id, payer, sum(amount) as total from ins group by chain_id, payer) s
+      where a.chain_id = s.chain_id and a.payer = s.payer
+      returning 1
+    )
+    select f.key as claim_key, ins.id is not null as claimed, ins.id, ins.listing_id,
+      ins.listing_slug, ins.merchant_id, ins.scheme, ins.chain_id, ins.payer, ins.payee,
+      ins.amount, ins.nonce, ins.agent_id, ins.status, ins.error, ins.upstream_status,
+      ins.tx_hash, ins.created_at, ins.settled_at
+    from fits f left join ins on ins.chain_id = f.chain_id and ins.scheme = f.scheme
+      and ins.payer = f.payer and ins.nonce = f.nonce`;
+  return new Map(rows.map(({ claimKey, claimed, ...row }) => [
+    claimKey,
+    claimed ? row as X402PaymentRecord : "used",
+  ]));
+}
+
+/**
  * Removes a PENDING attempt that never reached its upstream (its proof turned out used on chain)
  * and gives its hold on the payer's mirror back, in one statement: as if it had never been
  * claimed. An attempt no longer PENDING is left alone.
@@ -220,6 +301,64 @@ export async function finishAttempt(
     )
     select ${PAYMENT_COLUMNS(sql)} from upd`;
   return row;
+}
+
+/**
+ * Several PENDING attempts settled (SUCCESS with their transaction) in ONE statement: the pay
+ * path's group commit (x402.service.ts `settleAttempt`), as `finishAttempt` for each, their holds
+ * given back and their amounts taken off the payers' mirrors. The mirror rows are locked first,
+ * in (chain, payer) byte order as every multi-payer statement does (no deadlock with another
+ * group or a batched reservation). An attempt no longer PENDING keeps its mirror as it is.
+ *
+ * It commits without waiting for its WAL flush (as the batched path's writes do): a kill -9 of
+ * the service loses nothing, and should PostgreSQL itself crash before the flush, the attempts
+ * are PENDING again and the reconcile sweep (x402.reconcile.ts) settles them from the chain,
+ * where their payments are.
+ */
+export async function settleAttempts(
+  sql: Db,
+  items: { id: string; upstreamStatus: number | null; txHash: string }[],
+  now: Date,
+): Promise<X402PaymentRecord[]> {
+  const input = JSON.stringify(items.map((i) => ({
+    id: i.id,
+    upstream_status: i.upstreamStatus,
+    tx_hash: i.txHash,
+  })));
+  return await sql<X402PaymentRecord[]>`
+    with inp as (
+      select * from json_to_recordset(${input}::text::json)
+        as i(id uuid, upstream_status int, tx_hash text)
+    ), prev as (
+      select p.id, p.status as was, p.scheme, p.chain_id, p.payer, p.amount
+      from x402_payments p join inp on inp.id = p.id
+      order by p.id for update of p
+    ), acct as (
+      select a.chain_id, a.payer from x402_gateway_accounts a
+      where (a.chain_id, a.payer) in (
+        select chain_id, payer from prev where was = 'PENDING' and scheme = 'gateway')
+      order by a.chain_id, a.payer collate "C"
+      for no key update of a
+    ), upd as (
+      update x402_payments p set status = 'SUCCESS', error = null,
+        upstream_status = inp.upstream_status, tx_hash = inp.tx_hash, settled_at = ${now}
+      from prev join inp on inp.id = prev.id
+      where p.id = prev.id
+      returning p.*
+    ), mirror as (
+      update x402_gateway_accounts a set held = greatest(a.held - s.amount, 0),
+        balance = greatest(a.balance - s.amount, 0)
+      from (
+        select prev.chain_id, prev.payer, sum(prev.amount) as amount
+        from prev join acct on acct.chain_id = prev.chain_id and acct.payer = prev.payer
+        where prev.was = 'PENDING' and prev.scheme = 'gateway'
+        group by prev.chain_id, prev.payer
+      ) s
+      where a.chain_id = s.chain_id and a.payer = s.payer
+      returning 1
+    )
+    select ${PAYMENT_COLUMNS(sql)} from upd,
+      (select set_config('synchronous_commit', 'off', true)) as async_commit`;
 }
 
 /** PENDING attempts created before `before`: abandoned by a crash or a settlement timeout. */

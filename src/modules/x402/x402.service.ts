@@ -31,6 +31,7 @@ import { cachedListing, paymentRequirements } from "./x402.listings.ts";
 import { settleOne } from "./x402.settler.ts";
 import { syncAccount } from "./x402.batched.mirror.ts";
 import { MIRROR_TTL_S } from "./x402.batched.rules.ts";
+import { groupCommit } from "../../db/group-commit.ts";
 
 export type { ListingRow } from "./x402.repo.ts";
 
@@ -228,11 +229,13 @@ export async function pay(deps: X402Deps, input: PayInput): Promise<PayOutcome> 
 
 /**
  * Claims (payer, nonce) as PENDING, holding its value on the payer's mirror in the same statement
- * (x402.repo.ts `claimGatewayAttempt`): the mirror row's lock serialises it with every other
- * reservation of the payer (batched charges included), so concurrent proofs cannot overspend,
- * and a withdrawal in flight marks the row (x402.batched.mirror.ts `whileWithdrawing`, taking the
- * same lock), so a claim either counted in the withdrawal's check or refused until it is mined.
- * No payer claim (src/db/claims.ts) is taken: the row lock already serialises what it did.
+ * (x402.repo.ts `claimGatewayAttempts`, a group commit: the claims that arrive while one statement
+ * is in flight share the next one; `claimGatewayAttempt` alone after a re-read of the balance):
+ * the mirror row's lock serialises it with every other reservation of the payer (batched
+ * charges included), so concurrent proofs cannot overspend, and a withdrawal in flight marks the
+ * row (x402.batched.mirror.ts `whileWithdrawing`, taking the same lock), so a claim either counted
+ * in the withdrawal's check or refused until it is mined. No payer claim (src/db/claims.ts) is
+ * taken: the row lock already serialises what it did.
  */
 async function claim(
   deps: Deps,
@@ -242,27 +245,28 @@ async function claim(
 ): Promise<X402PaymentRecord> {
   const a = v.proof.payload.authorization;
   const profile = x402Profile(deps);
-  const attempt = (now: Date) =>
-    repo.claimGatewayAttempt(deps.sql, {
-      listingId: listing.id,
-      listingSlug: listing.slug,
-      merchantId: listing.merchantId,
-      scheme: "gateway",
-      chainId: v.chainId,
-      payer: a.from,
-      payee: a.to,
-      amount: a.value,
-      nonce: a.nonce,
-      validAfter: a.validAfter,
-      validBefore: a.validBefore,
-      agentId,
-      now,
-    }, new Date(now.getTime() - MIRROR_TTL_S * 1000));
-  // With no room (no mirror yet, a stale one, or too little), the balance is read again once.
-  let result = await attempt(deps.clock.now());
+  const attempt = (now: Date): repo.NewAttempt => ({
+    listingId: listing.id,
+    listingSlug: listing.slug,
+    merchantId: listing.merchantId,
+    scheme: "gateway",
+    chainId: v.chainId,
+    payer: a.from,
+    payee: a.to,
+    amount: a.value,
+    nonce: a.nonce,
+    validAfter: a.validAfter,
+    validBefore: a.validBefore,
+    agentId,
+    now,
+  });
+  // The first try is a group commit; with no room (no mirror yet, a stale one, or too little),
+  // the balance is read again once and the claim tried alone.
+  let result = await claimGroup(deps.sql, { deps, attempt: attempt(deps.clock.now()) });
   if (result === "no_funds") {
     await syncAccount(deps, profile, a.from);
-    result = await attempt(deps.clock.now());
+    const now = deps.clock.now();
+    result = await repo.claimGatewayAttempt(deps.sql, attempt(now), freshSince(now));
   }
   if (result === "used") throw new DomainError("x402_proof_used");
   if (result === "no_funds") {
@@ -274,6 +278,50 @@ async function claim(
   }
   return result;
 }
+
+const freshSince = (now: Date) => new Date(now.getTime() - MIRROR_TTL_S * 1000);
+
+type ClaimResult = X402PaymentRecord | "no_funds" | "used";
+
+/**
+ * Claims as a group commit (src/db/group-commit.ts): those that arrive while one statement is in
+ * flight are written together by the next (repo.claimGatewayAttempts: one statement, at most 256,
+ * never two with one (chain, payer, nonce), so a replay waits for the next statement, which finds
+ * it used). A group whose statement fails is tried again one attempt at a time.
+ */
+const claimGroup = groupCommit<{ deps: Deps; attempt: repo.NewAttempt }, ClaimResult>(
+  async (group) => {
+    const { deps } = group[0].item;
+    const now = deps.clock.now();
+    try {
+      const out = await repo.claimGatewayAttempts(
+        deps.sql,
+        group.map((w, i) => ({ ...w.item.attempt, key: String(i) })),
+        freshSince(now),
+        now,
+      );
+      group.forEach((w, i) => w.resolve(out.get(String(i)) ?? "no_funds"));
+    } catch (error) {
+      deps.log.warn("x402 claims: a group failed, tried one by one", {
+        size: group.length,
+        error,
+      });
+      await Promise.all(group.map(async (w) => {
+        try {
+          w.resolve(
+            await repo.claimGatewayAttempt(deps.sql, w.item.attempt, freshSince(deps.clock.now())),
+          );
+        } catch (e) {
+          w.reject(e);
+        }
+      }));
+    }
+  },
+  {
+    max: 256,
+    apart: ({ attempt: a }) => `${a.chainId}:${a.payer}:${a.nonce}`,
+  },
+);
 
 /**
  * The upstream call of a claimed attempt (`/api/x402/pay`, `/x402/{slug}`'s `exact`): a failure
@@ -323,9 +371,54 @@ export async function settleAttempt(
     }
     throw e;
   }
-  await finish(deps, attemptId, { status: "SUCCESS", upstreamStatus, txHash });
+  const row = await settledGroup(deps.sql, {
+    deps,
+    item: { id: attemptId, upstreamStatus: upstreamStatus ?? null, txHash },
+  });
+  if (row) await recorded(deps, row);
   return txHash;
 }
+
+/**
+ * Settled attempts as a group commit (src/db/group-commit.ts): those settled while one statement
+ * is in flight (the calls one settlement transaction answers, say) are written together by the
+ * next (repo.settleAttempts). A group whose statement fails is written one attempt at a time.
+ */
+const settledGroup = groupCommit<
+  { deps: X402Deps; item: { id: string; upstreamStatus: number | null; txHash: string } },
+  X402PaymentRecord | null
+>(async (group) => {
+  const { deps } = group[0].item;
+  try {
+    const rows = await repo.settleAttempts(
+      deps.sql,
+      group.map((w) => w.item.item),
+      deps.clock.now(),
+    );
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    for (const w of group) w.resolve(byId.get(w.item.item.id) ?? null);
+  } catch (error) {
+    deps.log.warn("x402 settled attempts: a group failed, written one by one", {
+      size: group.length,
+      error,
+    });
+    await Promise.all(group.map(async (w) => {
+      try {
+        const { id, upstreamStatus, txHash } = w.item.item;
+        w.resolve(
+          await repo.finishAttempt(deps.sql, id, {
+            status: "SUCCESS",
+            upstreamStatus,
+            txHash,
+            now: deps.clock.now(),
+          }) ?? null,
+        );
+      } catch (e) {
+        w.reject(e);
+      }
+    }));
+  }
+}, { max: 256 });
 
 /** Ends an attempt (SUCCESS or FAILED) and tells the agent port; the port cannot fail the call. */
 export async function finish(
@@ -339,10 +432,15 @@ export async function finish(
   },
 ): Promise<void> {
   const row = await repo.finishAttempt(deps.sql, id, { ...f, now: deps.clock.now() });
+  await recorded(deps, row);
+}
+
+/** Tells the agent port of an ended attempt; the port cannot fail the call. */
+async function recorded(deps: X402Deps, row: X402PaymentRecord): Promise<void> {
   try {
     await deps.agents.paymentRecorded(row);
   } catch (e) {
-    deps.log.warn("x402 agent port failed on paymentRecorded", { id, error: e });
+    deps.log.warn("x402 agent port failed on paymentRecorded", { id: row?.id, error: e });
   }
 }
 
