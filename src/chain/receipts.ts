@@ -137,6 +137,22 @@ export class ReceiptWatcher {
   /** A poke came during a pass: the next pass follows it at once. */
   #poked = false;
 
+  /**
+   * A receipt the caller already holds, as the node answered it (eth_sendRawTransactionSync's
+   * answer): kept, and given to its waiter, as a receipt found by the loop would be. Anything
+   * not shaped as a receipt is ignored (the loop finds the real one).
+   */
+  deliver(txHash: string, receipt: unknown): void {
+    const r = receipt as Partial<RpcReceipt> | null;
+    if (
+      !r || typeof r !== "object" || typeof r.status !== "string" ||
+      typeof r.blockNumber !== "string" || typeof r.gasUsed !== "string" ||
+      typeof r.transactionHash !== "string" ||
+      r.transactionHash.toLowerCase() !== txHash.toLowerCase()
+    ) return;
+    this.#remember(txHash.toLowerCase(), parse(r as RpcReceipt));
+  }
+
   /** Hashes to ask for by hash on the next lookup (`lookup`), and whether one is in flight. */
   #lookups = new Set<string>();
   #lookingUp = false;

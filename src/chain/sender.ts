@@ -93,6 +93,10 @@ interface MinedReceipt {
 
 /** The receipt watcher's pace on a local node of ours (an `eth_blockNumber` per poll). */
 const LOCAL_RECEIPT_POLL_MS = 10;
+/** How long a local node's `eth_sendRawTransactionSync` is waited for before a plain send. */
+const SYNC_WAIT_MS = 1_000;
+/** When that request is given up (anvil's own bound is 30 s). */
+const SYNC_ABORT_MS = 35_000;
 
 /** Fee estimates are reused for a second: they move per block, not per transaction. */
 const FEE_TTL_MS = 1000;
@@ -374,22 +378,44 @@ export class TxSender {
    */
   async #broadcastInOrder(rt: ChainRuntime, rows: repo.TxRow[]): Promise<BroadcastOutcome[]> {
     const outcomes: (BroadcastOutcome | null)[] = rows.map(() => null);
-    if (rows.length > 1) {
+    // A local node of ours mines on arrival: it is sent `eth_sendRawTransactionSync`, which
+    // answers with the receipt once mined (one request instead of a send and a receipt lookup),
+    // and the receipts go to the chain's watcher for the waiters. One not answered within
+    // SYNC_WAIT_MS (the node's automining turned off, or a refused nonce holding the later ones
+    // back) is sent again below as any other, so a refusal is handled as ever.
+    const local = !!rt.node;
+    if (rows.length > 1 || local) {
       try {
         // The client's own endpoint (the node, or whatever stands in front of it).
         const url = (rt.client.transport as { url?: string }).url ?? rt.rpcUrl;
-        const res = await fetch(url, {
+        const request = fetch(url, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: JSON.stringify(rows.map((row, id) => ({
             jsonrpc: "2.0",
             id,
-            method: "eth_sendRawTransaction",
+            method: local ? "eth_sendRawTransactionSync" : "eth_sendRawTransaction",
             params: [row.rawTx],
           }))),
-          signal: AbortSignal.timeout(15_000),
-        });
-        const answers = await res.json();
+          signal: AbortSignal.timeout(local ? SYNC_ABORT_MS : 15_000),
+        }).then((res) => res.json());
+        const watcher = local ? this.#watcher(rt) : null;
+        const deliver = (answers: unknown) => {
+          if (!watcher || !Array.isArray(answers)) return;
+          for (const a of answers) {
+            const row = Number.isInteger(a?.id) ? rows[a.id] : undefined;
+            if (row && a.result) watcher.deliver(row.txHash, a.result);
+          }
+        };
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const answers = local
+          ? await Promise.race([
+            request,
+            new Promise<null>((r) => timer = setTimeout(() => r(null), SYNC_WAIT_MS)),
+          ]).finally(() => clearTimeout(timer))
+          : await request;
+        if (answers === null) request.then(deliver).catch(() => {});
+        else deliver(answers);
         if (Array.isArray(answers)) {
           for (const a of answers) {
             if (Number.isInteger(a?.id) && a.id >= 0 && a.id < rows.length && a.result) {

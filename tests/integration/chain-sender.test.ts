@@ -141,8 +141,9 @@ Deno.test("sender: transfers settle once per intent; reverts are 502, timeouts 4
 Deno.test("sender: a node that fails every other broadcast leaves no nonce gap", async () => {
   const db = await createTestDatabase();
   const chain = await startTestChain(db.sql);
-  // A JSON-RPC proxy in front of anvil failing every other eth_sendRawTransaction: a single
-  // call with a 502, a call inside a batch request with its own error answer.
+  // A JSON-RPC proxy in front of anvil failing every other eth_sendRawTransaction (or its Sync
+  // form, which a local node is sent): a single call with a 502, a call inside a batch request
+  // with its own error answer.
   const rt = chain.runtime("testnet");
   let sends = 0;
   let refused = 0;
@@ -158,7 +159,7 @@ Deno.test("sender: a node that fails every other broadcast leaves no nonce gap",
     if (Array.isArray(parsed)) {
       const answers = [];
       for (const call of parsed) {
-        if (call.method === "eth_sendRawTransaction" && sends++ % 2 === 0) {
+        if (call.method.startsWith("eth_sendRawTransaction") && sends++ % 2 === 0) {
           refused++;
           answers.push({ jsonrpc: "2.0", id: call.id, error: { code: -32603, message: "down" } });
         } else answers.push(await forward(call));
@@ -200,6 +201,61 @@ Deno.test("sender: a node that fails every other broadcast leaves no nonce gap",
   } finally {
     rt.client = direct;
     await proxy.shutdown();
+    await chain.stop();
+    await db.drop();
+  }
+});
+
+Deno.test("sender: a local node that stopped mining on arrival still gets each intent once", async () => {
+  // A local node is sent eth_sendRawTransactionSync, which answers once the transaction is mined;
+  // with automining off it does not answer, and the sender goes on with a plain send (the same
+  // bytes: "already known"), whose receipt comes when mining resumes.
+  const db = await createTestDatabase();
+  const chain = await startTestChain(db.sql);
+  const rt = chain.runtime("testnet");
+  try {
+    const payer = await chain.createWallet("test");
+    const payee = await chain.createWallet("test");
+    await chain.mintUsdc({ profile: "testnet", to: payer.address, amount: 10n * USDC });
+    // A first transfer while the node mines: the payer's gas top-up is behind us.
+    await chain.transferUsdc({
+      profile: "testnet",
+      from: { walletId: payer.id },
+      to: payee.address,
+      amount: USDC,
+      intentKey: "unmined:0",
+    });
+    await rpc(rt.rpcUrl, "evm_setAutomine", [false]);
+    let sent: Promise<unknown>;
+    try {
+      sent = Promise.all([1, 2].map((i) =>
+        chain.transferUsdc({
+          profile: "testnet",
+          from: { walletId: payer.id },
+          to: payee.address,
+          amount: USDC,
+          intentKey: `unmined:${i}`,
+        })
+      ));
+      sent.catch(() => {});
+      await waitFor(async () => {
+        const rows = await db.sql`select status from chain_transactions
+          where intent_key in ('unmined:1', 'unmined:2') and status = 'broadcast'`;
+        return rows.length === 2 || null;
+      }, { what: "both transactions sent while the node does not mine", timeoutMs: 20_000 });
+    } finally {
+      await rpc(rt.rpcUrl, "evm_setAutomine", [true]);
+    }
+    await rpc(rt.rpcUrl, "evm_mine", []);
+    const rows = await sent as { status: string; nonce: bigint }[];
+    assert.deepEqual(rows.map((r) => r.status), ["confirmed", "confirmed"]);
+    assert.deepEqual(rows.map((r) => Number(r.nonce)).sort(), [1, 2]);
+    assert.equal(await rt.client.getTransactionCount({ address: payer.address }), 3);
+    assert.equal(await chain.usdcBalance("testnet", payee.address), 3n * USDC);
+    const [n] = await db.sql`select count(*)::int as n from chain_transactions
+      where intent_key like 'unmined:%'`;
+    assert.equal(n.n, 3, "one transaction per intent");
+  } finally {
     await chain.stop();
     await db.drop();
   }
