@@ -17,6 +17,11 @@ export interface EmbeddedDatabase {
   /** False when another live process started this server and still owns it. */
   owned: boolean;
   stop(): Promise<void>;
+  /**
+   * Asks an owned server to stop without waiting (a fast shutdown signalled to its postmaster):
+   * for an exit handler, which cannot wait for `stop`. Does nothing for a shared server.
+   */
+  signalStop(): void;
 }
 
 export interface EmbeddedOptions {

@@ -62,6 +62,7 @@ async function start(opts: EmbeddedOptions): Promise<EmbeddedDatabase> {
       port: server.port,
       owned: false,
       stop: async () => {},
+      signalStop: () => {},
     };
   };
 
@@ -119,6 +120,7 @@ async function start(opts: EmbeddedOptions): Promise<EmbeddedDatabase> {
   await ensureDatabase(adminUrl, database);
   log.info("embedded PostgreSQL ready", { port: server.port, dir: clusterDir });
   let stopped = false;
+  const postmaster = server.pid;
   return {
     url: urlFor(server.port, password, database),
     adminUrl,
@@ -136,6 +138,21 @@ async function start(opts: EmbeddedOptions): Promise<EmbeddedDatabase> {
       await Deno.remove(ownerFile).catch(() => {});
       if (r.ok) log.info("embedded PostgreSQL stopped");
       else log.error("embedded PostgreSQL did not stop cleanly", { output: r.output });
+    },
+    signalStop: () => {
+      if (stopped) return;
+      stopped = true;
+      // SIGINT to the postmaster is PostgreSQL's fast shutdown, as `pg_ctl stop -m fast`.
+      try {
+        Deno.kill(postmaster, "SIGINT");
+      } catch {
+        // Already gone.
+      }
+      try {
+        Deno.removeSync(ownerFile);
+      } catch {
+        // Never written, or removed.
+      }
     },
   };
 }

@@ -18,9 +18,9 @@ async function serverUrl(): Promise<string> {
   privateServer ??= (async () => {
     const dir = await Deno.makeTempDir({ prefix: "settlement-test-pg-" });
     const db = await startEmbeddedPostgres({ dataDir: dir, log: silentLogger });
-    globalThis.addEventListener("unload", () => {
-      db.stop();
-    });
+    // An exit handler cannot wait for `stop` (pg_ctl): the server is signalled instead, or it
+    // would outlive every test or script run directly with no database configured.
+    globalThis.addEventListener("unload", () => db.signalStop());
     return db.adminUrl;
   })();
   return await privateServer;

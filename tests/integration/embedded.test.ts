@@ -33,3 +33,51 @@ Deno.test("embedded postgres: starts, keeps data across restarts, adopts a crash
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("embedded postgres: a script that exits with one running stops it (signalStop)", async () => {
+  // The test helper's private server, as a test or script run directly with no database
+  // configured starts it: the process exits, and its exit handler stops the server.
+  const dir = await Deno.makeTempDir({ prefix: "settlement-embedded-exit-" });
+  const script = `${dir}/script.ts`;
+  const embedded = new URL("../../src/db/embedded.ts", import.meta.url).href;
+  const log = new URL("../../src/log.ts", import.meta.url).href;
+  await Deno.writeTextFile(
+    script,
+    `import { startEmbeddedPostgres } from "${embedded}";
+import { silentLogger } from "${log}";
+const db = await startEmbeddedPostgres({ dataDir: ${
+      JSON.stringify(`${dir}/data`)
+    }, log: silentLogger });
+globalThis.addEventListener("unload", () => db.signalStop());
+console.log(db.url);
+`,
+  );
+  try {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-all",
+        "--config",
+        new URL("../../deno.json", import.meta.url).pathname,
+        script,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.ok(out.success, new TextDecoder().decode(out.stderr));
+    const url = new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!;
+    assert.match(url, /^postgres:\/\//);
+    // The server goes down with the script (a fast shutdown takes a moment): bounded poll.
+    const deadline = Date.now() + 20_000;
+    let down = false;
+    while (!down && Date.now() < deadline) {
+      const sql = postgres(url, { max: 1, connect_timeout: 2, onnotice: () => {} });
+      down = await sql`select 1`.then(() => false, () => true);
+      await sql.end({ timeout: 1 });
+      if (!down) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(down, "the server outlived the script that started it");
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});
