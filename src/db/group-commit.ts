@@ -11,11 +11,20 @@ export interface Waiter<I, O> {
   reject(error: unknown): void;
 }
 
-export interface GroupCommitOptions<I> {
+export interface GroupCommitOptions<I, O> {
   /** At most this many items per write (default: all waiting). */
   max?: number;
   /** Items with the same key never share a write: the later one waits for the next. */
   apart?: (item: I) => string;
+  /**
+   * A write of one item on its own: when a group's write throws, each waiter it did not answer
+   * is written alone (at once, all of them), so one bad item fails alone rather than its group;
+   * `failed` hears of the group's error first. Without it, those waiters are rejected.
+   */
+  alone?: {
+    write: (item: I) => Promise<O>;
+    failed?: (error: unknown, items: I[]) => void;
+  };
 }
 
 interface Queue<I, O> {
@@ -29,7 +38,7 @@ interface Queue<I, O> {
  */
 export function groupCommit<I, O>(
   write: (group: Waiter<I, O>[]) => Promise<void>,
-  opts: GroupCommitOptions<I> = {},
+  opts: GroupCommitOptions<I, O> = {},
 ): (key: object, item: I) => Promise<O> {
   const queues = new WeakMap<object, Queue<I, O>>();
 
@@ -59,17 +68,40 @@ export function groupCommit<I, O>(
     q.writing = true;
     try {
       while (q.waiting.length) {
-        const group = take(q);
+        const group = take(q).map(answerOnce);
         try {
           await write(group);
         } catch (e) {
-          // Settled promises ignore a second answer: only the unanswered are rejected.
-          for (const w of group) w.reject(e);
+          const open = group.filter((w) => !w.answered);
+          const alone = opts.alone;
+          if (!alone) {
+            for (const w of open) w.reject(e);
+            continue;
+          }
+          alone.failed?.(e, group.map((w) => w.item));
+          await Promise.all(open.map((w) => alone.write(w.item).then(w.resolve, w.reject)));
         }
       }
     } finally {
       q.writing = false;
     }
+  };
+
+  /** The waiter, remembering whether the write answered it. */
+  const answerOnce = (w: Waiter<I, O>): Waiter<I, O> & { answered: boolean } => {
+    const tracked = {
+      item: w.item,
+      answered: false,
+      resolve: (o: O) => {
+        tracked.answered = true;
+        w.resolve(o);
+      },
+      reject: (e: unknown) => {
+        tracked.answered = true;
+        w.reject(e);
+      },
+    };
+    return tracked;
   };
 
   return (key, item) => {

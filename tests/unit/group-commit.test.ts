@@ -74,3 +74,37 @@ Deno.test("group commit: a failed write rejects those it did not answer; the que
   assert.equal(await add(key, 4), 40, "the next write still runs");
   assert.equal(calls, 3);
 });
+
+Deno.test("group commit: with `alone`, a failed group's unanswered items are written one by one", async () => {
+  const errors: [string, number][] = [];
+  const alone: number[] = [];
+  let writes = 0;
+  const add = groupCommit<number, number>(async (group) => {
+    writes++;
+    await Promise.resolve();
+    group[0].resolve(group[0].item * 10);
+    if (group.length > 1) throw new Error("one bad item spoils the statement");
+  }, {
+    alone: {
+      write: async (n) => {
+        alone.push(n);
+        await Promise.resolve();
+        if (n === 3) throw new Error("3 is bad");
+        return n * 100;
+      },
+      failed: (e, items) => errors.push([String(e), items.length]),
+    },
+  });
+  const key = {};
+  const out = await Promise.allSettled([add(key, 1), add(key, 2), add(key, 3), add(key, 4)]);
+  assert.deepEqual(out.map((o) => o.status === "fulfilled" ? o.value : "rejected"), [
+    10, // its own write
+    20, // answered by the failed group before it failed: not written again
+    "rejected", // bad on its own too
+    400,
+  ]);
+  assert.deepEqual(alone.sort(), [3, 4], "only what the group left unanswered");
+  assert.equal(writes, 2);
+  assert.deepEqual(errors, [["Error: one bad item spoils the statement", 3]]);
+  assert.equal(await add(key, 5), 50, "the queue goes on");
+});

@@ -42,28 +42,21 @@ const reserveGroup = groupCommit<{ deps: Deps; charge: repo.NewCharge }, repo.Re
   async (group) => {
     const { deps } = group[0].item;
     const now = deps.clock.now();
-    try {
-      const charges = group.map((w) => w.item.charge);
-      const out = await repo.reserveMany(deps.sql, charges, freshSince(now), now);
-      for (const w of group) w.resolve(out.get(w.item.charge.id) ?? "no_funds");
-    } catch (error) {
-      deps.log.warn("x402 reservations: a group failed, tried one by one", {
-        size: group.length,
-        error,
-      });
-      await Promise.all(group.map(async (w) => {
-        try {
-          const c = w.item.charge;
-          w.resolve(await repo.reserve(deps.sql, c, freshSince(deps.clock.now())));
-        } catch (e) {
-          w.reject(e);
-        }
-      }));
-    }
+    const charges = group.map((w) => w.item.charge);
+    const out = await repo.reserveMany(deps.sql, charges, freshSince(now), now);
+    for (const w of group) w.resolve(out.get(w.item.charge.id) ?? "no_funds");
   },
   {
     max: 256,
     apart: ({ charge: c }) => `${c.chainId}:${c.payer}:${c.nonce}`,
+    alone: {
+      write: ({ deps, charge }) => repo.reserve(deps.sql, charge, freshSince(deps.clock.now())),
+      failed: (error, items) =>
+        items[0].deps.log.warn("x402 reservations: a group failed, tried one by one", {
+          size: items.length,
+          error,
+        }),
+    },
   },
 );
 

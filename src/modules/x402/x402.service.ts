@@ -293,33 +293,26 @@ const claimGroup = groupCommit<{ deps: Deps; attempt: repo.NewAttempt }, ClaimRe
   async (group) => {
     const { deps } = group[0].item;
     const now = deps.clock.now();
-    try {
-      const out = await repo.claimGatewayAttempts(
-        deps.sql,
-        group.map((w, i) => ({ ...w.item.attempt, key: String(i) })),
-        freshSince(now),
-        now,
-      );
-      group.forEach((w, i) => w.resolve(out.get(String(i)) ?? "no_funds"));
-    } catch (error) {
-      deps.log.warn("x402 claims: a group failed, tried one by one", {
-        size: group.length,
-        error,
-      });
-      await Promise.all(group.map(async (w) => {
-        try {
-          w.resolve(
-            await repo.claimGatewayAttempt(deps.sql, w.item.attempt, freshSince(deps.clock.now())),
-          );
-        } catch (e) {
-          w.reject(e);
-        }
-      }));
-    }
+    const out = await repo.claimGatewayAttempts(
+      deps.sql,
+      group.map((w, i) => ({ ...w.item.attempt, key: String(i) })),
+      freshSince(now),
+      now,
+    );
+    group.forEach((w, i) => w.resolve(out.get(String(i)) ?? "no_funds"));
   },
   {
     max: 256,
     apart: ({ attempt: a }) => `${a.chainId}:${a.payer}:${a.nonce}`,
+    alone: {
+      write: ({ deps, attempt }) =>
+        repo.claimGatewayAttempt(deps.sql, attempt, freshSince(deps.clock.now())),
+      failed: (error, items) =>
+        items[0].deps.log.warn("x402 claims: a group failed, tried one by one", {
+          size: items.length,
+          error,
+        }),
+    },
   },
 );
 
@@ -389,36 +382,30 @@ const settledGroup = groupCommit<
   X402PaymentRecord | null
 >(async (group) => {
   const { deps } = group[0].item;
-  try {
-    const rows = await repo.settleAttempts(
-      deps.sql,
-      group.map((w) => w.item.item),
-      deps.clock.now(),
-    );
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    for (const w of group) w.resolve(byId.get(w.item.item.id) ?? null);
-  } catch (error) {
-    deps.log.warn("x402 settled attempts: a group failed, written one by one", {
-      size: group.length,
-      error,
-    });
-    await Promise.all(group.map(async (w) => {
-      try {
-        const { id, upstreamStatus, txHash } = w.item.item;
-        w.resolve(
-          await repo.finishAttempt(deps.sql, id, {
-            status: "SUCCESS",
-            upstreamStatus,
-            txHash,
-            now: deps.clock.now(),
-          }) ?? null,
-        );
-      } catch (e) {
-        w.reject(e);
-      }
-    }));
-  }
-}, { max: 256 });
+  const rows = await repo.settleAttempts(
+    deps.sql,
+    group.map((w) => w.item.item),
+    deps.clock.now(),
+  );
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  for (const w of group) w.resolve(byId.get(w.item.item.id) ?? null);
+}, {
+  max: 256,
+  alone: {
+    write: async ({ deps, item: { id, upstreamStatus, txHash } }) =>
+      await repo.finishAttempt(deps.sql, id, {
+        status: "SUCCESS",
+        upstreamStatus,
+        txHash,
+        now: deps.clock.now(),
+      }) ?? null,
+    failed: (error, items) =>
+      items[0].deps.log.warn("x402 settled attempts: a group failed, written one by one", {
+        size: items.length,
+        error,
+      }),
+  },
+});
 
 /** Ends an attempt (SUCCESS or FAILED) and tells the agent port; the port cannot fail the call. */
 export async function finish(
