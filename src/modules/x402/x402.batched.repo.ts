@@ -115,21 +115,7 @@ export async function reserveMany(
         chain_id int, listing_id uuid, listing_slug text, merchant_id uuid, payer text,
         payee text, amount bigint, nonce text, valid_after bigint, valid_before bigint,
         domain text, signature text, agent_id text, created_at timestamptz)
-    ), acct as (
-      select a.chain_id, a.payer, a.balance - a.held as room from x402_gateway_accounts a
-      where (a.chain_id, a.payer) in (select chain_id, payer from inp)
-        and a.synced_at >= ${freshAfter}
-        and (a.withdrawing_until is null or a.withdrawing_until < ${now})
-      order by a.chain_id, a.payer collate "C"
-      for no key update of a
-    ), fits as (
-      select c.* from (
-        select inp.*, sum(inp.amount) over (partition by inp.chain_id, inp.payer
-          order by inp.ord) as running
-        from inp
-      ) c join acct on acct.chain_id = c.chain_id and acct.payer = c.payer
-      where c.running <= acct.room
-    ), ins as (
+    ), ${fitsInRoom(sql, freshAfter, now)}, ins as (
       insert into x402_gateway_charges (id, chain_id, listing_id, listing_slug, merchant_id,
         payer, payee, amount, nonce, valid_after, valid_before, domain, signature, agent_id,
         status, created_at)
@@ -148,6 +134,31 @@ export async function reserveMany(
     from fits f left join ins on ins.id = f.id, ${asyncCommit(sql)}`;
   return new Map(rows.map((r) => [r.id, r.reserved ? "reserved" : "used"]));
 }
+
+/**
+ * The CTEs `acct` and `fits` of a group reservation on the payers' mirrors (`reserveMany` here,
+ * x402.repo.ts `claimGatewayAttempts`), over a CTE `inp` with `ord`, `chain_id`, `payer` and
+ * `amount`: the payers' mirror rows read no earlier than `freshAfter` and with no withdrawal in
+ * flight, locked in (chain, payer) byte order (no deadlock with another group, nor with a
+ * settlement's confirmation, which updates them in that order too), and the items whose running
+ * total per payer, in arrival order, stays within the payer's room (`balance - held`).
+ */
+export const fitsInRoom = (sql: Db, freshAfter: Date, now: Date) =>
+  sql`acct as (
+      select a.chain_id, a.payer, a.balance - a.held as room from x402_gateway_accounts a
+      where (a.chain_id, a.payer) in (select chain_id, payer from inp)
+        and a.synced_at >= ${freshAfter}
+        and (a.withdrawing_until is null or a.withdrawing_until < ${now})
+      order by a.chain_id, a.payer collate "C"
+      for no key update of a
+    ), fits as (
+      select c.* from (
+        select inp.*, sum(inp.amount) over (partition by inp.chain_id, inp.payer
+          order by inp.ord) as running
+        from inp
+      ) c join acct on acct.chain_id = c.chain_id and acct.payer = c.payer
+      where c.running <= acct.room
+    )`;
 
 /** Whether this (payer, nonce) already has a charge that was not released. */
 export async function nonceTaken(

@@ -1,5 +1,6 @@
 /** SQL for x402 listings and paid-call attempts. */
 import type { Db, Sql } from "../../db/client.ts";
+import { fitsInRoom } from "./x402.batched.repo.ts";
 import type { Address, X402PaymentRecord, X402PaymentStatus, X402Scheme } from "./x402.types.ts";
 import type { HttpMethod } from "./x402.rules.ts";
 
@@ -210,21 +211,7 @@ export async function claimGatewayAttempts(
         listing_id uuid, listing_slug text, merchant_id uuid, scheme text, chain_id int,
         payer text, payee text, amount bigint, nonce text, valid_after bigint,
         valid_before bigint, agent_id text, created_at timestamptz)
-    ), acct as (
-      select a.chain_id, a.payer, a.balance - a.held as room from x402_gateway_accounts a
-      where (a.chain_id, a.payer) in (select chain_id, payer from inp)
-        and a.synced_at >= ${freshAfter}
-        and (a.withdrawing_until is null or a.withdrawing_until < ${now})
-      order by a.chain_id, a.payer collate "C"
-      for no key update of a
-    ), fits as (
-      select c.* from (
-        select inp.*, sum(inp.amount) over (partition by inp.chain_id, inp.payer
-          order by inp.ord) as running
-        from inp
-      ) c join acct on acct.chain_id = c.chain_id and acct.payer = c.payer
-      where c.running <= acct.room
-    ), ins as (
+    ), ${fitsInRoom(sql, freshAfter, now)}, ins as (
       insert into x402_payments (listing_id, listing_slug, merchant_id, scheme, chain_id, payer,
                                  payee, amount, nonce, valid_after, valid_before, agent_id,
                                  status, created_at)
