@@ -43,7 +43,7 @@ function attempt(payer: string, amount: bigint, now: Date, nonce = hex(32)): New
   };
 }
 
-const keyed = (as: NewAttempt[]) => as.map((a, i) => ({ ...a, key: String(i) }));
+const withIds = (as: NewAttempt[]) => as.map((a) => ({ ...a, id: crypto.randomUUID() }));
 
 Deno.test("x402 pay: claims and settlements in groups", async (t) => {
   const db = await createTestDatabase();
@@ -77,20 +77,22 @@ Deno.test("x402 pay: claims and settlements in groups", async (t) => {
         const used = attempt(b, 10n, now);
         assert.notEqual(typeof await claimGatewayAttempt(sql, used, fresh), "string");
         // a: 10 + 10 fit in 25, the third does not, nor a fourth after it (never an overspend).
-        const group = [
+        const twice = hex(32);
+        const group = withIds([
           attempt(a, 10n, now),
           attempt(b, 10n, now, used.nonce),
           attempt(a, 10n, now),
           attempt(c, 1n, now),
           attempt(a, 10n, now),
-          attempt(b, 30n, now),
+          attempt(b, 30n, now, twice),
           attempt(d, 1n, now),
           attempt(a, 5n, now),
           attempt(e, 1n, now),
-        ];
-        const out = await claimGatewayAttempts(sql, keyed(group), fresh, now);
-        const got = group.map((_, i) => {
-          const r = out.get(String(i)) ?? "no_funds";
+          attempt(b, 30n, now, twice),
+        ]);
+        const out = await claimGatewayAttempts(sql, group, fresh, now);
+        const got = group.map((g) => {
+          const r = out.get(g.id) ?? "no_funds";
           return typeof r === "string" ? r : r.status;
         });
         assert.deepEqual(got, [
@@ -103,8 +105,9 @@ Deno.test("x402 pay: claims and settlements in groups", async (t) => {
           "no_funds", // stale mirror
           "no_funds",
           "no_funds", // a withdrawal in flight
+          "used", // the same (payer, nonce) earlier in this statement
         ]);
-        const first = out.get("0");
+        const first = out.get(group[0].id);
         assert.ok(first && typeof first !== "string");
         assert.equal(first.payer, a);
         assert.equal(first.amount, 10n);
@@ -124,10 +127,10 @@ Deno.test("x402 pay: claims and settlements in groups", async (t) => {
       async () => {
         const p = "0x" + "f".repeat(40);
         await account(p, 100n);
-        const group = [attempt(p, 10n, now), attempt(p, 20n, now), attempt(p, 30n, now)];
-        const out = await claimGatewayAttempts(sql, keyed(group), fresh, now);
-        const ids = group.map((_, i) => {
-          const r = out.get(String(i));
+        const group = withIds([attempt(p, 10n, now), attempt(p, 20n, now), attempt(p, 30n, now)]);
+        const out = await claimGatewayAttempts(sql, group, fresh, now);
+        const ids = group.map((g) => {
+          const r = out.get(g.id);
           assert.ok(r && typeof r !== "string");
           return r.id;
         });
@@ -178,14 +181,14 @@ Deno.test("x402 pay: claims and settlements in groups", async (t) => {
         await Promise.all(pools.flatMap((pool) =>
           Array.from({ length: 4 }, async () => {
             for (let round = 0; round < 10; round++) {
-              const group = Array.from(
+              const group = withIds(Array.from(
                 { length: 16 },
                 () => attempt(payers[Math.floor(Math.random() * PAYERS)], PRICE, new Date()),
-              );
-              const out = await claimGatewayAttempts(pool, keyed(group), fresh, new Date());
+              ));
+              const out = await claimGatewayAttempts(pool, group, fresh, new Date());
               const mine: string[] = [];
-              group.forEach((g, i) => {
-                const r = out.get(String(i));
+              group.forEach((g) => {
+                const r = out.get(g.id);
                 if (r && typeof r !== "string") {
                   won.set(g.payer, won.get(g.payer)! + g.amount);
                   mine.push(r.id);

@@ -177,20 +177,20 @@ export async function claimGatewayAttempt(
  * locked in (chain, payer) byte order (no deadlock with another group, a batched reservation or a
  * settlement), a payer's attempts fit while their running total, in arrival order, stays within
  * its room (one after an attempt that did not fit is refused too: never an overspend), those
- * that fit are inserted PENDING (a (payer, nonce) in flight or spent is skipped by the unique
- * index) and each payer's hold grows by what was inserted. Returns, per `key`, the attempt, or
- * "used"; a key not in the answer did not fit ("no_funds"). The attempts must not repeat a
- * (chain, payer, nonce).
+ * that fit are inserted PENDING under the ids given (a (payer, nonce) in flight or spent, or
+ * repeated in the group, is skipped by the unique index) and each payer's hold grows by what was
+ * inserted. Returns, per id, the attempt, or "used"; an id not in the answer did not fit
+ * ("no_funds").
  */
 export async function claimGatewayAttempts(
   sql: Db,
-  as: (NewAttempt & { key: string })[],
+  as: (NewAttempt & { id: string })[],
   freshAfter: Date,
   now: Date,
 ): Promise<Map<string, X402PaymentRecord | "used">> {
   const input = JSON.stringify(as.map((a, ord) => ({
     ord,
-    key: a.key,
+    id: a.id,
     listing_id: a.listingId,
     listing_slug: a.listingSlug,
     merchant_id: a.merchantId,
@@ -205,17 +205,17 @@ export async function claimGatewayAttempts(
     agent_id: a.agentId,
     created_at: a.now.toISOString(),
   })));
-  const rows = await sql<(X402PaymentRecord & { claimKey: string; claimed: boolean })[]>`
+  const rows = await sql<(X402PaymentRecord & { claimId: string; claimed: boolean })[]>`
     with inp as (
-      select * from json_to_recordset(${input}::text::json) as i(ord int, key text,
+      select * from json_to_recordset(${input}::text::json) as i(ord int, id uuid,
         listing_id uuid, listing_slug text, merchant_id uuid, scheme text, chain_id int,
         payer text, payee text, amount bigint, nonce text, valid_after bigint,
         valid_before bigint, agent_id text, created_at timestamptz)
     ), ${fitsInRoom(sql, freshAfter, now)}, ins as (
-      insert into x402_payments (listing_id, listing_slug, merchant_id, scheme, chain_id, payer,
-                                 payee, amount, nonce, valid_after, valid_before, agent_id,
+      insert into x402_payments (id, listing_id, listing_slug, merchant_id, scheme, chain_id,
+                                 payer, payee, amount, nonce, valid_after, valid_before, agent_id,
                                  status, created_at)
-      select listing_id, listing_slug, merchant_id, scheme, chain_id, payer, payee, amount,
+      select id, listing_id, listing_slug, merchant_id, scheme, chain_id, payer, payee, amount,
              nonce, valid_after, valid_before, agent_id, 'PENDING', created_at
       from fits
       on conflict (chain_id, scheme, payer, nonce) where status <> 'FAILED' do nothing
@@ -226,14 +226,13 @@ export async function claimGatewayAttempts(
       where a.chain_id = s.chain_id and a.payer = s.payer
       returning 1
     )
-    select f.key as claim_key, ins.id is not null as claimed, ins.id, ins.listing_id,
+    select f.id as claim_id, ins.id is not null as claimed, ins.id, ins.listing_id,
       ins.listing_slug, ins.merchant_id, ins.scheme, ins.chain_id, ins.payer, ins.payee,
       ins.amount, ins.nonce, ins.agent_id, ins.status, ins.error, ins.upstream_status,
       ins.tx_hash, ins.created_at, ins.settled_at
-    from fits f left join ins on ins.chain_id = f.chain_id and ins.scheme = f.scheme
-      and ins.payer = f.payer and ins.nonce = f.nonce`;
-  return new Map(rows.map(({ claimKey, claimed, ...row }) => [
-    claimKey,
+    from fits f left join ins on ins.id = f.id`;
+  return new Map(rows.map(({ claimId, claimed, ...row }) => [
+    claimId,
     claimed ? row as X402PaymentRecord : "used",
   ]));
 }

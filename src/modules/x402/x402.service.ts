@@ -285,21 +285,22 @@ type ClaimResult = X402PaymentRecord | "no_funds" | "used";
 
 /**
  * Claims as a group commit (src/db/group-commit.ts): those that arrive while one statement is in
- * flight are written together by the next (repo.claimGatewayAttempts: one statement, at most 256,
- * never two with one (chain, payer, nonce), so a replay waits for the next statement, which finds
- * it used). A group whose statement fails is tried again one attempt at a time.
+ * flight are written together by the next (repo.claimGatewayAttempts: one statement, at most 256;
+ * a replay waits for the next statement, which finds it used, and one in the same statement would
+ * be found used too). A group whose statement fails is tried again one attempt at a time.
  */
 const claimGroup = groupCommit<{ deps: Deps; attempt: repo.NewAttempt }, ClaimResult>(
   async (group) => {
     const { deps } = group[0].item;
     const now = deps.clock.now();
+    const ids = group.map(() => crypto.randomUUID());
     const out = await repo.claimGatewayAttempts(
       deps.sql,
-      group.map((w, i) => ({ ...w.item.attempt, key: String(i) })),
+      group.map((w, i) => ({ ...w.item.attempt, id: ids[i] })),
       freshSince(now),
       now,
     );
-    group.forEach((w, i) => w.resolve(out.get(String(i)) ?? "no_funds"));
+    group.forEach((w, i) => w.resolve(out.get(ids[i]) ?? "no_funds"));
   },
   {
     max: 256,
