@@ -15,7 +15,7 @@ import { decodeHeader, paymentPayloadSchema } from "./x402.exact.ts";
 import { UPSTREAM_TIMEOUT_MS, type X402Deps, x402Profile } from "./x402.context.ts";
 import { cachedListing, getListing } from "./x402.listings.ts";
 import type { ListingRow } from "./x402.repo.ts";
-import { nowSeconds } from "./x402.rules.ts";
+import { authorizationTerms, nowSeconds } from "./x402.rules.ts";
 import { callUpstream } from "./x402.upstream.ts";
 import type { StandardCall, StandardOutcome } from "./x402.standard.ts";
 import { channelAwareCall, type ChannelOutcome } from "./x402.channels.ts";
@@ -154,12 +154,7 @@ async function batchedCall(
     listingId: listing.id,
     listingSlug: listing.slug,
     merchantId: listing.merchantId,
-    payer: a.from,
-    payee: a.to,
-    amount: a.value,
-    nonce: a.nonce,
-    validAfter: a.validAfter,
-    validBefore: a.validBefore,
+    ...authorizationTerms(a),
     domain: "batched",
     signature: payload.signature,
     agentId: input.agentId ?? null,

@@ -11,7 +11,7 @@ import { DomainError } from "../../errors.ts";
 import { checksum, isAddress, lower } from "../../chain/address.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 import * as repo from "./x402.repo.ts";
-import { nowSeconds, settlementIntent } from "./x402.rules.ts";
+import { authorizationTerms, nowSeconds, settlementIntent } from "./x402.rules.ts";
 import type { Address, X402PaymentRecord } from "./x402.types.ts";
 
 /** How long a standard client's authorization should stay valid (its validBefore - now). */
@@ -170,12 +170,7 @@ export async function claimExact(
     ...ctx,
     scheme: "exact",
     chainId: v.chainId,
-    payer: a.from,
-    payee: a.to,
-    amount: a.value,
-    nonce: a.nonce,
-    validAfter: a.validAfter,
-    validBefore: a.validBefore,
+    ...authorizationTerms(a),
     now: deps.clock.now(),
   });
 }

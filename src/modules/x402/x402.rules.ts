@@ -49,6 +49,28 @@ const gatewayProof = z.object({
 export type GatewayProof = z.output<typeof gatewayProof>;
 export type ProofAuthorization = GatewayProof["payload"]["authorization"];
 
+/**
+ * An authorization's terms as an attempt (x402_payments) or a charge (x402_gateway_charges)
+ * records them: the payer, the payee, the amount, the nonce and the validity window.
+ */
+export function authorizationTerms(a: {
+  from: string;
+  to: string;
+  value: bigint;
+  nonce: string;
+  validAfter: bigint;
+  validBefore: bigint;
+}) {
+  return {
+    payer: a.from,
+    payee: a.to,
+    amount: a.value,
+    nonce: a.nonce,
+    validAfter: a.validAfter,
+    validBefore: a.validBefore,
+  };
+}
+
 export type DecodedProof =
   | { ok: true; proof: GatewayProof; chainId: number }
   | { ok: false; reason: string };

@@ -12,6 +12,7 @@ import { formatUsdcFixed as usdc } from "../../money.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
 import * as repo from "./x402.repo.ts";
 import {
+  authorizationTerms,
   checkWindow,
   decodeGatewayProof,
   type GatewayProof,
@@ -251,12 +252,7 @@ async function claim(
     merchantId: listing.merchantId,
     scheme: "gateway",
     chainId: v.chainId,
-    payer: a.from,
-    payee: a.to,
-    amount: a.value,
-    nonce: a.nonce,
-    validAfter: a.validAfter,
-    validBefore: a.validBefore,
+    ...authorizationTerms(a),
     agentId,
     now,
   });
