@@ -1,7 +1,11 @@
 /** SQL for chain_transactions. Every function takes `sql` (pool, transaction or reserved) first. */
 import type { Db } from "../db/client.ts";
+import { statusIn } from "../db/by-id.ts";
 
 export type TxStatus = "signed" | "broadcast" | "confirmed" | "reverted" | "failed";
+
+/** Not yet mined: signed, or broadcast (chain_transactions_open). */
+const OPEN: TxStatus[] = ["signed", "broadcast"];
 
 export interface TxRow {
   /** Not a column: the receipt's logs, on the row a waiter returns when the watcher had them. */
@@ -171,7 +175,7 @@ export async function markBroadcast(sql: Db, id: string): Promise<void> {
   await sql`
     update chain_transactions
     set status = 'broadcast', broadcast_attempts = broadcast_attempts + 1, updated_at = now()
-    where id = ${id} and status in ('signed', 'broadcast')`;
+    where id = ${id} and ${statusIn(sql, "status", OPEN)}`;
 }
 
 export async function noteBroadcastAttempt(sql: Db, id: string, error: string): Promise<void> {
@@ -184,7 +188,7 @@ export async function noteBroadcastAttempt(sql: Db, id: string, error: string): 
 export async function markFailed(sql: Db, id: string, error: string): Promise<void> {
   await sql`
     update chain_transactions set status = 'failed', error = ${error}, updated_at = now()
-    where id = ${id} and status in ('signed', 'broadcast')`;
+    where id = ${id} and ${statusIn(sql, "status", OPEN)}`;
 }
 
 /** Records several receipts in one statement; returns the updated rows. */
@@ -359,7 +363,7 @@ export async function markBroadcastMany(sql: Db, ids: string[]): Promise<void> {
   await sql`
     update chain_transactions
     set status = 'broadcast', broadcast_attempts = broadcast_attempts + 1, updated_at = now()
-    where id = any(${ids}::uuid[]) and status in ('signed', 'broadcast')`;
+    where id = any(${ids}::uuid[]) and ${statusIn(sql, "status", OPEN)}`;
 }
 
 /** Signed rows that were never broadcast go back to `failed`, to be signed again in order. */
@@ -367,5 +371,5 @@ export async function withdrawUnsent(sql: Db, ids: string[], reason: string): Pr
   if (!ids.length) return;
   await sql`
     update chain_transactions set status = 'failed', error = ${reason}, updated_at = now()
-    where id = any(${ids}::uuid[]) and status = 'signed'`;
+    where id = any(${ids}::uuid[]) and ${statusIn(sql, "status", ["signed"])}`;
 }

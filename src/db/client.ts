@@ -21,6 +21,8 @@ export interface ClientOptions {
   camel?: boolean;
   /** Session backstops (milliseconds; 0 or absent: PostgreSQL's default, off). */
   backstops?: Backstops;
+  /** Hears the server's notices (default: dropped). */
+  onnotice?: (message: string) => void;
 }
 
 /**
@@ -41,7 +43,7 @@ export function createSql(url: string, opts: ClientOptions = {}): Sql {
     max: opts.max ?? 10,
     idle_timeout: 30,
     connect_timeout: 10,
-    onnotice: () => {},
+    onnotice: (n) => opts.onnotice?.(n.message),
     connection: { application_name: opts.name ?? "settlement", ...startupSettings(opts.backstops) },
     types: { bigint: postgres.BigInt },
     ...(opts.camel === false ? {} : { transform: postgres.camel }),

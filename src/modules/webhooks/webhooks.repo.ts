@@ -1,5 +1,6 @@
 /** SQL for webhook deliveries and their attempts (the signing secret is the merchants module's). */
 import type { Db } from "../../db/client.ts";
+import { statusIn } from "../../db/by-id.ts";
 
 export type DeliveryStatus = "pending" | "delivered" | "undelivered";
 
@@ -71,7 +72,8 @@ export async function claimAttempt(
         attempts = d.attempts + 1, updated_at = ${now}
     from (select id, claimed_until, updated_at from webhook_deliveries where id = ${id} for update)
       prior
-    where d.id = prior.id and d.status = 'pending' and d.next_attempt_at <= ${now}
+    where d.id = prior.id and ${statusIn(sql, "d.status", ["pending"])}
+      and d.next_attempt_at <= ${now}
       and (d.claimed_until is null or d.claimed_until <= ${now} or d.claimed_by = ${owner})
     returning d.*, prior.claimed_until is not null as interrupted,
               prior.updated_at as prior_updated_at`;

@@ -3,6 +3,7 @@
  * payer's vault balance (x402_gateway_accounts), the charges, and the settlement batches.
  */
 import type { Db, Sql } from "../../db/client.ts";
+import { statusIn } from "../../db/by-id.ts";
 
 export type ChargeStatus = "reserved" | "pending" | "settled" | "failed" | "released";
 
@@ -209,7 +210,7 @@ export async function serve(sql: Db, id: string, upstreamStatus: number, now: Da
   await sql`
     update x402_gateway_charges set status = 'pending', upstream_status = ${upstreamStatus},
       served_at = ${now}
-    where id = ${id} and status = 'reserved'`;
+    where id = ${id} and ${statusIn(sql, "status", ["reserved"])}`;
 }
 
 /** Several upstream answers at once (reserved → pending), one statement. */
@@ -223,7 +224,7 @@ export async function serveMany(
       served_at = ${now}
     from unnest(${items.map((i) => i.id)}::uuid[], ${items.map((i) => i.upstreamStatus)}::int[])
       as s(id, status), ${asyncCommit(sql)}
-    where c.id = s.id and c.status = 'reserved'`;
+    where c.id = s.id and ${statusIn(sql, "c.status", ["reserved"])}`;
 }
 
 /** The upstream failed (or the call was abandoned): nothing charged, the hold is given back. */
@@ -236,7 +237,7 @@ export async function release(
     with c as (
       update x402_gateway_charges set status = 'released', error = ${f.error.slice(0, 500)},
         upstream_status = ${f.upstreamStatus}, settled_at = ${f.now}
-      where id = ${id} and status = 'reserved'
+      where id = ${id} and ${statusIn(sql, "status", ["reserved"])}
       returning chain_id, payer, amount
     )
     update x402_gateway_accounts a set held = a.held - c.amount
@@ -344,7 +345,7 @@ export async function confirmBatch(sql: Sql, b: {
           settled_at = ${b.now}
         from unnest(${ids}::uuid[], ${hashes}::text[], ${blocks}::bigint[])
           as p(id, tx_hash, block)
-        where c.id = p.id and c.status = 'pending'
+        where c.id = p.id and ${statusIn(tx, "c.status", ["pending"])}
         returning c.chain_id, c.payer, c.amount, p.block`;
       settled = moved.length;
       for (const m of moved) {
@@ -356,7 +357,7 @@ export async function confirmBatch(sql: Sql, b: {
       const [c] = await tx<{ chainId: number; payer: string; amount: bigint }[]>`
         update x402_gateway_charges set status = 'failed', error = ${r.reason.slice(0, 500)},
           settled_at = ${b.now}
-        where id = ${r.id} and status = 'pending'
+        where id = ${r.id} and ${statusIn(tx, "status", ["pending"])}
         returning chain_id, payer, amount`;
       if (c) lower(c, false);
     }
@@ -375,7 +376,7 @@ export async function confirmBatch(sql: Sql, b: {
       update x402_gateway_batches set status = 'confirmed', tx_hash = ${b.txHash},
         block_number = ${b.block}, gas_used = ${b.gasUsed}, settled = ${settled},
         finished_at = ${b.now}
-      where id = ${b.id} and status = 'pending'`;
+      where id = ${b.id} and ${statusIn(tx, "status", ["pending"])}`;
     return settled;
   });
 }
@@ -386,7 +387,7 @@ export async function failBatch(sql: Sql, id: string, error: string, now: Date):
     await tx`
       update x402_gateway_batches set status = 'failed', error = ${error.slice(0, 500)},
         finished_at = ${now}
-      where id = ${id} and status = 'pending'`;
+      where id = ${id} and ${statusIn(tx, "status", ["pending"])}`;
     await tx`
       update x402_gateway_charges set batch_id = null where batch_id = ${id} and status = 'pending'`;
   });

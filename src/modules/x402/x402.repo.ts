@@ -1,5 +1,6 @@
 /** SQL for x402 listings and paid-call attempts. */
 import type { Db, Sql } from "../../db/client.ts";
+import { statusIn } from "../../db/by-id.ts";
 import { fitsInRoom } from "./x402.batched.repo.ts";
 import type { Address, X402PaymentRecord, X402PaymentStatus, X402Scheme } from "./x402.types.ts";
 import type { HttpMethod } from "./x402.rules.ts";
@@ -245,7 +246,7 @@ export async function claimGatewayAttempts(
 export async function dropAttempt(sql: Db, id: string): Promise<void> {
   await sql`
     with gone as (
-      delete from x402_payments where id = ${id} and status = 'PENDING'
+      delete from x402_payments where id = ${id} and ${statusIn(sql, "status", ["PENDING"])}
       returning chain_id, payer, amount, scheme
     )
     update x402_gateway_accounts a set held = greatest(a.held - gone.amount, 0)

@@ -1,0 +1,263 @@
+/**
+ * Statements that move rows by id from some statuses (src/db/by-id.ts) fetch each row by its
+ * primary key whatever the table's statistics say: read while nothing was open, they let the
+ * planner prefer scanning every open row through a partial index on status, per statement, a
+ * cost that grows with a backlog. Checked for the gateway-balance charges (x402.batched.repo.ts:
+ * the "served" marks, a release, a settlement's confirmation), the chain transactions (the
+ * sender's broadcast, failed and withdrawn marks) and the webhook deliveries (a worker's claim of
+ * one: each claim scanning every due delivery made draining an outage's backlog quadratic). The plans are the server's own, for the statements as
+ * the repositories send them (auto_explain, answered as notices on one connection).
+ */
+import assert from "node:assert/strict";
+import { createTestDatabase } from "../helpers/db.ts";
+import { createSql } from "../../src/db/client.ts";
+import {
+  insertSignedBatch,
+  markBroadcast,
+  markBroadcastMany,
+  markFailed,
+  withdrawUnsent,
+} from "../../src/chain/transactions.repo.ts";
+import {
+  confirmBatch,
+  createBatch,
+  type NewCharge,
+  release,
+  reserveMany,
+  serve,
+  serveMany,
+} from "../../src/modules/x402/x402.batched.repo.ts";
+import { claimAttempt } from "../../src/modules/webhooks/webhooks.repo.ts";
+
+const CHAIN = 31337;
+const PAYER = "0x" + "7".repeat(40);
+const hex = (bytes: number) =>
+  `0x${
+    Array.from(
+      crypto.getRandomValues(new Uint8Array(bytes)),
+      (b) => b.toString(16).padStart(2, "0"),
+    ).join("")
+  }`;
+
+function charge(now: Date): NewCharge {
+  return {
+    id: crypto.randomUUID(),
+    chainId: CHAIN,
+    listingId: null,
+    listingSlug: "lookups",
+    merchantId: null,
+    payer: PAYER,
+    payee: "0x" + "5".repeat(40),
+    amount: 10n,
+    nonce: hex(32),
+    validAfter: 0n,
+    validBefore: 4_000_000_000n,
+    domain: "batched",
+    signature: hex(65),
+    agentId: null,
+    now,
+  };
+}
+
+/** Charges written straight into the table, `n` of them with `status`. */
+async function bulk(sql: ReturnType<typeof createSql>, n: number, status: string) {
+  await sql`
+    insert into x402_gateway_charges (id, chain_id, payer, payee, amount, nonce, valid_after,
+      valid_before, domain, signature, status, created_at)
+    select gen_random_uuid(), ${CHAIN}, '0x' || lpad(to_hex(g % 64), 40, '0'), ${PAYER}, 10,
+      '0x' || md5(random()::text) || md5(random()::text), 0, 4000000000, 'batched',
+      '0x' || repeat('b', 130), ${status}, now()
+    from generate_series(1, ${n}) g`;
+}
+
+/**
+ * One connection whose statements' plans come back as notices; `plans(table)` answers those of
+ * the statements that updated `table` since it was last asked.
+ */
+async function planProbe(url: string) {
+  const notices: string[] = [];
+  const sql = createSql(url, { max: 1, name: "plans", onnotice: (m) => notices.push(m) });
+  await sql`load 'auto_explain'`;
+  await sql`set auto_explain.log_min_duration = 0`;
+  await sql`set auto_explain.log_level = notice`;
+  return {
+    sql,
+    plans(table: string) {
+      const out = notices.filter((n) => n.includes(`Update on ${table} `));
+      notices.length = 0;
+      return out;
+    },
+  };
+}
+
+/** Each plan fetched its row(s) by `pkey`, none through `partial`. */
+function byPrimaryKey(plans: string[], count: number, pkey: string, partial: string) {
+  assert.equal(plans.length, count);
+  for (const plan of plans) {
+    assert.match(plan, new RegExp(pkey));
+    assert.doesNotMatch(plan, new RegExp(partial));
+  }
+}
+
+Deno.test("x402 charges are found by id whatever the statistics say", async (t) => {
+  const db = await createTestDatabase();
+  const probe = await planProbe(db.url);
+  const chargePlans = () => probe.plans("x402_gateway_charges");
+  try {
+    const now = new Date();
+    // The statistics are read while every charge is settled; then a backlog builds up, unread.
+    await bulk(db.sql, 3000, "settled");
+    await db.sql`analyze x402_gateway_charges`;
+    await bulk(db.sql, 2000, "pending");
+    await db.sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
+      synced_at) values (${CHAIN}, ${PAYER}, 1000, 1, ${now})`;
+    const mine = [charge(now), charge(now), charge(now)];
+    const [one, two] = [charge(now), charge(now)];
+    const reserved = await reserveMany(
+      db.sql,
+      [...mine, one, two],
+      new Date(now.getTime() - 60_000),
+      now,
+    );
+    assert.deepEqual([...reserved.values()], Array(5).fill("reserved"));
+
+    await t.step("one served mark, one release", async () => {
+      await serve(probe.sql, one.id, 200, now);
+      assert.equal(
+        await release(probe.sql, two.id, { error: "502", upstreamStatus: 502, now }),
+        true,
+      );
+      byPrimaryKey(chargePlans(), 2, "x402_gateway_charges_pkey", "x402_gateway_charges_open");
+      const rows = await db.sql`select id, status from x402_gateway_charges
+        where id in ${db.sql([one.id, two.id])}`;
+      assert.deepEqual(
+        Object.fromEntries(rows.map((r) => [r.id, r.status])),
+        { [one.id]: "pending", [two.id]: "released" },
+      );
+    });
+
+    await t.step("the served marks", async () => {
+      await serveMany(probe.sql, mine.map((c) => ({ id: c.id, upstreamStatus: 200 })), now);
+      byPrimaryKey(chargePlans(), 1, "x402_gateway_charges_pkey", "x402_gateway_charges_open");
+      const rows = await db.sql`select status from x402_gateway_charges
+        where id in ${db.sql(mine.map((c) => c.id))}`;
+      assert.deepEqual(rows.map((r) => r.status), ["pending", "pending", "pending"]);
+    });
+
+    await t.step("a settlement's confirmation", async () => {
+      const batchId = crypto.randomUUID();
+      // Ours are not the oldest: the batch takes them by id below, with the backlog's too.
+      await db.sql`update x402_gateway_charges set created_at = created_at - interval '1 hour'
+        where id in ${db.sql(mine.map((c) => c.id))}`;
+      assert.equal(await createBatch(db.sql, { id: batchId, chainId: CHAIN, max: 3, now }), 3);
+      const settled = await confirmBatch(probe.sql, {
+        id: batchId,
+        txHash: hex(32),
+        block: 2n,
+        gasUsed: 100_000n,
+        paid: mine.map((c) => ({ id: c.id, txHash: hex(32), block: 2n })),
+        refused: [],
+        now,
+      });
+      assert.equal(settled, 3);
+      byPrimaryKey(chargePlans(), 1, "x402_gateway_charges_pkey", "x402_gateway_charges_open");
+      const [held] = await db.sql`select held, balance from x402_gateway_accounts
+        where payer = ${PAYER}`;
+      // One still pending (`one`): its 10 stays held.
+      assert.deepEqual([held.held, held.balance], [10n, 970n]);
+    });
+  } finally {
+    await probe.sql.end();
+    await db.drop();
+  }
+});
+
+Deno.test("chain transactions are found by id whatever the statistics say", async () => {
+  const db = await createTestDatabase();
+  const probe = await planProbe(db.url);
+  const tx = (intentKey: string, nonce: number) => ({
+    chainId: CHAIN,
+    intentKey,
+    fromAddress: "0x" + "9".repeat(40),
+    toAddress: null,
+    nonce: BigInt(nonce),
+    value: 0n,
+    data: "0x",
+    gas: 21_000n,
+    maxFeePerGas: 1n,
+    maxPriorityFeePerGas: 1n,
+    rawTx: "0x",
+    txHash: hex(32),
+  });
+  const bulkTxs = async (n: number, status: string, from: number) => {
+    await db.sql`
+      insert into chain_transactions (chain_id, intent_key, from_address, nonce, value, data,
+        gas, max_fee_per_gas, max_priority_fee_per_gas, raw_tx, tx_hash, status)
+      select ${CHAIN}, ${status} || g, ${"0x" + "8".repeat(40)}, ${from} + g, 0, '0x', 21000,
+        1, 1, '0x', '0x' || md5(${status} || g), ${status}
+      from generate_series(1, ${n}) g`;
+  };
+  try {
+    // Statistics read while every transaction was mined; then a backlog of open ones, unread.
+    await bulkTxs(3000, "confirmed", 0);
+    await db.sql`analyze chain_transactions`;
+    await bulkTxs(2000, "broadcast", 10_000);
+    const rows = await insertSignedBatch(db.sql, [1, 2, 3, 4].map((n) => tx(`mine:${n}`, n)));
+    const [a, b, c, d] = rows.map((r) => r.id);
+    const plans = () => probe.plans("chain_transactions");
+    const pk = (n: number) =>
+      byPrimaryKey(plans(), n, "chain_transactions_pkey", "chain_transactions_open");
+
+    await markBroadcast(probe.sql, a);
+    pk(1);
+    await markBroadcastMany(probe.sql, [b]);
+    pk(1);
+    await markFailed(probe.sql, a, "refused");
+    pk(1);
+    await withdrawUnsent(probe.sql, [c, d], "re-queued");
+    pk(1);
+    const status = await db.sql`select id, status from chain_transactions
+      where id in ${db.sql([a, b, c, d])}`;
+    assert.deepEqual(
+      Object.fromEntries(status.map((r) => [r.id, r.status])),
+      { [a]: "failed", [b]: "broadcast", [c]: "failed", [d]: "failed" },
+    );
+  } finally {
+    await probe.sql.end();
+    await db.drop();
+  }
+});
+
+Deno.test("webhook deliveries are claimed by id whatever the statistics say", async () => {
+  const db = await createTestDatabase();
+  const probe = await planProbe(db.url);
+  try {
+    const [m] = await db.sql`insert into merchants (email, business_name, password_hash)
+      values ('plans@example.com', 'Plans', 'x') returning id`;
+    const deliveries = async (n: number, status: string, due: Date | null) => {
+      await db.sql`
+        insert into webhook_deliveries (id, merchant_id, event, url, payload, status, attempts,
+          round_failures, next_attempt_at, created_at, updated_at)
+        select ${status} || g, ${m.id}, 'payment.completed', 'https://example.com/hook', '{}',
+          ${status}, 1, 0, ${due}, now(), now()
+        from generate_series(1, ${n}) g`;
+    };
+    const now = new Date();
+    // Statistics read while every delivery had gone out; then an outage's backlog, all due.
+    await deliveries(3000, "delivered", null);
+    await db.sql`analyze webhook_deliveries`;
+    await deliveries(2000, "pending", new Date(now.getTime() - 60_000));
+    const claimed = await claimAttempt(probe.sql, "pending17", now, 30_000, "worker-1");
+    assert.equal(claimed?.id, "pending17");
+    assert.equal(claimed?.attempts, 2);
+    byPrimaryKey(
+      probe.plans("webhook_deliveries"),
+      1,
+      "webhook_deliveries_pkey",
+      "webhook_deliveries_due",
+    );
+  } finally {
+    await probe.sql.end();
+    await db.drop();
+  }
+});
