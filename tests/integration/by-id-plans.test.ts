@@ -3,9 +3,10 @@
  * primary key whatever the table's statistics say: read while nothing was open, they let the
  * planner prefer scanning every open row through a partial index on status, per statement, a
  * cost that grows with a backlog. Checked for the gateway-balance charges (x402.batched.repo.ts:
- * the "served" marks, a release, a settlement's confirmation), the chain transactions (the
- * sender's broadcast, failed and withdrawn marks) and the webhook deliveries (a worker's claim of
- * one: each claim scanning every due delivery made draining an outage's backlog quadratic). The plans are the server's own, for the statements as
+ * the "served" marks, a release, a batch's charges, a settlement's confirmation), the chain
+ * transactions (the sender's broadcast, failed and withdrawn marks), the webhook deliveries (a
+ * worker's claim of one: each claim scanning every due delivery made draining an outage's
+ * backlog quadratic), a payment's failure and a stream's stop. The plans are the server's own, for the statements as
  * the repositories send them (auto_explain, answered as notices on one connection).
  */
 import assert from "node:assert/strict";
@@ -18,7 +19,10 @@ import {
   markFailed,
   withdrawUnsent,
 } from "../../src/chain/transactions.repo.ts";
+import { markFailed as failPayment } from "../../src/modules/payments/payments.repo.ts";
+import { markStopped } from "../../src/modules/streams/streams.repo.ts";
 import {
+  batchCharges,
   confirmBatch,
   createBatch,
   type NewCharge,
@@ -72,7 +76,7 @@ async function bulk(sql: ReturnType<typeof createSql>, n: number, status: string
 
 /**
  * One connection whose statements' plans come back as notices; `plans(table)` answers those of
- * the statements that updated `table` since it was last asked.
+ * the statements that read or wrote `table` since it was last asked.
  */
 async function planProbe(url: string) {
   const notices: string[] = [];
@@ -83,19 +87,19 @@ async function planProbe(url: string) {
   return {
     sql,
     plans(table: string) {
-      const out = notices.filter((n) => n.includes(`Update on ${table} `));
+      const out = notices.filter((n) => n.includes(` on ${table} `));
       notices.length = 0;
       return out;
     },
   };
 }
 
-/** Each plan fetched its row(s) by `pkey`, none through `partial`. */
-function byPrimaryKey(plans: string[], count: number, pkey: string, partial: string) {
+/** Each plan fetched its row(s) through `index` (the key, say), none through `partial`. */
+function byPrimaryKey(plans: string[], count: number, index: string, partial: string) {
   assert.equal(plans.length, count);
   for (const plan of plans) {
-    assert.match(plan, new RegExp(pkey));
-    assert.doesNotMatch(plan, new RegExp(partial));
+    assert.match(plan, new RegExp(`(using|Scan on) ${index} `));
+    assert.doesNotMatch(plan, new RegExp(`(using|Scan on) ${partial} `));
   }
 }
 
@@ -150,6 +154,9 @@ Deno.test("x402 charges are found by id whatever the statistics say", async (t) 
       await db.sql`update x402_gateway_charges set created_at = created_at - interval '1 hour'
         where id in ${db.sql(mine.map((c) => c.id))}`;
       assert.equal(await createBatch(db.sql, { id: batchId, chainId: CHAIN, max: 3, now }), 3);
+      const inBatch = await batchCharges(probe.sql, batchId);
+      assert.deepEqual(inBatch.map((c) => c.id).sort(), mine.map((c) => c.id).sort());
+      byPrimaryKey(chargePlans(), 1, "x402_gateway_charges_batch", "x402_gateway_charges_open");
       const settled = await confirmBatch(probe.sql, {
         id: batchId,
         txHash: hex(32),
@@ -256,6 +263,56 @@ Deno.test("webhook deliveries are claimed by id whatever the statistics say", as
       "webhook_deliveries_pkey",
       "webhook_deliveries_due",
     );
+  } finally {
+    await probe.sql.end();
+    await db.drop();
+  }
+});
+
+Deno.test("payments and streams are moved by id whatever the statistics say", async () => {
+  const db = await createTestDatabase();
+  const probe = await planProbe(db.url);
+  try {
+    const [m] = await db.sql`insert into merchants (email, business_name, password_hash)
+      values ('plans@example.com', 'Plans', 'x') returning id`;
+    const payments = async (n: number, status: string) => {
+      await db.sql`
+        insert into payments (reference, merchant_id, kind, amount, chain_id, pay_to, status,
+          expires_at, created_at, updated_at)
+        select ${status} || g, ${m.id}, 'link', 1000, ${CHAIN}, ${PAYER}, ${status},
+          now() + interval '1 hour', now(), now()
+        from generate_series(1, ${n}) g`;
+    };
+    const streams = async (n: number, status: string) => {
+      await db.sql`
+        insert into streams (merchant_id, reference, profile, chain_id, sender_wallet_id,
+          sender_sca, receiver_sca, rate, deposit, status, contract_address, tx_hash, started_at,
+          ends_at)
+        select ${m.id}, ${status} || g, 'local', ${CHAIN}, gen_random_uuid(), ${PAYER}, ${PAYER},
+          1, 100, ${status}, ${PAYER}, '0x' || md5(${status} || g), now(),
+          now() + interval '1 hour'
+        from generate_series(1, ${n}) g`;
+    };
+    // Statistics read while none was open; then thousands open, unread.
+    await payments(3000, "SUCCESS");
+    await streams(3000, "COMPLETED");
+    await db.sql`analyze payments`;
+    await db.sql`analyze streams`;
+    await payments(2000, "PENDING");
+    await streams(2000, "ACTIVE");
+
+    const [p] = await db.sql`select id from payments where reference = 'PENDING17'`;
+    assert.equal(await failPayment(probe.sql, p.id, "expired quote", new Date()), true);
+    byPrimaryKey(probe.plans("payments"), 1, "payments_pkey", "payments_pending_expiry");
+
+    const [st] = await db.sql`select id from streams where reference = 'ACTIVE17'`;
+    const stopped = await markStopped(probe.sql, st.id, {
+      withdrawn: 10n,
+      stoppedAt: new Date(),
+      txHash: hex(32),
+    });
+    assert.equal(stopped?.status, "STOPPED");
+    byPrimaryKey(probe.plans("streams"), 1, "streams_pkey", "streams_active_due");
   } finally {
     await probe.sql.end();
     await db.drop();

@@ -1,6 +1,7 @@
 /** SQL for payments and unmatched settlements. */
 import type { Db } from "../../db/client.ts";
 import type { PaymentKind, PaymentRow, PaymentStatus } from "./payments.rules.ts";
+import { statusIn } from "../../db/by-id.ts";
 
 export interface NewPayment {
   reference: string;
@@ -125,14 +126,14 @@ export async function recordSubmitted(
 ): Promise<boolean> {
   const rows = await sql`
     update payments set submitted_tx_hash = ${txHash}, updated_at = ${now}
-    where id = ${id} and status = 'PENDING' returning 1`;
+    where id = ${id} and ${statusIn(sql, "status", ["PENDING"])} returning 1`;
   return rows.length === 1;
 }
 
 export async function markFailed(sql: Db, id: string, reason: string, now: Date): Promise<boolean> {
   const rows = await sql`
     update payments set status = 'FAILED', failure_reason = ${reason}, updated_at = ${now}
-    where id = ${id} and status = 'PENDING' returning 1`;
+    where id = ${id} and ${statusIn(sql, "status", ["PENDING"])} returning 1`;
   return rows.length === 1;
 }
 

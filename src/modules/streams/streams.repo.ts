@@ -5,6 +5,7 @@
  */
 import type { Db } from "../../db/client.ts";
 import type { StreamRow } from "./streams.types.ts";
+import { statusIn } from "../../db/by-id.ts";
 
 const COLUMNS = `id, merchant_id, reference, profile, chain_id, sender_wallet_id, sender_sca,
   receiver_sca, rate, deposit, withdrawn, status, contract_address, tx_hash, started_at, ends_at,
@@ -85,7 +86,7 @@ export async function markStopped(
   const [row] = await sql<StreamRow[]>`
     update streams set status = 'STOPPED', withdrawn = ${s.withdrawn}, stopped_at = ${s.stoppedAt},
       stop_tx_hash = ${s.txHash}
-    where id = ${id} and status = 'ACTIVE'
+    where id = ${id} and ${statusIn(sql, "status", ["ACTIVE"])}
     returning ${sql.unsafe(COLUMNS)}`;
   return row ?? null;
 }
@@ -102,7 +103,7 @@ export async function markCompleted(
   const [row] = await sql<StreamRow[]>`
     update streams set status = 'COMPLETED', withdrawn = deposit, stopped_at = ${s.completedAt},
       stop_tx_hash = ${s.txHash}
-    where id = ${id} and status = 'ACTIVE'
+    where id = ${id} and ${statusIn(sql, "status", ["ACTIVE"])}
     returning ${sql.unsafe(COLUMNS)}`;
   return row ?? null;
 }

@@ -302,7 +302,8 @@ export async function pendingBatches(sql: Db, chainId: number): Promise<BatchRow
 
 export async function batchCharges(sql: Db, batchId: string): Promise<ChargeRow[]> {
   return await sql<ChargeRow[]>`
-    select * from x402_gateway_charges where batch_id = ${batchId} and status = 'pending'
+    select * from x402_gateway_charges
+    where batch_id = ${batchId} and ${statusIn(sql, "status", ["pending"])}
     order by created_at, id`;
 }
 
@@ -389,7 +390,8 @@ export async function failBatch(sql: Sql, id: string, error: string, now: Date):
         finished_at = ${now}
       where id = ${id} and ${statusIn(tx, "status", ["pending"])}`;
     await tx`
-      update x402_gateway_charges set batch_id = null where batch_id = ${id} and status = 'pending'`;
+      update x402_gateway_charges set batch_id = null
+      where batch_id = ${id} and ${statusIn(tx, "status", ["pending"])}`;
   });
 }
 

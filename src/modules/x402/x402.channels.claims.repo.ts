@@ -1,6 +1,7 @@
 /** SQL for the batch-settlement claim transactions (x402_channel_claims and their rows). */
 import type { Db, Sql } from "../../db/client.ts";
 import type { ChannelTerms } from "./x402.channels.rules.ts";
+import { statusIn } from "../../db/by-id.ts";
 
 export interface ClaimRecord {
   id: string;
@@ -126,7 +127,7 @@ export async function failClaim(sql: Db, id: string, error: string, now: Date): 
   await sql`
     update x402_channel_claims set status = 'failed', error = ${error.slice(0, 500)},
       finished_at = ${now}
-    where id = ${id} and status = 'pending'`;
+    where id = ${id} and ${statusIn(sql, "status", ["pending"])}`;
 }
 
 /** The confirmed claim of `kind` that covered a channel up to at least `total`, if any. */
