@@ -675,7 +675,10 @@ export class TxSender {
           })),
         )).map((r) => [r.id, r]),
       );
-      for (const { row, done } of batch) done.resolve(rows.get(row.id) ?? row);
+      for (const { row, done } of batch) {
+        const mined = rows.get(row.id);
+        done.resolve(mined ? { ...row, ...mined } : row);
+      }
     } catch (e) {
       for (const { done } of batch) done.reject(e);
     }

@@ -191,7 +191,41 @@ export async function markFailed(sql: Db, id: string, error: string): Promise<vo
     where id = ${id} and ${statusIn(sql, "status", OPEN)}`;
 }
 
-/** Records several receipts in one statement; returns the updated rows. */
+/**
+ * Every column but the signed bytes (`data`, `raw_tx`), for what a write hands back: its caller
+ * holds those already, and a settlement batch's are hundreds of kilobytes the server would read
+ * back out of TOAST and send again.
+ */
+const withoutBytes = (sql: Db, alias?: string) => {
+  const cols = [
+    "id",
+    "chain_id",
+    "intent_key",
+    "from_address",
+    "to_address",
+    "nonce",
+    "value",
+    "gas",
+    "max_fee_per_gas",
+    "max_priority_fee_per_gas",
+    "tx_hash",
+    "status",
+    "error",
+    "block_number",
+    "gas_used",
+    "contract_address",
+    "broadcast_attempts",
+    "created_at",
+    "updated_at",
+    "confirmed_at",
+  ];
+  return sql.unsafe(cols.map((c) => (alias ? `${alias}.${c}` : c)).join(", "));
+};
+
+/**
+ * Records several receipts in one statement; returns the updated rows without their signed
+ * bytes (`data` and `rawTx` come back empty: the caller has them).
+ */
 export async function markMinedMany(
   sql: Db,
   items: Array<{
@@ -201,9 +235,9 @@ export async function markMinedMany(
     gasUsed: bigint;
     contractAddress: string | null;
   }>,
-): Promise<TxRow[]> {
+): Promise<Omit<TxRow, "data" | "rawTx">[]> {
   if (!items.length) return [];
-  return await sql<TxRow[]>`
+  return await sql<Omit<TxRow, "data" | "rawTx">[]>`
     update chain_transactions t
     set status = m.status, block_number = m.block_number, gas_used = m.gas_used,
         contract_address = m.contract_address, confirmed_at = now(), updated_at = now(),
@@ -214,7 +248,7 @@ export async function markMinedMany(
                 ${items.map((i) => i.contractAddress)}::text[])
       as m(id, status, block_number, gas_used, contract_address)
     where t.id = m.id
-    returning t.*`;
+    returning ${withoutBytes(sql, "t")}`;
 }
 
 /** Transactions left open (signed or broadcast) for longer than `olderThanMs`. */
@@ -345,7 +379,7 @@ export async function insertSignedBatch(sql: Db, txs: NewTx[]): Promise<TxRow[]>
     txHash: tx.txHash,
     status: "signed",
   }));
-  return await sql<TxRow[]>`
+  const written = await sql<Omit<TxRow, "data" | "rawTx">[]>`
     insert into chain_transactions ${sql(rows)}
     on conflict (chain_id, intent_key) do update set
       from_address = excluded.from_address, to_address = excluded.to_address,
@@ -355,7 +389,12 @@ export async function insertSignedBatch(sql: Db, txs: NewTx[]): Promise<TxRow[]>
       raw_tx = excluded.raw_tx, tx_hash = excluded.tx_hash, status = 'signed', error = null,
       broadcast_attempts = 0, updated_at = now()
     where chain_transactions.status = 'failed'
-    returning *`;
+    returning ${withoutBytes(sql)}`;
+  const sent = new Map(txs.map((t) => [t.intentKey, t]));
+  return written.map((r) => {
+    const t = sent.get(r.intentKey)!;
+    return { ...r, data: t.data, rawTx: t.rawTx };
+  });
 }
 
 export async function markBroadcastMany(sql: Db, ids: string[]): Promise<void> {
