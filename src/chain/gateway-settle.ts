@@ -55,12 +55,14 @@ export async function settleAuthorization(
  * `intentKey`.
  */
 export async function settleAuthorizations(chain: GatewayChain, p: ProfileName, req: {
-  items: { authorization: TransferAuthorization; signature: Hex }[];
+  items: SettlementItem[];
   intentKey: string;
   /** A gas limit to send with instead of the node's estimate (slow for a large batch). */
   gas?: bigint;
 }): Promise<{ tx: TxRow; settled: boolean[] }> {
-  const data = encodeTransferWithAuthorizations(req.items);
+  const data = req.items.every((i) => i.domain) && await vaultSettlesByDomain(chain, p)
+    ? encodeTransferWithAuthorizationsByDomain(req.items)
+    : encodeTransferWithAuthorizations(req.items);
   const tx = await chain.send({
     profile: p,
     from: "relayer", // permissionless relay: one of the relayer pool (sender.ts)
@@ -89,18 +91,82 @@ const selectorOf = (name: string) => {
     : toFunctionSelector(item as Parameters<typeof toFunctionSelector>[0]);
 };
 const BATCH_SELECTOR = selectorOf("transferWithAuthorizations").slice(2);
+const BY_DOMAIN_SELECTOR = selectorOf("transferWithAuthorizationsByDomain").slice(2);
+/** The dispatcher's push of that selector (PUSHn of its bytes without leading zeros). */
+const BY_DOMAIN_PUSH = (() => {
+  const bytes = BY_DOMAIN_SELECTOR.replace(/^(00)+/, "");
+  return (0x5f + bytes.length / 2).toString(16) + bytes;
+})();
 const PAYMENT_TRANSFERRED = selectorOf("PaymentTransferred");
+
+/**
+ * One authorization of a settlement batch; `domain` is the EIP-712 domain it was signed under
+ * (this vault's, or Circle's batched one), when the submitter knows it.
+ */
+export interface SettlementItem {
+  authorization: TransferAuthorization;
+  signature: Hex;
+  domain?: "gateway" | "batched";
+}
+
+/** Whether a vault's code dispatches `transferWithAuthorizationsByDomain`. */
+export function hasByDomainCall(code: string | undefined): boolean {
+  return (code ?? "").toLowerCase().includes(BY_DOMAIN_PUSH);
+}
+
+/** Vaults known to have `transferWithAuthorizationsByDomain`, by chain and address. */
+const byDomain = new Map<string, Promise<boolean>>();
+
+/**
+ * Whether the chain's vault has `transferWithAuthorizationsByDomain` (one signature check per
+ * authorization). A vault deployed before it, and kept because it holds funds (deploy.ts) or
+ * named by configuration, has only `transferWithAuthorizations`: its dispatcher holds no push of
+ * the new selector. Read once per vault address.
+ */
+export function vaultSettlesByDomain(chain: GatewayChain, p: ProfileName): Promise<boolean> {
+  const vault = gatewayVault(chain, p);
+  const rt = chain.runtime(p);
+  const key = `${rt.chainId}:${vault.toLowerCase()}`;
+  let known = byDomain.get(key);
+  if (!known) {
+    known = rt.client.getCode({ address: vault }).then(hasByDomainCall);
+    byDomain.set(key, known);
+    known.catch(() => byDomain.delete(key));
+  }
+  return known;
+}
 
 /**
  * `transferWithAuthorizations(Authorization[])`'s call data, written directly: the same bytes as
  * viem's `encodeFunctionData` (tests/unit/gateway-settle.test.ts), in a few milliseconds for 500
  * authorizations instead of tens. The layout is the ABI's for a dynamic array of dynamic tuples:
- * the array's offset and length, one offset per tuple, then each tuple's six static words, the
- * offset of its signature (7 words in), the signature's length and its bytes padded to a word.
+ * the array's offset, then the array (`authorizationArray`).
  */
-export function encodeTransferWithAuthorizations(
-  items: { authorization: TransferAuthorization; signature: Hex }[],
-): Hex {
+export function encodeTransferWithAuthorizations(items: SettlementItem[]): Hex {
+  return `0x${BATCH_SELECTOR}${uintWord(32)}${authorizationArray(items)}` as Hex;
+}
+
+/**
+ * `transferWithAuthorizationsByDomain(Authorization[] vaultSigned, Authorization[]
+ * batchedSigned)`'s call data, written directly as `encodeTransferWithAuthorizations` (the same
+ * bytes as viem's encoder: tests/unit/gateway-settle.test.ts): the two arrays' offsets, then each
+ * array as there. The items signed under this vault's domain go in the first, Circle's batched
+ * one's in the second.
+ */
+export function encodeTransferWithAuthorizationsByDomain(items: SettlementItem[]): Hex {
+  const vault = authorizationArray(items.filter((i) => i.domain !== "batched"));
+  const batched = authorizationArray(items.filter((i) => i.domain === "batched"));
+  return `0x${BY_DOMAIN_SELECTOR}${uintWord(64)}${
+    uintWord(64 + vault.length / 2)
+  }${vault}${batched}` as Hex;
+}
+
+/**
+ * An `Authorization[]` argument's encoding (without its own offset): the array's length, one
+ * offset per tuple, then each tuple's six static words, the offset of its signature (7 words in),
+ * the signature's length and its bytes padded to a word.
+ */
+function authorizationArray(items: SettlementItem[]): string {
   const tuples: string[] = [];
   const offsets: string[] = [];
   let at = 32 * items.length;
@@ -112,9 +178,7 @@ export function encodeTransferWithAuthorizations(
     tuples.push(tuple);
     at += tuple.length / 2;
   }
-  return `0x${BATCH_SELECTOR}${uintWord(32)}${uintWord(items.length)}${offsets.join("")}${
-    tuples.join("")
-  }` as Hex;
+  return `${uintWord(items.length)}${offsets.join("")}${tuples.join("")}`;
 }
 
 /**

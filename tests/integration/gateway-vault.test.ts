@@ -343,6 +343,89 @@ Deno.test("contracts: GatewayVault on anvil", async (t) => {
       },
     );
 
+    await t.step(
+      "a batch by domain: each checked under its own domain only, one event per payment",
+      async () => {
+        const batchedDomain = {
+          name: "GatewayWalletBatched",
+          version: "1",
+          chainId: chain.id,
+          verifyingContract: vault,
+        };
+        const signBatched = (a: Auth) =>
+          buyer.account.signTypedData({
+            domain: batchedDomain,
+            types: { TransferWithAuthorization: AUTHORIZATION_FIELDS },
+            primaryType: "TransferWithAuthorization",
+            message: a,
+          });
+        const item = (a: Auth, signature: Hex) => ({ ...a, signature });
+        // Paid to another account than the seller's, whose balance the next steps count on.
+        const to = owner1271.account.address;
+        const vaultGood = await authorization({ to });
+        const batchedGood = await authorization({ to, value: 2n * USDC });
+        // Each signed under the other domain than the array it is sent in: refused, although
+        // `transferWithAuthorizations` (either domain) would take both.
+        const batchedInVault = await authorization({ to });
+        const vaultInBatched = await authorization({ to });
+        const vaultSigned = [
+          item(vaultGood, await sign(vaultGood)),
+          item(batchedInVault, await signBatched(batchedInVault)),
+        ];
+        const batchedSigned = [
+          item(batchedGood, await signBatched(batchedGood)),
+          item(vaultInBatched, await sign(vaultInBatched)),
+        ];
+        const before = (await balanceIn(vault, buyerAddr)).available;
+        const r = await mined(operator.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "transferWithAuthorizationsByDomain",
+          args: [vaultSigned, batchedSigned],
+        }));
+        const events = (eventName: "PaymentTransferred" | "AuthorizationFailed") =>
+          parseEventLogs({ abi: GatewayVault.abi, logs: r.logs, eventName }).map((l) =>
+            l.args.nonce
+          );
+        assert.deepEqual(events("PaymentTransferred"), [vaultGood.nonce, batchedGood.nonce]);
+        assert.deepEqual(events("AuthorizationFailed"), [
+          batchedInVault.nonce,
+          vaultInBatched.nonce,
+        ]);
+        assert.equal(
+          parseEventLogs({ abi: GatewayVault.abi, logs: r.logs, eventName: "AuthorizationUsed" })
+            .length,
+          0,
+        );
+        assert.equal((await balanceIn(vault, buyerAddr)).available, before - 3n * USDC);
+
+        // Gas: the same two payments of Circle's batched domain, by domain and with either.
+        const pair = async () => {
+          const a = await authorization({ to });
+          const b = await authorization({ to });
+          return [item(a, await signBatched(a)), item(b, await signBatched(b))];
+        };
+        const byDomain = await mined(operator.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "transferWithAuthorizationsByDomain",
+          args: [[], await pair()],
+        }));
+        const either = await mined(operator.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "transferWithAuthorizations",
+          args: [await pair()],
+        }));
+        gas.transferWithAuthorizationsByDomain2Batched = byDomain.gasUsed;
+        gas.transferWithAuthorizations2Batched = either.gasUsed;
+        assert.ok(
+          byDomain.gasUsed < either.gasUsed,
+          `by domain ${byDomain.gasUsed} < either ${either.gasUsed}`,
+        );
+      },
+    );
+
     await t.step("withdraw without a delay: available is withdrawable at once", async () => {
       await reverts(
         seller.writeContract({

@@ -12,8 +12,13 @@ import {
   type Hex,
   parseEventLogs,
 } from "viem";
-import { GatewayVault } from "../../src/chain/contracts/artifacts/index.ts";
-import { encodeTransferWithAuthorizations, paidInLogs } from "../../src/chain/gateway-settle.ts";
+import { GatewayVault, TestUSDC } from "../../src/chain/contracts/artifacts/index.ts";
+import {
+  encodeTransferWithAuthorizations,
+  encodeTransferWithAuthorizationsByDomain,
+  hasByDomainCall,
+  paidInLogs,
+} from "../../src/chain/gateway-settle.ts";
 
 const hex = (n: number) =>
   `0x${
@@ -52,6 +57,39 @@ Deno.test("settlement batch call data: the bytes viem's ABI encoder gives", () =
   ];
   for (const items of cases) {
     assert.equal(encodeTransferWithAuthorizations(items), viaViem(items), `${items.length} items`);
+  }
+});
+
+Deno.test("settlement batch by domain: the bytes viem's ABI encoder gives", () => {
+  const tagged = (i: ReturnType<typeof item>, domain: "gateway" | "batched") => ({ ...i, domain });
+  const cases = [
+    [],
+    [tagged(item(65), "gateway")],
+    [tagged(item(65), "batched")],
+    [
+      tagged(item(65), "batched"),
+      tagged(item(0), "gateway"),
+      tagged(item(200, 2n ** 256n - 1n), "batched"),
+      tagged(item(32), "gateway"),
+      tagged(item(65), "gateway"),
+    ],
+    Array.from({ length: 500 }, (_, n) => tagged(item(65), n % 3 ? "batched" : "gateway")),
+  ];
+  for (const items of cases) {
+    const args = (d: string) =>
+      items.filter((i) => i.domain === d).map((i) => ({
+        ...i.authorization,
+        signature: i.signature,
+      }));
+    assert.equal(
+      encodeTransferWithAuthorizationsByDomain(items),
+      encodeFunctionData({
+        abi: GatewayVault.abi,
+        functionName: "transferWithAuthorizationsByDomain",
+        args: [args("gateway"), args("batched")],
+      }),
+      `${items.length} items`,
+    );
   }
 });
 
@@ -112,4 +150,17 @@ Deno.test("settlement batch logs: the pairs viem's decoder finds, from this vaul
   const got = paidInLogs(logs, getAddress(vault));
   assert.equal(expected.size, 32);
   assert.deepEqual([...got].sort(), [...expected].sort());
+});
+
+Deno.test("a vault's code tells whether it settles by domain", () => {
+  assert.equal(hasByDomainCall(GatewayVault.bytecode), true);
+  // A vault of an earlier build has only `transferWithAuthorizations`; any other contract, none.
+  const earlier = GatewayVault.bytecode.replace(
+    /63([0-9a-f]{8})/g,
+    (push, sel) => (push === `63${sel}` && hasByDomainCall(push) ? "6300000000" : push),
+  );
+  assert.equal(hasByDomainCall(earlier), false);
+  assert.equal(hasByDomainCall(TestUSDC.bytecode), false);
+  assert.equal(hasByDomainCall(undefined), false);
+  assert.equal(hasByDomainCall("0x"), false);
 });

@@ -126,6 +126,7 @@ async function finishBatch(
           nonce: c.nonce as `0x${string}`,
         },
         signature: c.signature as `0x${string}`,
+        domain: c.domain,
       })),
       intentKey: `${BATCH_INTENT}${id}`,
       gas: batchGas(charges),

@@ -70,7 +70,11 @@ export function batchingSettler(deps: Deps): Settler {
     try {
       const intentKey = `${BATCH_INTENT_PREFIX}${crypto.randomUUID()}`;
       const { tx, settled } = await deps.chain.gateway.settleBatch(x402Profile(deps), {
-        items: batch.map((b) => ({ authorization: b.authorization, signature: b.signature })),
+        items: batch.map((b) => ({
+          authorization: b.authorization,
+          signature: b.signature,
+          domain: "gateway" as const,
+        })),
         intentKey,
         // Given, not estimated (a node's estimate re-runs the batch many times), once the vault
         // is known to have the batch call (an older one is refused at estimation: singles).

@@ -4,7 +4,7 @@
 export const CheckoutBurner = {
   contractName: "CheckoutBurner",
   compilerVersion: "0.8.37+commit.f401782d.Emscripten.clang",
-  inputHash: "c929c52fe17f0cb6958fddbe0943cad4f991232499ba3baa9567b41a8f762e0f",
+  inputHash: "f5e3c150e98fc032cb582d4245fbe707704998a66922895629ed0526fff4e1c5",
   abi: [
     {
       "inputs": [
