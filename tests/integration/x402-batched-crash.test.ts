@@ -113,13 +113,17 @@ Deno.test("x402 batched settlement: a killed round is finished exactly once", as
 
     await t.step("a reservation left by a dead process is released: nothing charged", async () => {
       const now = svc.clock.now();
+      const id = crypto.randomUUID();
+      // As a reservation writes it: the charge, and its place in the queue of unbatched ones.
       await sql`
         insert into x402_gateway_charges (id, chain_id, payer, payee, amount, nonce, valid_after,
           valid_before, domain, signature, status, created_at)
-        values (${crypto.randomUUID()}, ${chain.chainId(X402_PROFILE)},
+        values (${id}, ${chain.chainId(X402_PROFILE)},
           ${buyer.address.toLowerCase()}, ${sellerAddr}, ${PRICE}, ${"0x" + "ab".repeat(32)}, 0,
           ${BigInt(Math.floor(now.getTime() / 1000) + 86400)}, 'batched', '0x00', 'reserved',
           ${new Date(now.getTime() - STALE_RESERVATION_MS - 1000)})`;
+      await sql`insert into x402_gateway_unbatched (chain_id, charge_id)
+        values (${chain.chainId(X402_PROFILE)}, ${id})`;
       await sql`update x402_gateway_accounts set held = held + ${PRICE}`;
       assert.equal((await settleRound(svc.deps)).length, 0);
       const [r] = await sql`select status from x402_gateway_charges where status <> 'settled'`;

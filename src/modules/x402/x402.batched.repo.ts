@@ -1,6 +1,11 @@
 /**
  * SQL for paid calls accepted on the gateway balance and settled in batches: the mirror of each
- * payer's vault balance (x402_gateway_accounts), the charges, and the settlement batches.
+ * payer's vault balance (x402_gateway_accounts), the charges, the queue of charges not yet in a
+ * batch (x402_gateway_unbatched), and the settlement batches.
+ *
+ * A charge is inserted once and then moved in place (served, batched, settled: heap-only
+ * updates, migration 0031): no index covers its state, so what is open is found through the
+ * queue and the pending batches' lists (`openCharges`), never by a scan of every charge.
  */
 import type { Db, Sql } from "../../db/client.ts";
 import { statusIn } from "../../db/by-id.ts";
@@ -80,7 +85,8 @@ export async function reserve(sql: Db, c: NewCharge, freshAfter: Date): Promise<
  * counts every reservation committed before. A payer's charges fit while their running total,
  * in arrival order, stays within its room (a charge after one that did not fit is refused too:
  * never an overspend). The charges that fit are inserted, a used nonce skipped by the unique
- * index, and each payer's hold grows by what was inserted, all in this statement's transaction.
+ * index, each goes into the queue of charges not yet batched, and each payer's hold grows by
+ * what was inserted, all in this statement's transaction.
  * Returns, per charge id, whether it was reserved or its nonce was used; a charge not in the
  * answer did not fit (`no_funds`). The charges must not repeat a (chain, payer, nonce).
  */
@@ -123,8 +129,10 @@ export async function reserveMany(
       select id, chain_id, listing_id, listing_slug, merchant_id, payer, payee, amount, nonce,
         valid_after, valid_before, domain, signature, agent_id, 'reserved', created_at
       from fits
-      on conflict (chain_id, payer, nonce) where status <> 'released' do nothing
+      on conflict (chain_id, payer, nonce, free_tag) do nothing
       returning id, chain_id, payer, amount
+    ), queued as (
+      insert into x402_gateway_unbatched (chain_id, charge_id) select chain_id, id from ins
     ), hold as (
       update x402_gateway_accounts a set held = a.held + s.total
       from (select chain_id, payer, sum(amount) as total from ins group by chain_id, payer) s
@@ -170,7 +178,7 @@ export async function nonceTaken(
 ): Promise<boolean> {
   const [row] = await sql<{ yes: boolean }[]>`
     select exists(select 1 from x402_gateway_charges where chain_id = ${chainId}
-      and payer = ${payer} and nonce = ${nonce} and status <> 'released') as yes`;
+      and payer = ${payer} and nonce = ${nonce} and free_tag = '') as yes`;
   return row.yes;
 }
 
@@ -227,7 +235,10 @@ export async function serveMany(
     where c.id = s.id and ${statusIn(sql, "c.status", ["reserved"])}`;
 }
 
-/** The upstream failed (or the call was abandoned): nothing charged, the hold is given back. */
+/**
+ * The upstream failed (or the call was abandoned): nothing charged, the hold is given back, and
+ * the (payer, nonce) is free again. Its queue entry is dropped by the next batch built.
+ */
 export async function release(
   sql: Db,
   id: string,
@@ -236,7 +247,7 @@ export async function release(
   const rows = await sql`
     with c as (
       update x402_gateway_charges set status = 'released', error = ${f.error.slice(0, 500)},
-        upstream_status = ${f.upstreamStatus}, settled_at = ${f.now}
+        upstream_status = ${f.upstreamStatus}, settled_at = ${f.now}, free_tag = id::text
       where id = ${id} and ${statusIn(sql, "status", ["reserved"])}
       returning chain_id, payer, amount
     )
@@ -249,9 +260,9 @@ export async function release(
 /** Reservations older than `before` (their process died during the upstream call). */
 export async function staleReserved(sql: Db, chainId: number, before: Date): Promise<string[]> {
   const rows = await sql<{ id: string }[]>`
-    select id from x402_gateway_charges
-    where chain_id = ${chainId} and status = 'reserved' and created_at < ${before}
-    order by created_at limit 1000`;
+    select c.id from x402_gateway_unbatched q join x402_gateway_charges c on c.id = q.charge_id
+    where q.chain_id = ${chainId} and c.status = 'reserved' and c.created_at < ${before}
+    order by q.seq limit 1000`;
   return rows.map((r) => r.id);
 }
 
@@ -261,6 +272,8 @@ export interface BatchRow {
   status: "pending" | "confirmed" | "failed";
   size: number;
   settled: number;
+  /** The charges it carries, in the order its transaction lists them. */
+  chargeIds: string[];
   txHash: string | null;
   blockNumber: bigint | null;
   gasUsed: bigint | null;
@@ -270,27 +283,46 @@ export interface BatchRow {
 }
 
 /**
- * A new batch with up to `max` of the oldest unbatched charges, in one transaction: written
- * before anything is signed. Null when nothing is owed. `skip locked` lets two builders (two
- * processes) take disjoint charges.
+ * A new batch with up to `max` of the oldest pending charges of the queue, in one transaction:
+ * written before anything is signed. 0 when nothing is owed. The queue's entries are locked
+ * (`skip locked`: two builders, two processes, take disjoint charges) and deleted, the charges
+ * name their batch, and the batch lists them (the order `batchCharges` reads them in) and counts
+ * them per merchant. Entries of released charges are dropped on the way; reserved ones (their
+ * upstream in flight) stay for a later batch.
  */
 export async function createBatch(
   sql: Sql,
   b: { id: string; chainId: number; max: number; now: Date },
 ): Promise<number> {
   return await sql.begin(async (tx) => {
-    const taken = await tx`
-      update x402_gateway_charges set batch_id = ${b.id}
-      where id in (
-        select id from x402_gateway_charges
-        where chain_id = ${b.chainId} and status = 'pending' and batch_id is null
-        order by created_at limit ${b.max} for update skip locked)
-      returning id`;
-    if (!taken.length) return 0;
     await tx`
-      insert into x402_gateway_batches (id, chain_id, status, size, created_at)
-      values (${b.id}, ${b.chainId}, 'pending', ${taken.length}, ${b.now})`;
-    return taken.length;
+      delete from x402_gateway_unbatched q using x402_gateway_charges c
+      where q.chain_id = ${b.chainId} and c.id = q.charge_id
+        and c.status not in ('reserved', 'pending')`;
+    const head = await tx<{ seq: string; chargeId: string }[]>`
+      select q.seq, q.charge_id from x402_gateway_unbatched q
+      join x402_gateway_charges c on c.id = q.charge_id
+      where q.chain_id = ${b.chainId} and c.status = 'pending'
+      order by q.seq limit ${b.max}
+      for update of q skip locked`;
+    if (!head.length) return 0;
+    const ids = head.map((h) => h.chargeId);
+    await tx`
+      with taken as (
+        delete from x402_gateway_unbatched
+        where seq = any(${head.map((h) => String(h.seq))}::bigint[])
+      ), moved as (
+        update x402_gateway_charges set batch_id = ${b.id}
+        where id = any(${ids}::uuid[])
+        returning merchant_id
+      ), batch as (
+        insert into x402_gateway_batches (id, chain_id, status, size, charge_ids, created_at)
+        values (${b.id}, ${b.chainId}, 'pending', ${ids.length}, ${ids}::uuid[], ${b.now})
+      )
+      insert into x402_gateway_batch_merchants (batch_id, merchant_id, payments, created_at)
+      select ${b.id}, merchant_id, count(*), ${b.now} from moved
+      where merchant_id is not null group by merchant_id`;
+    return ids.length;
   });
 }
 
@@ -300,11 +332,14 @@ export async function pendingBatches(sql: Db, chainId: number): Promise<BatchRow
     order by created_at`;
 }
 
+/** The batch's charges still pending, in the order the batch lists them. */
 export async function batchCharges(sql: Db, batchId: string): Promise<ChargeRow[]> {
   return await sql<ChargeRow[]>`
-    select * from x402_gateway_charges
-    where batch_id = ${batchId} and ${statusIn(sql, "status", ["pending"])}
-    order by created_at, id`;
+    select c.* from x402_gateway_batches b
+    cross join unnest(b.charge_ids) with ordinality as i(id, ord)
+    join x402_gateway_charges c on c.id = i.id
+    where b.id = ${batchId} and c.batch_id = ${batchId} and c.status = 'pending'
+    order by i.ord`;
 }
 
 /**
@@ -362,16 +397,33 @@ export async function confirmBatch(sql: Sql, b: {
         returning chain_id, payer, amount`;
       if (c) lower(c, false);
     }
-    // Per payer, in the order reservations lock them (chain, then payer in byte order): no
-    // deadlock with a group of reservations (reserveMany) waiting on the same rows.
-    const order = (x: { chainId: number; payer: string }, y: { chainId: number; payer: string }) =>
-      x.chainId - y.chainId || (x.payer < y.payer ? -1 : x.payer > y.payer ? 1 : 0);
-    for (const e of [...per.values()].sort(order)) {
+    // Every payer in one statement, its rows locked in the order reservations lock them (chain,
+    // then payer in byte order): no deadlock with a group of reservations (reserveMany) waiting
+    // on the same rows, and the reservations wait for one statement, not one per payer.
+    const es = [...per.values()];
+    if (es.length) {
+      const input = JSON.stringify(es.map((e) => ({
+        chain_id: e.chainId,
+        payer: e.payer,
+        held: e.held.toString(),
+        spent: e.spent.toString(),
+        block: e.block.toString(),
+      })));
       await tx`
-        update x402_gateway_accounts set held = held - ${e.held},
-          balance = case when synced_block < ${e.block}
-            then greatest(balance - ${e.spent}, 0) else balance end
-        where chain_id = ${e.chainId} and payer = ${e.payer}`;
+        with s as (
+          select * from json_to_recordset(${input}::text::json)
+            as s(chain_id int, payer text, held bigint, spent bigint, block bigint)
+        ), locked as materialized (
+          select a.chain_id, a.payer from x402_gateway_accounts a
+          join s on s.chain_id = a.chain_id and s.payer = a.payer
+          order by a.chain_id, a.payer collate "C"
+          for no key update of a
+        )
+        update x402_gateway_accounts a set held = a.held - s.held,
+          balance = case when a.synced_block < s.block
+            then greatest(a.balance - s.spent, 0) else a.balance end
+        from s join locked l on l.chain_id = s.chain_id and l.payer = s.payer
+        where a.chain_id = s.chain_id and a.payer = s.payer`;
     }
     await tx`
       update x402_gateway_batches set status = 'confirmed', tx_hash = ${b.txHash},
@@ -382,24 +434,55 @@ export async function confirmBatch(sql: Sql, b: {
   });
 }
 
-/** A batch whose transaction reverted or was never sent: its charges go into the next one. */
+/**
+ * A batch whose transaction reverted or was never sent: its charges still pending go back into
+ * the queue (at its tail) for the next one, and it no longer counts for its merchants.
+ */
 export async function failBatch(sql: Sql, id: string, error: string, now: Date): Promise<void> {
   await sql.begin(async (tx) => {
-    await tx`
+    const [failed] = await tx<{ chargeIds: string[] }[]>`
       update x402_gateway_batches set status = 'failed', error = ${error.slice(0, 500)},
         finished_at = ${now}
-      where id = ${id} and ${statusIn(tx, "status", ["pending"])}`;
+      where id = ${id} and ${statusIn(tx, "status", ["pending"])}
+      returning charge_ids`;
+    if (!failed) return;
     await tx`
-      update x402_gateway_charges set batch_id = null
-      where batch_id = ${id} and ${statusIn(tx, "status", ["pending"])}`;
+      with back as (
+        update x402_gateway_charges set batch_id = null
+        where id = any(${failed.chargeIds}::uuid[]) and batch_id = ${id} and status = 'pending'
+        returning id, chain_id, created_at
+      )
+      insert into x402_gateway_unbatched (chain_id, charge_id)
+      select chain_id, id from back order by created_at, id`;
+    await tx`delete from x402_gateway_batch_merchants where batch_id = ${id}`;
   });
 }
+
+/**
+ * The charges not yet settled nor released, as the FROM item `open` (every column of
+ * x402_gateway_charges): those in the queue (reserved, or pending) and those in a pending batch,
+ * on one chain or all. Read through the queue and the batches' lists: what is open, not every
+ * charge ever taken.
+ */
+export const openCharges = (sql: Db, chainId?: number) => {
+  const onChain = (col: string) =>
+    chainId === undefined ? sql`` : sql`and ${sql.unsafe(col)} = ${chainId}`;
+  return sql`(
+    select c.* from x402_gateway_unbatched q join x402_gateway_charges c on c.id = q.charge_id
+    where c.status in ('reserved', 'pending') ${onChain("q.chain_id")}
+    union all
+    select c.* from x402_gateway_batches b cross join unnest(b.charge_ids) as i(id)
+    join x402_gateway_charges c on c.id = i.id
+    where b.status = 'pending' and c.status = 'pending' and c.batch_id = b.id
+      ${onChain("b.chain_id")}
+  ) open`;
+};
 
 /** What the payer's unsettled gateway-balance charges hold (reserved or pending). */
 export async function unsettled(sql: Db, chainId: number, payer: string): Promise<bigint> {
   const [row] = await sql<{ total: bigint }[]>`
-    select coalesce(sum(amount), 0)::bigint as total from x402_gateway_charges
-    where chain_id = ${chainId} and payer = ${payer} and status in ('reserved', 'pending')`;
+    select coalesce(sum(amount), 0)::bigint as total from ${openCharges(sql, chainId)}
+    where payer = ${payer}`;
   return row.total;
 }
 
@@ -419,10 +502,12 @@ export async function markWithdrawing(
     on conflict (chain_id, payer) do update set withdrawing_until = excluded.withdrawing_until`;
 }
 
+/** Served charges waiting for a batch. */
 export async function countUnbatched(sql: Db, chainId: number): Promise<number> {
   const [row] = await sql<{ n: number }[]>`
-    select count(*)::int as n from x402_gateway_charges
-    where chain_id = ${chainId} and status = 'pending' and batch_id is null`;
+    select count(*)::int as n from x402_gateway_unbatched q
+    join x402_gateway_charges c on c.id = q.charge_id
+    where q.chain_id = ${chainId} and c.status = 'pending'`;
   return row.n;
 }
 

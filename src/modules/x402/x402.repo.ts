@@ -1,7 +1,7 @@
 /** SQL for x402 listings and paid-call attempts. */
 import type { Db, Sql } from "../../db/client.ts";
 import { statusIn } from "../../db/by-id.ts";
-import { fitsInRoom } from "./x402.batched.repo.ts";
+import { fitsInRoom, openCharges } from "./x402.batched.repo.ts";
 import type { Address, X402PaymentRecord, X402PaymentStatus, X402Scheme } from "./x402.types.ts";
 import type { HttpMethod } from "./x402.rules.ts";
 
@@ -117,8 +117,7 @@ export async function pendingAmount(sql: Db, chainId: number, payer: string): Pr
     select (
       (select coalesce(sum(amount), 0) from x402_payments
         where chain_id = ${chainId} and payer = ${payer} and status = 'PENDING') +
-      (select coalesce(sum(amount), 0) from x402_gateway_charges
-        where chain_id = ${chainId} and payer = ${payer} and status in ('reserved', 'pending'))
+      (select coalesce(sum(amount), 0) from ${openCharges(sql, chainId)} where payer = ${payer})
     )::bigint as total`;
   return row.total;
 }

@@ -1,0 +1,208 @@
+/**
+ * Gateway-balance charges moved in place (migration 0031, x402.batched.repo.ts), against a real
+ * PostgreSQL: no index covers what a charge's moves change, so its serve, batch and settlement
+ * are heap-only updates; what is open is read through the queue of unbatched charges and the
+ * pending batches; a failed batch gives its charges back to the queue, counted once.
+ */
+import assert from "node:assert/strict";
+import { createTestDatabase } from "../helpers/db.ts";
+import { createSql } from "../../src/db/client.ts";
+import { waitFor } from "../helpers/poll.ts";
+import {
+  batchCharges,
+  confirmBatch,
+  countUnbatched,
+  createBatch,
+  failBatch,
+  type NewCharge,
+  reserveMany,
+  serveMany,
+  unsettled,
+} from "../../src/modules/x402/x402.batched.repo.ts";
+import { merchantSettlement, pendingUnits } from "../../src/modules/x402/x402.batched.views.ts";
+
+const CHAIN = 31337;
+const PAYEE = "0x" + "5".repeat(40);
+const hex = (bytes: number) =>
+  `0x${
+    Array.from(
+      crypto.getRandomValues(new Uint8Array(bytes)),
+      (b) => b.toString(16).padStart(2, "0"),
+    ).join("")
+  }`;
+
+function charge(payer: string, merchantId: string | null, now: Date): NewCharge {
+  return {
+    id: crypto.randomUUID(),
+    chainId: CHAIN,
+    listingId: null,
+    listingSlug: "in-place",
+    merchantId,
+    payer,
+    payee: PAYEE,
+    amount: 10n,
+    nonce: hex(32),
+    validAfter: 0n,
+    validBefore: 4_000_000_000n,
+    domain: "batched",
+    signature: hex(65),
+    agentId: null,
+    now,
+  };
+}
+
+/** The columns a charge's moves write after its insert. */
+const MOVING = [
+  "status",
+  "batch_id",
+  "tx_hash",
+  "upstream_status",
+  "error",
+  "served_at",
+  "settled_at",
+];
+
+Deno.test("x402 charges: no index covers what a charge's moves change", async () => {
+  const db = await createTestDatabase();
+  try {
+    // Every column an index reads: its keys, its expressions and its predicate.
+    const indexes = await db.sql<{ name: string; def: string }[]>`
+      select i.relname as name, pg_get_indexdef(x.indexrelid) as def
+      from pg_index x join pg_class i on i.oid = x.indexrelid
+      where x.indrelid = 'x402_gateway_charges'::regclass`;
+    assert.ok(indexes.length >= 3, "the key, the (payer, nonce) guard, the merchant's list");
+    for (const { name, def } of indexes) {
+      for (const col of MOVING) {
+        assert.doesNotMatch(def, new RegExp(`\\b${col}\\b`), `${name} reads ${col}: ${def}`);
+      }
+    }
+    const [{ options }] = await db.sql`
+      select reloptions as options from pg_class where oid = 'x402_gateway_charges'::regclass`;
+    assert.ok(
+      options.some((o: string) => /^fillfactor=([1-7]\d)$/.test(o)),
+      "room kept in each page",
+    );
+  } finally {
+    await db.drop();
+  }
+});
+
+Deno.test("x402 charges: served, batched and settled in place", async () => {
+  const db = await createTestDatabase();
+  // One connection: its statistics are the table's writes, flushed when it is idle.
+  const sql = createSql(db.url, { max: 1, name: "in-place" });
+  try {
+    const now = new Date();
+    const payers = Array.from({ length: 8 }, (_, i) => `0x${String(i).repeat(40)}`);
+    for (const p of payers) {
+      await sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
+        synced_at) values (${CHAIN}, ${p}, 1000000, 1, ${now})`;
+    }
+    let moves = 0;
+    for (let round = 0; round < 25; round++) {
+      const group = payers.map((p) => charge(p, null, now));
+      await reserveMany(sql, group, new Date(now.getTime() - 60_000), now);
+      await serveMany(sql, group.map((c) => ({ id: c.id, upstreamStatus: 200 })), now);
+      moves += group.length;
+      if (round % 5 === 4) {
+        const id = crypto.randomUUID();
+        const size = await createBatch(sql, { id, chainId: CHAIN, max: 500, now });
+        const paid = await batchCharges(sql, id);
+        assert.equal(paid.length, size);
+        await confirmBatch(sql, {
+          id,
+          txHash: hex(32),
+          block: 2n,
+          gasUsed: null,
+          paid: paid.map((c) => ({ id: c.id, txHash: hex(32), block: 2n })),
+          refused: [],
+          now,
+        });
+        moves += 2 * size;
+      }
+    }
+    assert.equal(await countUnbatched(sql, CHAIN), 0);
+    await sql`select pg_stat_force_next_flush()`;
+    const stats = await waitFor(async () => {
+      const [row] = await sql<{ updated: number; hot: number }[]>`
+        select n_tup_upd::int as updated, n_tup_hot_upd::int as hot from pg_stat_user_tables
+        where relid = 'x402_gateway_charges'::regclass`;
+      return row.updated >= moves ? row : null;
+    }, { timeoutMs: 10_000, what: "the table's update counts" });
+    assert.equal(stats.updated, moves, "one update per move: served, batched, settled");
+    assert.ok(
+      stats.hot >= 0.9 * stats.updated,
+      `${stats.hot} of ${stats.updated} updates heap-only`,
+    );
+  } finally {
+    await sql.end({ timeout: 1 });
+    await db.drop();
+  }
+});
+
+Deno.test("x402 charges: a failed batch gives its charges back, counted once", async () => {
+  const db = await createTestDatabase();
+  const { sql } = db;
+  try {
+    const now = new Date();
+    const payer = "0x" + "a".repeat(40);
+    const [m] = await sql`insert into merchants (email, business_name, password_hash)
+      values ('in-place@example.com', 'In place', 'x') returning id`;
+    await sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
+      synced_at) values (${CHAIN}, ${payer}, 1000, 1, ${now})`;
+    const served = [1, 2, 3].map(() => charge(payer, m.id, now));
+    const inFlight = charge(payer, m.id, now);
+    await reserveMany(sql, [...served, inFlight], new Date(now.getTime() - 60_000), now);
+    await serveMany(sql, served.map((c) => ({ id: c.id, upstreamStatus: 200 })), now);
+    const open = async () => ({
+      units: await pendingUnits(sql, CHAIN, PAYEE),
+      outgoing: await unsettled(sql, CHAIN, payer),
+      view: await merchantSettlement(sql, m.id),
+    });
+
+    const first = crypto.randomUUID();
+    assert.equal(await createBatch(sql, { id: first, chainId: CHAIN, max: 10, now }), 3);
+    let o = await open();
+    assert.deepEqual(o.units, { incoming: 30n, outgoing: 0n }, "owed to the payee: the served");
+    assert.equal(o.outgoing, 40n, "promised by the payer: served and in flight");
+    assert.deepEqual(o.view.pending, [
+      { kind: "gateway", count: 3, amount: "0.000030" },
+      { kind: "channel", count: 0, amount: "0.000000" },
+    ]);
+    assert.deepEqual(o.view.batches.map((b) => [b.status, b.payments]), [["pending", 3]]);
+
+    await failBatch(sql, first, "reverted", now);
+    assert.equal(await countUnbatched(sql, CHAIN), 3, "back in the queue");
+    o = await open();
+    assert.equal(o.units.incoming, 30n, "still owed, once");
+    assert.equal(o.outgoing, 40n);
+    assert.equal(o.view.pending[0].count, 3);
+    assert.deepEqual(o.view.batches, [], "a failed batch carries nothing");
+
+    const second = crypto.randomUUID();
+    assert.equal(await createBatch(sql, { id: second, chainId: CHAIN, max: 10, now }), 3);
+    const paid = await batchCharges(sql, second);
+    assert.deepEqual(paid.map((c) => c.id).sort(), served.map((c) => c.id).sort());
+    assert.equal(
+      await confirmBatch(sql, {
+        id: second,
+        txHash: hex(32),
+        block: 2n,
+        gasUsed: null,
+        paid: paid.map((c) => ({ id: c.id, txHash: hex(32), block: 2n })),
+        refused: [],
+        now,
+      }),
+      3,
+    );
+    o = await open();
+    assert.deepEqual(o.units, { incoming: 0n, outgoing: 0n });
+    assert.equal(o.outgoing, 10n, "the call still in flight");
+    assert.equal(o.view.pending[0].count, 0);
+    assert.deepEqual(o.view.batches.map((b) => [b.status, b.payments]), [["confirmed", 3]]);
+    const [acct] = await sql`select held, balance from x402_gateway_accounts`;
+    assert.deepEqual([acct.held, acct.balance], [10n, 970n]);
+  } finally {
+    await db.drop();
+  }
+});
