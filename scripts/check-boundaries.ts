@@ -51,7 +51,7 @@ const IMPORT = /(?:^|\n)\s*(?:import|export)\b[^;]*?\bfrom\s*["']([^"']+)["']/g;
 const DYNAMIC_IMPORT = /\bimport\(\s*["']([^"']+)["']\s*\)/g;
 const SIDE_EFFECT_IMPORT = /(?:^|\n)\s*import\s*["']([^"']+)["']/g;
 const SQL_TEMPLATE =
-  /\b(?:[A-Za-z_$][\w$]*\.)*(?:sql|tx|db|[A-Za-z_$][\w$]*(?:Sql|Tx))(?:<[^`;=]*?>)?`/g;
+  /\b(?:[A-Za-z_$][\w$]*\.)*(?:sql|tx|db|[A-Za-z_$][\w$]*(?:Sql|Tx))(?:<[^`=]*?>)?`/g;
 const UNSAFE = /\.unsafe\(/g;
 
 /** The module a src/ file belongs to: "modules/<name>", "<top-level folder>", or "" (root). */

@@ -18,7 +18,7 @@ import client from "prom-client";
 import type { Deps } from "../deps.ts";
 import { queueStats } from "../queue/stats.ts";
 import { attemptOutcomes } from "../modules/webhooks/webhooks.service.ts";
-import { settlementStats } from "../modules/x402/x402.batched.views.ts";
+import { settlementStats } from "../modules/x402/x402.service.ts";
 
 export interface Metrics {
   registry: client.Registry;

@@ -87,6 +87,11 @@ Deno.test("boundaries: SQL only in repo files, src/db/ and src/queue/", () => {
     "sql-outside-repo",
   ]);
   assert.deepEqual(rules("src/chain/x.ts", "await c.unsafe(text);\n"), ["sql-outside-repo"]);
+  // A row type with several fields (`;` inside the type argument) is SQL all the same.
+  assert.deepEqual(
+    rules("src/modules/x/x.views.ts", "await sql<{ a: bigint; b: bigint }[]>`select 1`;\n"),
+    ["sql-outside-repo"],
+  );
   assert.deepEqual(rules("src/modules/payments/payments.repo.ts", sql), []);
   assert.deepEqual(rules("src/db/migrate.ts", sql), []);
   assert.deepEqual(rules("src/queue/queue.ts", "tx.unsafe(text)"), []);

@@ -51,6 +51,8 @@ export {
   merchantListings,
   paymentRequirements,
 } from "./x402.listings.ts";
+/** For /metrics: what deferred settlement has waiting (x402.batched.views.ts). */
+export { settlementStats } from "./x402.batched.views.ts";
 
 // ---- proofs ---------------------------------------------------------------------------------
 
