@@ -15,6 +15,7 @@ import {
   createBatch,
   failBatch,
   type NewCharge,
+  release,
   reserveMany,
   serveMany,
   unsettled,
@@ -202,6 +203,36 @@ Deno.test("x402 charges: a failed batch gives its charges back, counted once", a
     assert.deepEqual(o.view.batches.map((b) => [b.status, b.payments]), [["confirmed", 3]]);
     const [acct] = await sql`select held, balance from x402_gateway_accounts`;
     assert.deepEqual([acct.held, acct.balance], [10n, 970n]);
+  } finally {
+    await db.drop();
+  }
+});
+
+Deno.test("x402 charges: released ones at the queue's head are dropped, what follows is batched", async () => {
+  const db = await createTestDatabase();
+  const { sql } = db;
+  try {
+    const now = new Date();
+    const payer = "0x" + "b".repeat(40);
+    await sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
+      synced_at) values (${CHAIN}, ${payer}, 1000, 1, ${now})`;
+    const fresh = new Date(now.getTime() - 60_000);
+    const [r1, r2, r3, inFlight, served] = [1, 2, 3, 4, 5].map(() => charge(payer, null, now));
+    // One statement each: the queue's order is theirs.
+    for (const c of [r1, r2, r3, inFlight, served]) await reserveMany(sql, [c], fresh, now);
+    const error = { error: "upstream: 503", upstreamStatus: 503, now };
+    for (const c of [r1, r2, r3]) assert.equal(await release(sql, c.id, error), true);
+    await serveMany(sql, [{ id: served.id, upstreamStatus: 200 }], now);
+    // A batch of at most 2: the head's two released entries, then one more, then the served one.
+    const id = crypto.randomUUID();
+    assert.equal(await createBatch(sql, { id, chainId: CHAIN, max: 2, now }), 1);
+    assert.deepEqual((await batchCharges(sql, id)).map((c) => c.id), [served.id]);
+    const left = await sql`select charge_id from x402_gateway_unbatched`;
+    assert.deepEqual(left.map((r) => r.chargeId), [inFlight.id], "the one in flight stays");
+    assert.equal(
+      await createBatch(sql, { id: crypto.randomUUID(), chainId: CHAIN, max: 2, now }),
+      0,
+    );
   } finally {
     await db.drop();
   }

@@ -287,30 +287,36 @@ export interface BatchRow {
  * written before anything is signed. 0 when nothing is owed. The queue's entries are locked
  * (`skip locked`: two builders, two processes, take disjoint charges) and deleted, the charges
  * name their batch, and the batch lists them (the order `batchCharges` reads them in) and counts
- * them per merchant. Entries of released charges are dropped on the way; reserved ones (their
- * upstream in flight) stay for a later batch.
+ * them per merchant. Entries of released charges met on the way are dropped; reserved ones
+ * (their upstream in flight) stay for a later batch.
  */
 export async function createBatch(
   sql: Sql,
   b: { id: string; chainId: number; max: number; now: Date },
 ): Promise<number> {
   return await sql.begin(async (tx) => {
-    await tx`
-      delete from x402_gateway_unbatched q using x402_gateway_charges c
-      where q.chain_id = ${b.chainId} and c.id = q.charge_id
-        and c.status not in ('reserved', 'pending')`;
-    const head = await tx<{ seq: string; chargeId: string }[]>`
-      select q.seq, q.charge_id from x402_gateway_unbatched q
-      join x402_gateway_charges c on c.id = q.charge_id
-      where q.chain_id = ${b.chainId} and c.status = 'pending'
-      order by q.seq limit ${b.max}
-      for update of q skip locked`;
-    if (!head.length) return 0;
-    const ids = head.map((h) => h.chargeId);
+    // The head of the queue past the reservations in flight: pending charges, and released ones
+    // whose entries are dropped on the way (a head of released ones alone: the next one).
+    let seqs: string[] = [];
+    let ids: string[] = [];
+    while (!ids.length) {
+      const head = await tx<{ seq: string; chargeId: string; status: ChargeStatus }[]>`
+        select q.seq, q.charge_id, c.status from x402_gateway_unbatched q
+        join x402_gateway_charges c on c.id = q.charge_id
+        where q.chain_id = ${b.chainId} and c.status <> 'reserved'
+        order by q.seq limit ${b.max}
+        for update of q skip locked`;
+      seqs = head.map((h) => String(h.seq));
+      ids = head.filter((h) => h.status === "pending").map((h) => h.chargeId);
+      if (ids.length) break;
+      if (seqs.length) {
+        await tx`delete from x402_gateway_unbatched where seq = any(${seqs}::bigint[])`;
+      }
+      if (head.length < b.max) return 0;
+    }
     await tx`
       with taken as (
-        delete from x402_gateway_unbatched
-        where seq = any(${head.map((h) => String(h.seq))}::bigint[])
+        delete from x402_gateway_unbatched where seq = any(${seqs}::bigint[])
       ), moved as (
         update x402_gateway_charges set batch_id = ${b.id}
         where id = any(${ids}::uuid[])
