@@ -3,8 +3,9 @@
  * `/x402/{slug}`): paid calls per second beside a bare Hono route doing one INSERT (the payments
  * bench's baseline) and the upstream called directly, driven alike (concurrent fetch workers in
  * this process, payments signed before the clock starts); rounds alternate, so a neighbour's
- * load falls on both sides of each ratio. Then the settlement: batches, payments per
- * transaction, gas per payment, and the lag from serving to settled.
+ * load falls on both sides of each ratio, after a warm-up round of each that is not counted.
+ * Then the settlement: batches, payments per transaction, gas per payment, and the lag from
+ * serving to settled.
  */
 import { Hono } from "hono";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -112,7 +113,10 @@ export async function run(): Promise<number> {
         return out;
       }));
     const runs = { bare: [] as Run[], paid: [] as Run[], direct: [] as Run[] };
-    for (let r = 0; r < ROUNDS; r++) {
+    // Round 0 warms up, unmeasured: the paths' code compiled, each payer's mirror read from the
+    // chain once (its first call), the connections opened; the rounds after it are steady state.
+    for (let r = 0; r <= ROUNDS; r++) {
+      if (r === 1) { for (const k of ["bare", "paid", "direct"] as const) runs[k].length = 0; }
       const headers = await sign();
       runs.bare.push(
         await drive(headers.map((list) =>
@@ -143,7 +147,8 @@ export async function run(): Promise<number> {
       );
     }
     console.log(
-      `${WORKERS} concurrent buyers × ${CALLS} calls, ${ROUNDS} alternating rounds; ` +
+      `${WORKERS} concurrent buyers × ${CALLS} calls, ${ROUNDS} alternating rounds after one ` +
+        `unmeasured warm-up round of each; ` +
         `load average ${Deno.loadavg().map((l) => l.toFixed(1)).join(" ")}`,
     );
     for (let r = 0; r < ROUNDS; r++) {
