@@ -1,9 +1,12 @@
 -- Gateway-balance charges moved in place (issue 27): a paid call's charge is written once and
--- then only its state changes (served, batched, settled). No index names a column those changes
--- touch, and the table keeps room in each page, so PostgreSQL rewrites the row in its page
--- without new index entries (a heap-only update): before, each of the three moves wrote a new
--- entry in all six indexes (~31 WAL records and 3.9 kB per charge; ~10 and 1.6 kB now).
-alter table x402_gateway_charges set (fillfactor = 50);
+-- then only its state changes (served; then settled, or failed, naming its batch). No index names
+-- a column those changes touch, and the table keeps room in each page, so PostgreSQL rewrites
+-- the row in its page without new index entries (a heap-only update): before, each of three
+-- moves wrote a new entry in all six indexes (~31 WAL records and 3.9 kB per charge).
+-- The room: the charges of a group commit share a page and move together, in one statement, so
+-- a page must take a new version of each of its rows while the old ones are still there (~530
+-- bytes a row, ~620 once settled): at 40% filled, ~6 rows a page leave room for 6 new versions.
+alter table x402_gateway_charges set (fillfactor = 40);
 alter table x402_gateway_accounts set (fillfactor = 50);
 
 -- A released charge (its upstream failed: nothing charged) frees its (payer, nonce) for another
@@ -28,8 +31,8 @@ insert into x402_gateway_unbatched (chain_id, charge_id)
   where status in ('reserved', 'pending') and batch_id is null
   order by created_at, id;
 
--- A batch lists its charges (read back by id, in this order), and counts them per merchant for
--- the dashboard.
+-- A batch lists its charges (read back by id, in this order; a charge names its batch once
+-- settled or failed in it), and counts them per merchant for the dashboard.
 alter table x402_gateway_batches add column charge_ids uuid[] not null default '{}';
 update x402_gateway_batches b set charge_ids = coalesce((
   select array_agg(c.id order by c.created_at, c.id) from x402_gateway_charges c

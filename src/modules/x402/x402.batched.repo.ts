@@ -3,7 +3,7 @@
  * payer's vault balance (x402_gateway_accounts), the charges, the queue of charges not yet in a
  * batch (x402_gateway_unbatched), and the settlement batches.
  *
- * A charge is inserted once and then moved in place (served, batched, settled: heap-only
+ * A charge is inserted once and then moved in place (served; settled or failed: heap-only
  * updates, migration 0031): no index covers its state, so what is open is found through the
  * queue and the pending batches' lists (`openCharges`), never by a scan of every charge.
  */
@@ -285,48 +285,47 @@ export interface BatchRow {
 /**
  * A new batch with up to `max` of the oldest pending charges of the queue, in one transaction:
  * written before anything is signed. 0 when nothing is owed. The queue's entries are locked
- * (`skip locked`: two builders, two processes, take disjoint charges) and deleted, the charges
- * name their batch, and the batch lists them (the order `batchCharges` reads them in) and counts
- * them per merchant. Entries of released charges met on the way are dropped; reserved ones
- * (their upstream in flight) stay for a later batch.
+ * (`skip locked`: two builders, two processes, take disjoint charges) and deleted, and the batch
+ * lists the charges (the order `batchCharges` reads them in; a charge names its batch once it is
+ * settled or failed in it) and counts them per merchant. Entries of released charges met on the way are dropped; reserved ones
+ * (their upstream in flight) stay for a later batch. Fewer than `min` owed (default 1): no batch.
  */
 export async function createBatch(
   sql: Sql,
-  b: { id: string; chainId: number; max: number; now: Date },
+  b: { id: string; chainId: number; max: number; now: Date; min?: number },
 ): Promise<number> {
   return await sql.begin(async (tx) => {
     // The head of the queue past the reservations in flight: pending charges, and released ones
     // whose entries are dropped on the way (a head of released ones alone: the next one).
-    let seqs: string[] = [];
-    let ids: string[] = [];
-    while (!ids.length) {
-      const head = await tx<{ seq: string; chargeId: string; status: ChargeStatus }[]>`
+    let head: { seq: string; chargeId: string; status: ChargeStatus }[];
+    for (;;) {
+      head = await tx`
         select q.seq, q.charge_id, c.status from x402_gateway_unbatched q
         join x402_gateway_charges c on c.id = q.charge_id
         where q.chain_id = ${b.chainId} and c.status <> 'reserved'
         order by q.seq limit ${b.max}
         for update of q skip locked`;
-      seqs = head.map((h) => String(h.seq));
-      ids = head.filter((h) => h.status === "pending").map((h) => h.chargeId);
-      if (ids.length) break;
-      if (seqs.length) {
-        await tx`delete from x402_gateway_unbatched where seq = any(${seqs}::bigint[])`;
+      const owed = head.filter((h) => h.status === "pending").length;
+      if (owed && owed >= (b.min ?? 1)) break;
+      const released = head.filter((h) => h.status !== "pending").map((h) => String(h.seq));
+      if (released.length) {
+        await tx`delete from x402_gateway_unbatched where seq = any(${released}::bigint[])`;
       }
-      if (head.length < b.max) return 0;
+      if (owed || head.length < b.max) return 0;
     }
+    const seqs = head.map((h) => String(h.seq));
+    const ids = head.filter((h) => h.status === "pending").map((h) => h.chargeId);
     await tx`
       with taken as (
         delete from x402_gateway_unbatched where seq = any(${seqs}::bigint[])
-      ), moved as (
-        update x402_gateway_charges set batch_id = ${b.id}
-        where id = any(${ids}::uuid[])
-        returning merchant_id
+      ), listed as (
+        select merchant_id from x402_gateway_charges where id = any(${ids}::uuid[])
       ), batch as (
         insert into x402_gateway_batches (id, chain_id, status, size, charge_ids, created_at)
         values (${b.id}, ${b.chainId}, 'pending', ${ids.length}, ${ids}::uuid[], ${b.now})
       )
       insert into x402_gateway_batch_merchants (batch_id, merchant_id, payments, created_at)
-      select ${b.id}, merchant_id, count(*), ${b.now} from moved
+      select ${b.id}, merchant_id, count(*), ${b.now} from listed
       where merchant_id is not null group by merchant_id`;
     return ids.length;
   });
@@ -344,7 +343,7 @@ export async function batchCharges(sql: Db, batchId: string): Promise<ChargeRow[
     select c.* from x402_gateway_batches b
     cross join unnest(b.charge_ids) with ordinality as i(id, ord)
     join x402_gateway_charges c on c.id = i.id
-    where b.id = ${batchId} and c.batch_id = ${batchId} and c.status = 'pending'
+    where b.id = ${batchId} and c.status = 'pending'
     order by i.ord`;
 }
 
@@ -384,7 +383,7 @@ export async function confirmBatch(sql: Sql, b: {
       const blocks = b.paid.map((p) => p.block.toString());
       const moved = await tx<{ chainId: number; payer: string; amount: bigint; block: bigint }[]>`
         update x402_gateway_charges c set status = 'settled', tx_hash = p.tx_hash,
-          settled_at = ${b.now}
+          settled_at = ${b.now}, batch_id = ${b.id}
         from unnest(${ids}::uuid[], ${hashes}::text[], ${blocks}::bigint[])
           as p(id, tx_hash, block)
         where c.id = p.id and ${statusIn(tx, "c.status", ["pending"])}
@@ -398,7 +397,7 @@ export async function confirmBatch(sql: Sql, b: {
     for (const r of b.refused) {
       const [c] = await tx<{ chainId: number; payer: string; amount: bigint }[]>`
         update x402_gateway_charges set status = 'failed', error = ${r.reason.slice(0, 500)},
-          settled_at = ${b.now}
+          settled_at = ${b.now}, batch_id = ${b.id}
         where id = ${r.id} and ${statusIn(tx, "status", ["pending"])}
         returning chain_id, payer, amount`;
       if (c) lower(c, false);
@@ -453,13 +452,10 @@ export async function failBatch(sql: Sql, id: string, error: string, now: Date):
       returning charge_ids`;
     if (!failed) return;
     await tx`
-      with back as (
-        update x402_gateway_charges set batch_id = null
-        where id = any(${failed.chargeIds}::uuid[]) and batch_id = ${id} and status = 'pending'
-        returning id, chain_id, created_at
-      )
       insert into x402_gateway_unbatched (chain_id, charge_id)
-      select chain_id, id from back order by created_at, id`;
+      select chain_id, id from x402_gateway_charges
+      where id = any(${failed.chargeIds}::uuid[]) and status = 'pending'
+      order by created_at, id`;
     await tx`delete from x402_gateway_batch_merchants where batch_id = ${id}`;
   });
 }
@@ -479,7 +475,7 @@ export const openCharges = (sql: Db, chainId?: number) => {
     union all
     select c.* from x402_gateway_batches b cross join unnest(b.charge_ids) as i(id)
     join x402_gateway_charges c on c.id = i.id
-    where b.status = 'pending' and c.status = 'pending' and c.batch_id = b.id
+    where b.status = 'pending' and c.status = 'pending'
       ${onChain("b.chain_id")}
   ) open`;
 };

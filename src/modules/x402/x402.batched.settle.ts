@@ -48,20 +48,28 @@ export interface SettledBatch {
 
 const roundClaim = (chainId: number) => `x402-gateway-settle:${chainId}`;
 
-/** A round on every chain x402 runs on (the job's and the kick's). */
-export async function settleAll(deps: Deps): Promise<SettledBatch[]> {
+/**
+ * A round on every chain x402 runs on: the job's (every X402_BATCH_SECONDS: whatever is owed),
+ * or the kick's (X402_BATCH_MAX served: full batches only, the rest waits for the next kick or
+ * the job, so a burst goes out in full transactions rather than a full one and many small ones).
+ */
+export async function settleAll(
+  deps: Deps,
+  opts: { fullOnly?: boolean } = {},
+): Promise<SettledBatch[]> {
   if (!deps.chain.has(X402_PROFILE)) return [];
-  return await settleRound(deps, X402_PROFILE);
+  return await settleRound(deps, X402_PROFILE, opts);
 }
 
 /**
  * One round: abandoned reservations released, leftover batches finished, then new batches until
- * nothing is owed (or the cap). Another process's round in progress: this one does nothing.
+ * nothing is owed (or, `fullOnly`, until less than a full batch is; or the cap). Another
+ * process's round in progress: this one does nothing.
  */
 export async function settleRound(
   deps: Deps,
   p: ProfileName = X402_PROFILE,
-  opts: { waitMs?: number } = {},
+  opts: { waitMs?: number; fullOnly?: boolean } = {},
 ): Promise<SettledBatch[]> {
   const chainId = deps.chain.chainId(p);
   const out: SettledBatch[] = [];
@@ -84,7 +92,13 @@ export async function settleRound(
       let max = deps.config.X402_BATCH_MAX;
       for (let i = 0; i < MAX_BATCHES; i++) {
         const id = crypto.randomUUID();
-        const size = await repo.createBatch(deps.sql, { id, chainId, max, now: deps.clock.now() });
+        const size = await repo.createBatch(deps.sql, {
+          id,
+          chainId,
+          max,
+          min: opts.fullOnly ? max : 1,
+          now: deps.clock.now(),
+        });
         if (!size) break;
         const done = await finishBatch(deps, p, id);
         if (done === "refused" && size > 1) {
