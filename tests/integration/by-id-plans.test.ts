@@ -314,3 +314,47 @@ Deno.test("payments and streams are moved by id whatever the statistics say", as
     await db.drop();
   }
 });
+
+Deno.test("x402 group statements are planned for the table as it is, not as it was", async () => {
+  const db = await createTestDatabase();
+  const probe = await planProbe(db.url);
+  const chargePlans = () => probe.plans("x402_gateway_charges");
+  try {
+    const now = new Date();
+    await db.sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
+      synced_at) values (${CHAIN}, ${PAYER}, 1000000, 1, ${now})`;
+    const fresh = new Date(now.getTime() - 60_000);
+    const round = async () => {
+      const group = [charge(now), charge(now)];
+      await reserveMany(db.sql, group, fresh, now);
+      await serveMany(probe.sql, group.map((c) => ({ id: c.id, upstreamStatus: 200 })), now);
+      const id = crypto.randomUUID();
+      await createBatch(probe.sql, { id, chainId: CHAIN, max: 500, now });
+      const paid = await batchCharges(probe.sql, id);
+      await confirmBatch(probe.sql, {
+        id,
+        txHash: hex(32),
+        block: 2n,
+        gasUsed: null,
+        paid: paid.map((c) => ({ id: c.id, txHash: hex(32), block: 2n })),
+        refused: [],
+        now,
+      });
+    };
+    // Young: a few rows, the statements run often enough on one connection for a prepared
+    // statement's plan to be cached generic (from the sixth run).
+    for (let i = 0; i < 8; i++) await round();
+    // Then the table grows, with no ANALYZE in between (autovacuum's comes a minute later).
+    await bulk(db.sql, 20_000, "settled");
+    chargePlans();
+    await round();
+    const plans = chargePlans();
+    assert.ok(plans.length >= 4, `${plans.length} plans`);
+    for (const plan of plans) {
+      assert.doesNotMatch(plan, /Seq Scan on x402_gateway_charges /, plan);
+    }
+  } finally {
+    await probe.sql.end();
+    await db.drop();
+  }
+});

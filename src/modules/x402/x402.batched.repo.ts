@@ -8,7 +8,7 @@
  * queue and the pending batches' lists (`openCharges`), never by a scan of every charge.
  */
 import type { Db, Sql } from "../../db/client.ts";
-import { statusIn } from "../../db/by-id.ts";
+import { planned, statusIn } from "../../db/by-id.ts";
 
 export type ChargeStatus = "reserved" | "pending" | "settled" | "failed" | "released";
 
@@ -227,12 +227,12 @@ export async function serveMany(
   items: { id: string; upstreamStatus: number }[],
   now: Date,
 ): Promise<void> {
-  await sql`
+  await planned(sql`
     update x402_gateway_charges c set status = 'pending', upstream_status = s.status,
       served_at = ${now}
     from unnest(${items.map((i) => i.id)}::uuid[], ${items.map((i) => i.upstreamStatus)}::int[])
       as s(id, status), ${asyncCommit(sql)}
-    where c.id = s.id and ${statusIn(sql, "c.status", ["reserved"])}`;
+    where c.id = s.id and ${statusIn(sql, "c.status", ["reserved"])}`);
 }
 
 /**
@@ -299,12 +299,12 @@ export async function createBatch(
     // whose entries are dropped on the way (a head of released ones alone: the next one).
     let head: { seq: string; chargeId: string; status: ChargeStatus }[];
     for (;;) {
-      head = await tx`
+      head = await planned(tx`
         select q.seq, q.charge_id, c.status from x402_gateway_unbatched q
         join x402_gateway_charges c on c.id = q.charge_id
         where q.chain_id = ${b.chainId} and c.status <> 'reserved'
         order by q.seq limit ${b.max}
-        for update of q skip locked`;
+        for update of q skip locked`);
       const owed = head.filter((h) => h.status === "pending").length;
       if (owed && owed >= (b.min ?? 1)) break;
       const released = head.filter((h) => h.status !== "pending").map((h) => String(h.seq));
@@ -315,7 +315,7 @@ export async function createBatch(
     }
     const seqs = head.map((h) => String(h.seq));
     const ids = head.filter((h) => h.status === "pending").map((h) => h.chargeId);
-    await tx`
+    await planned(tx`
       with taken as (
         delete from x402_gateway_unbatched where seq = any(${seqs}::bigint[])
       ), listed as (
@@ -326,7 +326,7 @@ export async function createBatch(
       )
       insert into x402_gateway_batch_merchants (batch_id, merchant_id, payments, created_at)
       select ${b.id}, merchant_id, count(*), ${b.now} from listed
-      where merchant_id is not null group by merchant_id`;
+      where merchant_id is not null group by merchant_id`);
     return ids.length;
   });
 }
@@ -339,12 +339,12 @@ export async function pendingBatches(sql: Db, chainId: number): Promise<BatchRow
 
 /** The batch's charges still pending, in the order the batch lists them. */
 export async function batchCharges(sql: Db, batchId: string): Promise<ChargeRow[]> {
-  return await sql<ChargeRow[]>`
+  return await planned(sql<ChargeRow[]>`
     select c.* from x402_gateway_batches b
     cross join unnest(b.charge_ids) with ordinality as i(id, ord)
     join x402_gateway_charges c on c.id = i.id
     where b.id = ${batchId} and c.status = 'pending'
-    order by i.ord`;
+    order by i.ord`);
 }
 
 /**
@@ -381,13 +381,15 @@ export async function confirmBatch(sql: Sql, b: {
       const ids = b.paid.map((p) => p.id);
       const hashes = b.paid.map((p) => p.txHash);
       const blocks = b.paid.map((p) => p.block.toString());
-      const moved = await tx<{ chainId: number; payer: string; amount: bigint; block: bigint }[]>`
+      const moved = await planned(
+        tx<{ chainId: number; payer: string; amount: bigint; block: bigint }[]>`
         update x402_gateway_charges c set status = 'settled', tx_hash = p.tx_hash,
           settled_at = ${b.now}, batch_id = ${b.id}
         from unnest(${ids}::uuid[], ${hashes}::text[], ${blocks}::bigint[])
           as p(id, tx_hash, block)
         where c.id = p.id and ${statusIn(tx, "c.status", ["pending"])}
-        returning c.chain_id, c.payer, c.amount, p.block`;
+        returning c.chain_id, c.payer, c.amount, p.block`,
+      );
       settled = moved.length;
       for (const m of moved) {
         const e = lower(m, true);
@@ -414,7 +416,7 @@ export async function confirmBatch(sql: Sql, b: {
         spent: e.spent.toString(),
         block: e.block.toString(),
       })));
-      await tx`
+      await planned(tx`
         with s as (
           select * from json_to_recordset(${input}::text::json)
             as s(chain_id int, payer text, held bigint, spent bigint, block bigint)
@@ -428,7 +430,7 @@ export async function confirmBatch(sql: Sql, b: {
           balance = case when a.synced_block < s.block
             then greatest(a.balance - s.spent, 0) else a.balance end
         from s join locked l on l.chain_id = s.chain_id and l.payer = s.payer
-        where a.chain_id = s.chain_id and a.payer = s.payer`;
+        where a.chain_id = s.chain_id and a.payer = s.payer`);
     }
     await tx`
       update x402_gateway_batches set status = 'confirmed', tx_hash = ${b.txHash},
@@ -451,11 +453,11 @@ export async function failBatch(sql: Sql, id: string, error: string, now: Date):
       where id = ${id} and ${statusIn(tx, "status", ["pending"])}
       returning charge_ids`;
     if (!failed) return;
-    await tx`
+    await planned(tx`
       insert into x402_gateway_unbatched (chain_id, charge_id)
       select chain_id, id from x402_gateway_charges
       where id = any(${failed.chargeIds}::uuid[]) and status = 'pending'
-      order by created_at, id`;
+      order by created_at, id`);
     await tx`delete from x402_gateway_batch_merchants where batch_id = ${id}`;
   });
 }
