@@ -250,3 +250,40 @@ Deno.test("x402 charges: the queue's head: released dropped, in flight kept, ful
     await db.drop();
   }
 });
+
+Deno.test("x402 charges: two builders at once put each charge in one batch", async () => {
+  const db = await createTestDatabase();
+  const { sql } = db;
+  const other = createSql(db.url, { max: 1, name: "second-builder" });
+  try {
+    const now = new Date();
+    const payer = "0x" + "c".repeat(40);
+    await sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
+      synced_at) values (${CHAIN}, ${payer}, 1000, 1, ${now})`;
+    const group = [1, 2, 3, 4].map(() => charge(payer, null, now));
+    await reserveMany(sql, group, new Date(now.getTime() - 60_000), now);
+    await serveMany(sql, group.map((c) => ({ id: c.id, upstreamStatus: 200 })), now);
+    // The first builder has read the head and taken it (its delete not yet committed) when the
+    // second reads the same head and tries to take it.
+    let taken = 0;
+    const first = sql.begin(async (tx) => {
+      taken = (await tx`delete from x402_gateway_unbatched returning 1`).length;
+      await waitFor(async () => {
+        const [w] = await sql`select count(*)::int as n from pg_stat_activity
+          where application_name = 'second-builder' and wait_event_type = 'Lock'`;
+        return w.n > 0 || null;
+      }, { timeoutMs: 10_000, what: "the second builder waiting on the first's delete" });
+    });
+    const second = crypto.randomUUID();
+    const size = await Promise.all([
+      first,
+      createBatch(other, { id: second, chainId: CHAIN, max: 10, now }),
+    ]).then(([, n]) => n);
+    assert.equal(taken, 4);
+    assert.equal(size, 0, "nothing left for the second builder");
+    assert.equal((await batchCharges(sql, second)).length, 0);
+  } finally {
+    await other.end({ timeout: 1 });
+    await db.drop();
+  }
+});

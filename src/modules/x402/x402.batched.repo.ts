@@ -284,10 +284,11 @@ export interface BatchRow {
 
 /**
  * A new batch with up to `max` of the oldest pending charges of the queue, in one transaction:
- * written before anything is signed. 0 when nothing is owed. The queue's entries are locked
- * (`skip locked`: two builders, two processes, take disjoint charges) and deleted, and the batch
- * lists the charges (the order `batchCharges` reads them in; a charge names its batch once it is
- * settled or failed in it) and counts them per merchant. Entries of released charges met on the way are dropped; reserved ones
+ * written before anything is signed. 0 when nothing is owed. The batch takes the queue's entries
+ * by deleting them (a second builder, another process, that read the same head waits for this
+ * delete and finds them gone, so each entry goes into one batch), lists the charges (the order
+ * `batchCharges` reads them in; a charge names its batch once it is settled or failed in it) and
+ * counts them per merchant. Entries of released charges met on the way are dropped; reserved ones
  * (their upstream in flight) stay for a later batch. Fewer than `min` owed (default 1): no batch.
  */
 export async function createBatch(
@@ -295,39 +296,44 @@ export async function createBatch(
   b: { id: string; chainId: number; max: number; now: Date; min?: number },
 ): Promise<number> {
   return await sql.begin(async (tx) => {
-    // The head of the queue past the reservations in flight: pending charges, and released ones
-    // whose entries are dropped on the way (a head of released ones alone: the next one).
-    let head: { seq: string; chargeId: string; status: ChargeStatus }[];
     for (;;) {
-      head = await planned(tx`
+      // The head of the queue past the reservations in flight: pending charges, and released
+      // ones whose entries are dropped on the way (a head of released ones alone: the next one).
+      const head = await planned(tx<{ seq: string; chargeId: string; status: ChargeStatus }[]>`
         select q.seq, q.charge_id, c.status from x402_gateway_unbatched q
         join x402_gateway_charges c on c.id = q.charge_id
         where q.chain_id = ${b.chainId} and c.status <> 'reserved'
-        order by q.seq limit ${b.max}
-        for update of q skip locked`);
+        order by q.seq limit ${b.max}`);
       const owed = head.filter((h) => h.status === "pending").length;
-      if (owed && owed >= (b.min ?? 1)) break;
-      const released = head.filter((h) => h.status !== "pending").map((h) => String(h.seq));
-      if (released.length) {
-        await tx`delete from x402_gateway_unbatched where seq = any(${released}::bigint[])`;
+      if (!owed || owed < (b.min ?? 1)) {
+        const released = head.filter((h) => h.status !== "pending").map((h) => String(h.seq));
+        if (released.length) {
+          await tx`delete from x402_gateway_unbatched where seq = any(${released}::bigint[])`;
+        }
+        if (owed || head.length < b.max) return 0;
+        continue;
       }
-      if (owed || head.length < b.max) return 0;
+      const taken = new Set(
+        (await planned(tx<{ chargeId: string }[]>`
+          delete from x402_gateway_unbatched
+          where seq = any(${head.map((h) => String(h.seq))}::bigint[])
+          returning charge_id`)).map((t) => t.chargeId),
+      );
+      const ids = head.filter((h) => h.status === "pending" && taken.has(h.chargeId))
+        .map((h) => h.chargeId);
+      if (!ids.length) return 0;
+      await planned(tx`
+        with listed as (
+          select merchant_id from x402_gateway_charges where id = any(${ids}::uuid[])
+        ), batch as (
+          insert into x402_gateway_batches (id, chain_id, status, size, charge_ids, created_at)
+          values (${b.id}, ${b.chainId}, 'pending', ${ids.length}, ${ids}::uuid[], ${b.now})
+        )
+        insert into x402_gateway_batch_merchants (batch_id, merchant_id, payments, created_at)
+        select ${b.id}, merchant_id, count(*), ${b.now} from listed
+        where merchant_id is not null group by merchant_id`);
+      return ids.length;
     }
-    const seqs = head.map((h) => String(h.seq));
-    const ids = head.filter((h) => h.status === "pending").map((h) => h.chargeId);
-    await planned(tx`
-      with taken as (
-        delete from x402_gateway_unbatched where seq = any(${seqs}::bigint[])
-      ), listed as (
-        select merchant_id from x402_gateway_charges where id = any(${ids}::uuid[])
-      ), batch as (
-        insert into x402_gateway_batches (id, chain_id, status, size, charge_ids, created_at)
-        values (${b.id}, ${b.chainId}, 'pending', ${ids.length}, ${ids}::uuid[], ${b.now})
-      )
-      insert into x402_gateway_batch_merchants (batch_id, merchant_id, payments, created_at)
-      select ${b.id}, merchant_id, count(*), ${b.now} from listed
-      where merchant_id is not null group by merchant_id`);
-    return ids.length;
   });
 }
 
