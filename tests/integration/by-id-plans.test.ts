@@ -33,6 +33,7 @@ import {
   serveMany,
 } from "../../src/modules/x402/x402.batched.repo.ts";
 import { claimAttempt } from "../../src/modules/webhooks/webhooks.repo.ts";
+import { settleOwed } from "../helpers/x402-charges.ts";
 
 const CHAIN = 31337;
 const PAYER = "0x" + "7".repeat(40);
@@ -328,18 +329,7 @@ Deno.test("x402 group statements are planned for the table as it is, not as it w
       const group = [charge(now), charge(now)];
       await reserveMany(db.sql, group, fresh, now);
       await serveMany(probe.sql, group.map((c) => ({ id: c.id, upstreamStatus: 200 })), now);
-      const id = crypto.randomUUID();
-      await createBatch(probe.sql, { id, chainId: CHAIN, max: 500, now });
-      const paid = await batchCharges(probe.sql, id);
-      await confirmBatch(probe.sql, {
-        id,
-        txHash: hex(32),
-        block: 2n,
-        gasUsed: null,
-        paid: paid.map((c) => ({ id: c.id, txHash: hex(32), block: 2n })),
-        refused: [],
-        now,
-      });
+      await settleOwed(probe.sql, now);
     };
     // Young: a few rows, the statements run often enough on one connection for a prepared
     // statement's plan to be cached generic (from the sixth run).

@@ -14,43 +14,24 @@ import {
   countUnbatched,
   createBatch,
   failBatch,
-  type NewCharge,
   release,
   reserveMany,
   serveMany,
   unsettled,
 } from "../../src/modules/x402/x402.batched.repo.ts";
 import { merchantSettlement, pendingUnits } from "../../src/modules/x402/x402.batched.views.ts";
+import {
+  CHAIN,
+  mirrorBalance,
+  randomHex,
+  settleOwed,
+  testCharge,
+} from "../helpers/x402-charges.ts";
 
-const CHAIN = 31337;
 const PAYEE = "0x" + "5".repeat(40);
-const hex = (bytes: number) =>
-  `0x${
-    Array.from(
-      crypto.getRandomValues(new Uint8Array(bytes)),
-      (b) => b.toString(16).padStart(2, "0"),
-    ).join("")
-  }`;
-
-function charge(payer: string, merchantId: string | null, now: Date): NewCharge {
-  return {
-    id: crypto.randomUUID(),
-    chainId: CHAIN,
-    listingId: null,
-    listingSlug: "in-place",
-    merchantId,
-    payer,
-    payee: PAYEE,
-    amount: 10n,
-    nonce: hex(32),
-    validAfter: 0n,
-    validBefore: 4_000_000_000n,
-    domain: "batched",
-    signature: hex(65),
-    agentId: null,
-    now,
-  };
-}
+const hex = randomHex;
+const charge = (payer: string, merchantId: string | null, now: Date) =>
+  testCharge(payer, now, { merchantId, listingSlug: "in-place" });
 
 /** The columns a charge's moves (served, settled or failed) write after its insert. */
 const MOVING = [
@@ -96,8 +77,7 @@ Deno.test("x402 charges: served and settled in place", async () => {
     const now = new Date();
     const payers = Array.from({ length: 8 }, (_, i) => `0x${String(i).repeat(40)}`);
     for (const p of payers) {
-      await sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
-        synced_at) values (${CHAIN}, ${p}, 1000000, 1, ${now})`;
+      await mirrorBalance(sql, p, 1000000n, now);
     }
     let moves = 0;
     for (let round = 0; round < 25; round++) {
@@ -105,22 +85,7 @@ Deno.test("x402 charges: served and settled in place", async () => {
       await reserveMany(sql, group, new Date(now.getTime() - 60_000), now);
       await serveMany(sql, group.map((c) => ({ id: c.id, upstreamStatus: 200 })), now);
       moves += group.length;
-      if (round % 5 === 4) {
-        const id = crypto.randomUUID();
-        const size = await createBatch(sql, { id, chainId: CHAIN, max: 500, now });
-        const paid = await batchCharges(sql, id);
-        assert.equal(paid.length, size);
-        await confirmBatch(sql, {
-          id,
-          txHash: hex(32),
-          block: 2n,
-          gasUsed: null,
-          paid: paid.map((c) => ({ id: c.id, txHash: hex(32), block: 2n })),
-          refused: [],
-          now,
-        });
-        moves += size;
-      }
+      if (round % 5 === 4) moves += await settleOwed(sql, now);
     }
     assert.equal(await countUnbatched(sql, CHAIN), 0);
     await sql`select pg_stat_force_next_flush()`;
@@ -152,8 +117,7 @@ Deno.test("x402 charges: a failed batch gives its charges back, counted once", a
     const payer = "0x" + "a".repeat(40);
     const [m] = await sql`insert into merchants (email, business_name, password_hash)
       values ('in-place@example.com', 'In place', 'x') returning id`;
-    await sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
-      synced_at) values (${CHAIN}, ${payer}, 1000, 1, ${now})`;
+    await mirrorBalance(sql, payer, 1000n, now);
     const served = [1, 2, 3].map(() => charge(payer, m.id, now));
     const inFlight = charge(payer, m.id, now);
     await reserveMany(sql, [...served, inFlight], new Date(now.getTime() - 60_000), now);
@@ -217,8 +181,7 @@ Deno.test("x402 charges: the queue's head: released dropped, in flight kept, ful
   try {
     const now = new Date();
     const payer = "0x" + "b".repeat(40);
-    await sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
-      synced_at) values (${CHAIN}, ${payer}, 1000, 1, ${now})`;
+    await mirrorBalance(sql, payer, 1000n, now);
     const fresh = new Date(now.getTime() - 60_000);
     const [r1, r2, r3, inFlight, served] = [1, 2, 3, 4, 5].map(() => charge(payer, null, now));
     // One statement each: the queue's order is theirs.
@@ -258,8 +221,7 @@ Deno.test("x402 charges: two builders at once put each charge in one batch", asy
   try {
     const now = new Date();
     const payer = "0x" + "c".repeat(40);
-    await sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
-      synced_at) values (${CHAIN}, ${payer}, 1000, 1, ${now})`;
+    await mirrorBalance(sql, payer, 1000n, now);
     const group = [1, 2, 3, 4].map(() => charge(payer, null, now));
     await reserveMany(sql, group, new Date(now.getTime() - 60_000), now);
     await serveMany(sql, group.map((c) => ({ id: c.id, upstreamStatus: 200 })), now);
