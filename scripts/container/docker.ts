@@ -9,6 +9,9 @@ export interface Run {
   code: number;
   out: string;
   err: string;
+  /** Killed at its time limit (what it printed until then is in out and err). */
+  timedOut: boolean;
+  seconds: number;
 }
 
 const started = performance.now();
@@ -30,6 +33,8 @@ export async function run(
   cmd: string[],
   opts: { env?: Record<string, string>; cwd?: string; timeoutMs?: number; stdin?: string } = {},
 ): Promise<Run> {
+  const t = performance.now();
+  const signal = AbortSignal.timeout(opts.timeoutMs ?? 120_000);
   const child = new Deno.Command(cmd[0], {
     args: cmd.slice(1),
     env: { ...baseEnv(), ...opts.env },
@@ -38,7 +43,7 @@ export async function run(
     stdin: opts.stdin === undefined ? "null" : "piped",
     stdout: "piped",
     stderr: "piped",
-    signal: AbortSignal.timeout(opts.timeoutMs ?? 120_000),
+    signal,
   }).spawn();
   if (opts.stdin !== undefined) {
     const w = child.stdin.getWriter();
@@ -47,14 +52,23 @@ export async function run(
   }
   const r = await child.output();
   const dec = new TextDecoder();
-  return { code: r.code, out: dec.decode(r.stdout), err: dec.decode(r.stderr) };
+  return {
+    code: r.code,
+    out: dec.decode(r.stdout),
+    err: dec.decode(r.stderr),
+    timedOut: signal.aborted,
+    seconds: Math.round((performance.now() - t) / 1000),
+  };
 }
 
 /** Runs and fails with the command's own output when it exits non-zero. */
 export async function must(cmd: string[], opts: Parameters<typeof run>[1] = {}): Promise<string> {
   const r = await run(cmd, opts);
   if (r.code !== 0) {
-    throw new Error(`${cmd.join(" ")} exited ${r.code}\n${tail(r.err || r.out, 40)}`);
+    const how = r.timedOut
+      ? `was stopped after ${r.seconds} s (its time limit)`
+      : `exited ${r.code}`;
+    throw new Error(`${cmd.join(" ")} ${how}\n${tail(r.err || r.out, 40)}`);
   }
   return r.out;
 }

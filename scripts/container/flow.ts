@@ -111,7 +111,7 @@ export async function merchantFlow(a: Http, b: Http, worker: string): Promise<vo
   const email = await signup(a);
   const text = await until(
     `the verification mail to ${email} in the worker's log`,
-    60_000,
+    120_000,
     async () => (await loggedMail(worker)).get(email)?.[0],
   );
   const code = /code is ([A-Z0-9]{6})\./.exec(text)?.[1];
@@ -152,7 +152,7 @@ export async function merchantFlow(a: Http, b: Http, worker: string): Promise<vo
  */
 export async function checkMailOnce(webs: Http[], worker: string, postgres: string) {
   await must(["docker", "kill", worker]);
-  await until("the worker to be down", 30_000, async () => {
+  await until("the worker to be down", 60_000, async () => {
     const [s] = await inspect([worker]);
     return s.status === "exited" ? true : undefined;
   });
@@ -165,12 +165,12 @@ export async function checkMailOnce(webs: Http[], worker: string, postgres: stri
   log(`worker killed; ${queued.length} signups answered 201 and their mail is queued`);
 
   await must(["docker", "start", worker]);
-  await until("the worker healthy again", 120_000, async () => {
+  await until("the worker healthy again", 240_000, async () => {
     const [s] = await inspect([worker]);
     if (s.status === "exited") throw new Error(`the worker exited again (${s.exitCode})`);
     return s.health === "healthy" ? true : undefined;
   });
-  const rows = await until("every queued mail in the mailbox", 120_000, async () => {
+  const rows = await until("every queued mail in the mailbox", 240_000, async () => {
     const m = await mailbox(postgres);
     return queued.every((e) => m.has(e)) ? m : undefined;
   });
