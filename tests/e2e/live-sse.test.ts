@@ -154,6 +154,61 @@ Deno.test(browserTest("live updates in Chromium: SSE, and polling as the fallbac
       await page.close();
       assert.deepEqual(problems, []);
     });
+
+    await t.step(
+      "dashboard: an event that arrives while a refresh is in flight survives the panel's swap",
+      async () => {
+        const page = await browser.newPage();
+        const problems = watchPage(page);
+        const isLive = (url: string) => new URL(url).pathname === "/dashboard/overview/live";
+        const polls: string[] = [];
+        const answered: string[] = [];
+        page.on("request", (r) => isLive(r.url()) && polls.push(r.url()));
+        page.on("requestfinished", (r) => isLive(r.url()) && answered.push(r.url()));
+        await page.goto(`${svc.baseUrl}/dashboard`);
+        await page.getByLabel("Email", { exact: true }).fill(m.email);
+        await page.getByLabel("Password", { exact: true }).fill(m.password);
+        await page.getByRole("button", { name: "Log in" }).click();
+        await page.waitForURL(`${svc.baseUrl}/dashboard`);
+        await liveState(page, "#overview-live", "streaming");
+        await waitFor(() => answered.length >= 1 && answered.length === polls.length, {
+          what: "the refresh on open",
+        });
+        await page.evaluate(`globalThis.deferredAt = 0;
+          document.addEventListener("live:deferred", () => globalThis.deferredAt = Date.now());`);
+        // The next refresh is read at once (the first new payment only) and answered only
+        // once the second payment's event has reached the page and been put off: the answer
+        // replaces the panel, which htmx processes a settle later.
+        const fetched = Promise.withResolvers<void>();
+        const release = Promise.withResolvers<void>();
+        await page.route("**/dashboard/overview/live*", async (route) => {
+          const response = await route.fetch();
+          fetched.resolve();
+          await release.promise;
+          await route.fulfill({ response });
+        }, { times: 1 });
+        const first = await newPayment();
+        await fetched.promise;
+        const next = await newPayment();
+        await waitFor(
+          async () => await page.evaluate("globalThis.deferredAt") as number > 0,
+          { what: "the second payment's event put off behind the held refresh" },
+        );
+        // Past the page's burst throttle (250 ms), so the event is asked again as soon as
+        // the held answer is in, while the new panel is still unprocessed.
+        await waitFor(
+          async () => await page.evaluate("Date.now() - globalThis.deferredAt") as number > 300,
+          { what: "the throttle's window to pass" },
+        );
+        release.resolve();
+        const panel = page.locator("#overview-live");
+        await panel.getByText(first).waitFor({ timeout: 10_000 });
+        await panel.getByText(next).waitFor({ timeout: 10_000 });
+        assert.equal(await panel.getAttribute("data-live-state"), "streaming", "no polling");
+        await page.close();
+        assert.deepEqual(problems, []);
+      },
+    );
   } finally {
     await browser.close();
     await second.close();

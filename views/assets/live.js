@@ -43,6 +43,14 @@
     trailing ??= setTimeout(flush, wait);
   }
 
+  // A trigger the panel would drop: htmx drops one while the panel's request is in flight (that
+  // answer may predate the event), and a panel just swapped in (htmx-added) has no listener until
+  // htmx processes it at the settle, htmx.config.defaultSettleDelay later. Either is asked again
+  // once htmx is done with it.
+  function busy(el) {
+    return el.classList.contains("htmx-request") || el.classList.contains("htmx-added");
+  }
+
   // The panels are looked up now: a swap may have replaced the one the event found.
   function flush() {
     clearTimeout(trailing);
@@ -52,25 +60,28 @@
     for (const { url, ev } of pending) {
       for (const el of panels(url)) {
         if (!concerns(el, ev)) continue;
-        // htmx drops a trigger while the panel's request is in flight; that answer may predate
-        // this event, so it is asked again once the answer is in.
-        if (el.classList.contains("htmx-request")) deferred.push({ url, ev });
-        else due.add(el);
+        if (busy(el)) {
+          deferred.push({ url, ev });
+          el.dispatchEvent(new CustomEvent("live:deferred", { bubbles: true }));
+        } else due.add(el);
       }
     }
     pending = [];
     for (const el of due) htmx.trigger(el, "live:refresh");
   }
 
+  // After a request's answer (htmx:afterRequest) and after new content is processed (htmx:load).
   let deferred = [];
-  document.addEventListener("htmx:afterRequest", () => {
+  function retry() {
     if (!deferred.length) return;
     const again = deferred;
     deferred = [];
     setTimeout(() => {
       for (const { url, ev } of again) refresh(url, ev);
     }, 0);
-  });
+  }
+  document.addEventListener("htmx:afterRequest", retry);
+  document.addEventListener("htmx:load", retry);
 
   function setState(url, state) {
     const entry = streams.get(url);
