@@ -65,6 +65,31 @@ Deno.test(browserTest("live updates in Chromium: SSE, and polling as the fallbac
       return (r.json.data as { reference?: string })?.reference ?? (r.json.reference as string);
     };
 
+    /**
+     * The merchant's overview in a new page, signed in, its stream open and its refresh on open
+     * asked and answered (its answer read the database before what follows), none in flight;
+     * `polls` lists the overview's refreshes.
+     */
+    const openOverview = async () => {
+      const page = await browser.newPage();
+      const problems = watchPage(page);
+      const polls: string[] = [];
+      const answered: string[] = [];
+      const isLive = (url: string) => new URL(url).pathname === "/dashboard/overview/live";
+      page.on("request", (r) => isLive(r.url()) && polls.push(r.url()));
+      page.on("requestfinished", (r) => isLive(r.url()) && answered.push(r.url()));
+      await page.goto(`${svc.baseUrl}/dashboard`);
+      await page.getByLabel("Email", { exact: true }).fill(m.email);
+      await page.getByLabel("Password", { exact: true }).fill(m.password);
+      await page.getByRole("button", { name: "Log in" }).click();
+      await page.waitForURL(`${svc.baseUrl}/dashboard`);
+      await liveState(page, "#overview-live", "streaming");
+      await waitFor(() => answered.length >= 1 && answered.length === polls.length, {
+        what: "the refresh on open",
+      });
+      return { page, problems, polls };
+    };
+
     await t.step("checkout: another process's settlement shows Paid from the stream", async () => {
       const ref = await newPayment();
       const page = await browser.newPage();
@@ -112,24 +137,7 @@ Deno.test(browserTest("live updates in Chromium: SSE, and polling as the fallbac
       // Made before the page opens, so their creation events are long past.
       const pending = await newPayment();
       const other = await newPayment();
-      const page = await browser.newPage();
-      const problems = watchPage(page);
-      const polls: string[] = [];
-      const answered: string[] = [];
-      const isLive = (url: string) => new URL(url).pathname === "/dashboard/overview/live";
-      page.on("request", (r) => isLive(r.url()) && polls.push(r.url()));
-      page.on("requestfinished", (r) => isLive(r.url()) && answered.push(r.url()));
-      await page.goto(`${svc.baseUrl}/dashboard`);
-      await page.getByLabel("Email", { exact: true }).fill(m.email);
-      await page.getByLabel("Password", { exact: true }).fill(m.password);
-      await page.getByRole("button", { name: "Log in" }).click();
-      await page.waitForURL(`${svc.baseUrl}/dashboard`);
-      await liveState(page, "#overview-live", "streaming");
-      // The refresh on open asked and answered (its answer read the database before the new
-      // payment), none in flight.
-      await waitFor(() => answered.length >= 1 && answered.length === polls.length, {
-        what: "the refresh on open",
-      });
+      const { page, problems, polls } = await openOverview();
       const before = polls.length;
       const ref = await newPayment();
       await page.locator("#overview-live").getByText(ref).waitFor({ timeout: 10_000 });
@@ -158,22 +166,7 @@ Deno.test(browserTest("live updates in Chromium: SSE, and polling as the fallbac
     await t.step(
       "dashboard: an event that arrives while a refresh is in flight survives the panel's swap",
       async () => {
-        const page = await browser.newPage();
-        const problems = watchPage(page);
-        const isLive = (url: string) => new URL(url).pathname === "/dashboard/overview/live";
-        const polls: string[] = [];
-        const answered: string[] = [];
-        page.on("request", (r) => isLive(r.url()) && polls.push(r.url()));
-        page.on("requestfinished", (r) => isLive(r.url()) && answered.push(r.url()));
-        await page.goto(`${svc.baseUrl}/dashboard`);
-        await page.getByLabel("Email", { exact: true }).fill(m.email);
-        await page.getByLabel("Password", { exact: true }).fill(m.password);
-        await page.getByRole("button", { name: "Log in" }).click();
-        await page.waitForURL(`${svc.baseUrl}/dashboard`);
-        await liveState(page, "#overview-live", "streaming");
-        await waitFor(() => answered.length >= 1 && answered.length === polls.length, {
-          what: "the refresh on open",
-        });
+        const { page, problems } = await openOverview();
         await page.evaluate(`globalThis.deferredAt = 0;
           document.addEventListener("live:deferred", () => globalThis.deferredAt = Date.now());`);
         // The next refresh is read at once (the first new payment only) and answered only
