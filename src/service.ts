@@ -110,6 +110,8 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     const queue: Queue = await startQueue({
       url: databaseUrl,
       log,
+      // Its own few connections, never more than the service's pool may have.
+      max: Math.min(5, config.DATABASE_POOL_MAX),
       heartbeatSeconds: config.JOB_HEARTBEAT_SECONDS,
       superviseSeconds: config.JOB_SUPERVISE_SECONDS,
     });

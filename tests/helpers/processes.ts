@@ -66,6 +66,9 @@ async function spawnProcess(
       HOST: "127.0.0.1",
       BASE_URL: baseUrl,
       DATA_DIR: dataDir,
+      // Tests start several processes on the machine's server beside other test files (its
+      // max_connections, 100 by default, was once exceeded): small pools, unless a test says.
+      DATABASE_POOL_MAX: "4",
       ...env,
     },
     stdout: "piped",

@@ -41,6 +41,8 @@ function spawnService(databaseUrl: string, port: number, dataDir: string) {
       JWT_SECRET: "s".repeat(40),
       WALLET_MASTER_KEY: "22".repeat(32),
       DATA_DIR: dataDir,
+      // Small pools: beside other test files on the machine's server (tests/helpers/processes.ts).
+      DATABASE_POOL_MAX: "4",
     },
     stdout: "piped",
     stderr: "piped",
