@@ -58,3 +58,68 @@ export function cpuMs(): { main: number; process: number } | null {
     return null;
   }
 }
+
+/** CPU time (ms) of the whole machine, split by who used it (Linux /proc; null elsewhere). */
+export interface MachineCpu {
+  /** This process: the service and, in the benches, the load generator. */
+  self: number;
+  postgres: number;
+  anvil: number;
+  /** Every other process (an upstream's, the kernel's threads, a neighbour's). */
+  other: number;
+  /** All cores, busy and idle, from /proc/stat. */
+  busy: number;
+  idle: number;
+}
+
+/**
+ * The machine's CPU by process kind, to split what an operation costs on every core, not only in
+ * this process: on a machine the service shares with its database and its chain node, a path's
+ * ceiling is the work it causes everywhere. Processes that exit between two samples are missed.
+ */
+export function machineCpu(): MachineCpu | null {
+  try {
+    const out: MachineCpu = { self: 0, postgres: 0, anvil: 0, other: 0, busy: 0, idle: 0 };
+    for (const entry of Deno.readDirSync("/proc")) {
+      if (!/^\d+$/.test(entry.name)) continue;
+      let stat: string;
+      try {
+        stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      } catch {
+        continue; // exited since the listing
+      }
+      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const ms = (Number(f[11]) + Number(f[12])) * 10; // utime + stime, at 100 ticks per second
+      const kind = Number(entry.name) === Deno.pid
+        ? "self"
+        : comm.startsWith("postgres")
+        ? "postgres"
+        : comm.startsWith("anvil")
+        ? "anvil"
+        : "other";
+      out[kind] += ms;
+    }
+    // cpu  user nice system idle iowait irq softirq steal …
+    const t = Deno.readTextFileSync("/proc/stat").split("\n")[0].trim().split(/\s+/).slice(1)
+      .map(Number);
+    out.busy = (t[0] + t[1] + t[2] + t[5] + t[6] + t[7]) * 10;
+    out.idle = (t[3] + t[4]) * 10;
+    return out;
+  } catch {
+    return null;
+  }
+}
+
+/** What happened between two samples, in µs per operation. */
+export function machineCpuPer(a: MachineCpu, b: MachineCpu, ops: number): MachineCpu {
+  const per = (k: keyof MachineCpu) => (b[k] - a[k]) / ops * 1000;
+  return {
+    self: per("self"),
+    postgres: per("postgres"),
+    anvil: per("anvil"),
+    other: per("other"),
+    busy: per("busy"),
+    idle: per("idle"),
+  };
+}

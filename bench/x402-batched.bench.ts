@@ -15,7 +15,7 @@ import { externalBuyer } from "../tests/helpers/x402.ts";
 import { batchedPayment } from "../tests/helpers/x402-batched.ts";
 import { type AppModule, modules } from "../src/modules/index.ts";
 import { settleRound } from "../src/modules/x402/x402.batched.settle.ts";
-import { cpuMs, percentile } from "./report.ts";
+import { cpuMs, type MachineCpu, machineCpu, machineCpuPer, percentile } from "./report.ts";
 import { upstreamProcess } from "./upstream-process.ts";
 
 const WORKERS = Number(Deno.env.get("BENCH_X402_BATCHED_WORKERS") ?? "32");
@@ -29,11 +29,14 @@ interface Run {
   failures: number;
   /** CPU of the event loop's thread and of the whole process, ms per 1,000 operations. */
   cpu?: { main: number; process: number };
+  /** CPU of the whole machine by process kind, µs per operation. */
+  machine?: MachineCpu;
 }
 
 async function drive(jobs: (() => Promise<boolean>)[][]): Promise<Run> {
   const latencies: number[] = [];
   let failures = 0;
+  const m0 = machineCpu();
   const c0 = cpuMs();
   const t0 = performance.now();
   await Promise.all(jobs.map(async (queue) => {
@@ -45,14 +48,37 @@ async function drive(jobs: (() => Promise<boolean>)[][]): Promise<Run> {
   }));
   const ms = performance.now() - t0;
   const c1 = cpuMs();
+  const m1 = machineCpu();
   const per = (a: number, b: number) => (b - a) / latencies.length * 1000;
   const cpu = c0 && c1
     ? { main: per(c0.main, c1.main), process: per(c0.process, c1.process) }
     : undefined;
-  return { ops: latencies.length, ms, latencies, failures, cpu };
+  const machine = m0 && m1 ? machineCpuPer(m0, m1, latencies.length) : undefined;
+  return { ops: latencies.length, ms, latencies, failures, cpu, machine };
 }
 
 const rate = (r: Run) => r.ops / (r.ms / 1000);
+
+function machineMean(runs: Run[]): MachineCpu | null {
+  const ms = runs.map((r) => r.machine).filter((m): m is MachineCpu => m !== undefined);
+  if (!ms.length) return null;
+  const avg = (k: keyof MachineCpu) => ms.reduce((s, m) => s + m[k], 0) / ms.length;
+  return {
+    self: avg("self"),
+    postgres: avg("postgres"),
+    anvil: avg("anvil"),
+    other: avg("other"),
+    busy: avg("busy"),
+    idle: avg("idle"),
+  };
+}
+
+const cpuSplit = (m: MachineCpu) =>
+  `this process ${m.self.toFixed(0)} µs, PostgreSQL ${m.postgres.toFixed(0)}, anvil ${
+    m.anvil.toFixed(0)
+  }, other processes ${m.other.toFixed(0)}; all cores busy ${m.busy.toFixed(0)} µs, idle ${
+    m.idle.toFixed(0)
+  } µs`;
 
 function line(name: string, r: Run, baseline?: Run, what = "bare INSERT") {
   const ratio = baseline ? `  ${(rate(r) / rate(baseline)).toFixed(2)}× of ${what}` : "";
@@ -169,6 +195,23 @@ export async function run(): Promise<number> {
         (mean(runs.paid) / 117).toFixed(1)
       }× the 117 paid calls/s measured before (issue 27)`,
     );
+    // The same calls' CPU on every core: the service's process (with the load generator),
+    // PostgreSQL, anvil and the rest. While one event loop is the bottleneck the ratio follows
+    // this process's column; were every core busy, it would follow the machine's.
+    const bareCpu = machineMean(runs.bare);
+    const paidCpu = machineMean(runs.paid);
+    if (bareCpu && paidCpu) {
+      const cores = navigator.hardwareConcurrency;
+      const cap = (m: MachineCpu) => cores * 1e6 / m.busy;
+      console.log(
+        `CPU per call on the whole machine (mean of the rounds), bare INSERT: ${cpuSplit(bareCpu)}`,
+      );
+      console.log(`  paid call, /x402/{slug} batched: ${cpuSplit(paidCpu)}`);
+      console.log(
+        `  at those costs with all ${cores} cores busy: bare ≤ ${cap(bareCpu).toFixed(0)}/s, ` +
+          `paid ≤ ${cap(paidCpu).toFixed(0)}/s = ${(cap(paidCpu) / cap(bareCpu)).toFixed(2)}×`,
+      );
+    }
 
     // Settlement: what the rounds (kicked every X402_BATCH_MAX charges) left, then the totals.
     const t0 = performance.now();
