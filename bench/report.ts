@@ -67,9 +67,10 @@ export interface MachineCpu {
   anvil: number;
   /** Every other process (an upstream's, the kernel's threads, a neighbour's). */
   other: number;
-  /** All cores, busy and idle, from /proc/stat. */
+  /** All cores, from /proc/stat: busy, idle, and stolen (a virtual machine's host ran others). */
   busy: number;
   idle: number;
+  steal: number;
 }
 
 /**
@@ -79,7 +80,15 @@ export interface MachineCpu {
  */
 export function machineCpu(): MachineCpu | null {
   try {
-    const out: MachineCpu = { self: 0, postgres: 0, anvil: 0, other: 0, busy: 0, idle: 0 };
+    const out: MachineCpu = {
+      self: 0,
+      postgres: 0,
+      anvil: 0,
+      other: 0,
+      busy: 0,
+      idle: 0,
+      steal: 0,
+    };
     for (const entry of Deno.readDirSync("/proc")) {
       if (!/^\d+$/.test(entry.name)) continue;
       let stat: string;
@@ -103,8 +112,9 @@ export function machineCpu(): MachineCpu | null {
     // cpu  user nice system idle iowait irq softirq steal …
     const t = Deno.readTextFileSync("/proc/stat").split("\n")[0].trim().split(/\s+/).slice(1)
       .map(Number);
-    out.busy = (t[0] + t[1] + t[2] + t[5] + t[6] + t[7]) * 10;
+    out.busy = (t[0] + t[1] + t[2] + t[5] + t[6]) * 10;
     out.idle = (t[3] + t[4]) * 10;
+    out.steal = (t[7] ?? 0) * 10;
     return out;
   } catch {
     return null;
@@ -121,5 +131,6 @@ export function machineCpuPer(a: MachineCpu, b: MachineCpu, ops: number): Machin
     other: per("other"),
     busy: per("busy"),
     idle: per("idle"),
+    steal: per("steal"),
   };
 }

@@ -70,6 +70,7 @@ function machineMean(runs: Run[]): MachineCpu | null {
     other: avg("other"),
     busy: avg("busy"),
     idle: avg("idle"),
+    steal: avg("steal"),
   };
 }
 
@@ -78,7 +79,7 @@ const cpuSplit = (m: MachineCpu) =>
     m.anvil.toFixed(0)
   }, other processes ${m.other.toFixed(0)}; all cores busy ${m.busy.toFixed(0)} µs, idle ${
     m.idle.toFixed(0)
-  } µs`;
+  } µs${m.steal >= 1 ? `, stolen by the host ${m.steal.toFixed(0)} µs` : ""}`;
 
 function line(name: string, r: Run, baseline?: Run, what = "bare INSERT") {
   const ratio = baseline ? `  ${(rate(r) / rate(baseline)).toFixed(2)}× of ${what}` : "";

@@ -127,11 +127,6 @@ export function authorizationDigest(d: Domain, a: Authorization): Hex {
   return `0x${authorizationDigestBytes(d, a).toHex()}`;
 }
 
-/** The address of an uncompressed public key (65 bytes, 0x04 first), lowercase. */
-function addressOfKey(key: Uint8Array): string {
-  return `0x${keccak256Bytes(key.subarray(1)).subarray(12).toHex()}`;
-}
-
 type Point = InstanceType<typeof secp256k1.ProjectivePoint>;
 const N = secp256k1.CURVE.n;
 /** n / 2, as 64 lowercase hex digits: an s above it is "high". */
@@ -155,6 +150,61 @@ function verifyWith(q: Point, digest: Uint8Array, r: bigint, s: bigint, yParity:
   return point.x === r && Number(point.y & 1n) === yParity;
 }
 
+/** One native recovery to do: the digest, r ‖ s, the y parity, and the address it must give. */
+export interface RecoveryJob {
+  digest: Uint8Array;
+  /** r ‖ s, 64 bytes. */
+  rs: Uint8Array;
+  yParity: number;
+  /** The expected signer, 20 bytes. */
+  from: Uint8Array;
+}
+
+/**
+ * The checks before a native recovery, or null when the signature is refused without one:
+ * r ‖ s ‖ v read as they are (the binding refuses an r or s of 0 or out of range); the contract
+ * (OpenZeppelin ECDSA) refuses a high s, so do we (both 64 lowercase digits, so their order as
+ * text is their order as numbers); v is 27/28, or 0/1. `signature` is 132 characters.
+ */
+export function recoveryJob(digest: Uint8Array, signature: Hex, from: string): RecoveryJob | null {
+  const bytes = Uint8Array.fromHex(signature.slice(2));
+  if (signature.slice(66, 130).toLowerCase() > HALF_N) return null;
+  const v = bytes[64];
+  const yParity = v === 27 || v === 0 ? 0 : v === 28 || v === 1 ? 1 : -1;
+  if (yParity < 0) return null;
+  return { digest, rs: bytes.subarray(0, 64), yParity, from: Uint8Array.fromHex(from.slice(2)) };
+}
+
+/** Whether libsecp256k1 recovers `job.from` (false where the binding is missing or refuses). */
+export function recoversTo(job: RecoveryJob): boolean {
+  if (!native) return false;
+  try {
+    const key = native.ecdsaRecover(job.rs, job.yParity, job.digest, false);
+    const address = keccak256Bytes(key.subarray(1)).subarray(12);
+    for (let i = 0; i < 20; i++) if (address[i] !== job.from[i]) return false;
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The native recovery a check of `signature` needs, or null when it is refused without one (or
+ * the authorization is malformed).
+ */
+export function authorizationRecoveryJob(
+  d: Domain,
+  a: Authorization,
+  signature: Hex,
+): RecoveryJob | null {
+  try {
+    if (signature.length !== 132) return null;
+    return recoveryJob(authorizationDigestBytes(d, a), signature, a.from.toLowerCase());
+  } catch {
+    return null;
+  }
+}
+
 /** Whether `signature` is an ECDSA signature of the authorization by the EOA `a.from`. */
 export function signedByEoa(
   d: Domain,
@@ -167,16 +217,8 @@ export function signedByEoa(
     const digest = authorizationDigestBytes(d, a);
     const from = a.from.toLowerCase();
     if (engine === "native" && native) {
-      // r ‖ s ‖ v read as they are: the binding refuses an r or s of 0 or out of range; the
-      // contract (OpenZeppelin ECDSA) refuses a high s, so do we (both 64 lowercase digits, so
-      // their order as text is their order as numbers); v is 27/28, or 0/1.
-      const bytes = Uint8Array.fromHex(signature.slice(2));
-      if (signature.slice(66, 130).toLowerCase() > HALF_N) return false;
-      const v = bytes[64];
-      const yParity = v === 27 || v === 0 ? 0 : v === 28 || v === 1 ? 1 : -1;
-      if (yParity < 0) return false;
-      return addressOfKey(native.ecdsaRecover(bytes.subarray(0, 64), yParity, digest, false)) ===
-        from;
+      const job = recoveryJob(digest, signature, from);
+      return job !== null && recoversTo(job);
     }
     const p = parseSignature(signature);
     const sig = new secp256k1.Signature(BigInt(p.r), BigInt(p.s));

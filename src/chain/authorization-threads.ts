@@ -1,18 +1,22 @@
 /**
- * EOA signature checks for paid calls (authorization-check.ts). With libsecp256k1's binding a
- * check is ~50 µs and runs inline (cheaper than a message to another thread). Without it, noble's
- * check is ~0.25–0.5 ms of pure CPU, more than the rest of a paid call's work on the one
- * JavaScript thread, so it runs on worker threads: one per spare core (at least one, at most
- * four), each payer always on the same worker so its cached key table is hit, the checks of one
- * event-loop turn in one message per worker. Same answers either way; where a worker cannot be
- * used (it failed to start, or the pool was stopped with checks in flight), the check runs inline.
+ * EOA signature checks for paid calls (authorization-check.ts). With libsecp256k1's binding the
+ * digest is built here and the recovery (~80 µs with its hash) goes to the recovery lane's worker
+ * through shared memory (recovery-lane.ts, ~8 µs of this thread), where the machine has a core to
+ * spare; on one core it runs inline. Without the binding, noble's check is ~0.25–0.5 ms of pure
+ * CPU, more than the rest of a paid call's work on the one JavaScript thread, so it runs on worker
+ * threads: one per spare core (at least one, at most four), each payer always on the same worker
+ * so its cached key table is hit, the checks of one event-loop turn in one message per worker.
+ * Same answers either way; where a worker cannot be used (it failed to start, or the pool was
+ * stopped with checks in flight), the check runs inline.
  */
 import {
   type Authorization,
+  authorizationRecoveryJob,
   type Domain,
   nativeRecovery,
   signedByEoa,
 } from "./authorization-check.ts";
+import { recoversToOffThread, stopRecoveryLane } from "./recovery-lane.ts";
 import type { CheckJob } from "./authorization-check.worker.ts";
 
 interface Waiting {
@@ -26,6 +30,8 @@ interface Lane {
   inFlight: Map<number, Waiting[]>;
 }
 
+/** libsecp256k1's recoveries go to the recovery lane's thread where there is a core to spare. */
+const LANE = (navigator.hardwareConcurrency ?? 1) > 1;
 const SIZE = Math.max(1, Math.min(4, (navigator.hardwareConcurrency ?? 2) - 1));
 let lanes: Lane[] | null = null;
 let broken = false;
@@ -81,13 +87,17 @@ function laneOf(all: Lane[], from: string): Lane {
   return all[Number.parseInt(from.slice(-6), 16) % all.length] ?? all[0];
 }
 
-/** `signedByEoa`: inline with libsecp256k1, else on a worker thread. */
+/** `signedByEoa`: off the event loop where it can be (see above), else inline. */
 export function checkSignedByEoa(
   d: Domain,
   a: Authorization,
   signature: `0x${string}`,
 ): Promise<boolean> {
-  if (nativeRecovery) return Promise.resolve(signedByEoa(d, a, signature));
+  if (nativeRecovery) {
+    if (!LANE) return Promise.resolve(signedByEoa(d, a, signature));
+    const job = authorizationRecoveryJob(d, a, signature);
+    return job ? recoversToOffThread(job) : Promise.resolve(false);
+  }
   return signedByEoaOffThread(d, a, signature);
 }
 
@@ -117,6 +127,7 @@ export function signedByEoaOffThread(
  * or in flight are answered inline; the next check starts the pool again.
  */
 export function stopAuthorizationThreads(): void {
+  stopRecoveryLane();
   const all = lanes;
   lanes = null;
   if (!all) return;

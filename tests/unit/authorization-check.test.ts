@@ -8,9 +8,16 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { secp256k1 } from "@noble/curves/secp256k1";
 import {
   authorizationDigest,
+  authorizationRecoveryJob,
   nativeRecovery,
   signedByEoa as signedByEoaWith,
 } from "../../src/chain/authorization-check.ts";
+import {
+  recoversToOffThread,
+  recoveryLaneCounts,
+  SLOTS,
+  stopRecoveryLane,
+} from "../../src/chain/recovery-lane.ts";
 import {
   signedByEoaOffThread,
   stopAuthorizationThreads,
@@ -172,4 +179,61 @@ Deno.test("signature checks on worker threads answer as inline ones; a stop answ
   } finally {
     stopAuthorizationThreads();
   }
+});
+
+Deno.test({
+  name:
+    "the recovery lane (shared memory, one worker) answers as inline checks; full, or stopped under checks, it answers inline",
+  ignore: !nativeRecovery,
+  fn: async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    const other = privateKeyToAccount(generatePrivateKey());
+    const cases = await Promise.all(Array.from({ length: 60 }, async (_, i) => {
+      const message = {
+        from: account.address,
+        to: other.address,
+        value: BigInt(i + 1),
+        validAfter: 0n,
+        validBefore: 2n ** 40n,
+        nonce: toHex(crypto.getRandomValues(new Uint8Array(32))),
+      };
+      // Every third one signed by another key, every fifth checked against a changed amount.
+      const signature = await (i % 3 === 2 ? other : account).signTypedData({
+        domain,
+        types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+        primaryType: "TransferWithAuthorization",
+        message,
+      });
+      const checked = i % 5 === 4 ? { ...message, value: message.value + 1n } : message;
+      return { message: checked, signature, expected: signedByEoaWith(domain, checked, signature) };
+    }));
+    const expected = cases.map((c) => c.expected);
+    assert.ok(expected.some((e) => e) && expected.some((e) => !e));
+    const ask = (c: (typeof cases)[number]) => {
+      const job = authorizationRecoveryJob(domain, c.message, c.signature);
+      assert.ok(job, "well-formed, low s: a recovery to do");
+      return recoversToOffThread(job);
+    };
+    try {
+      const before = { ...recoveryLaneCounts };
+      assert.deepEqual(await Promise.all(cases.map(ask)), expected);
+      // The worker answered them: none fell back (its slots were free, it started).
+      assert.equal(recoveryLaneCounts.worker - before.worker, cases.length);
+      assert.equal(recoveryLaneCounts.inline, before.inline);
+      // One at a time (each waits for the worker to wake), then more at once than it has slots.
+      for (const c of cases.slice(0, 5)) assert.equal(await ask(c), c.expected);
+      const many = Array.from({ length: SLOTS * 2 + 7 }, (_, i) => cases[i % cases.length]);
+      const full = { ...recoveryLaneCounts };
+      assert.deepEqual(await Promise.all(many.map(ask)), many.map((c) => c.expected));
+      assert.ok(recoveryLaneCounts.inline - full.inline >= many.length - SLOTS, "the rest inline");
+      // Stopped with checks in flight: each is answered still (by the worker or inline).
+      const inFlight = cases.map(ask);
+      stopRecoveryLane();
+      assert.deepEqual(await Promise.all(inFlight), expected);
+      // And the next check starts a new lane.
+      assert.deepEqual(await Promise.all(cases.map(ask)), expected);
+    } finally {
+      stopRecoveryLane();
+    }
+  },
 });
