@@ -27,9 +27,10 @@ COPY src src
 COPY views views
 COPY migrations migrations
 COPY scripts/healthcheck.ts scripts/
-# Compile every entry point once (the signature-check worker is one: it is loaded by URL); a
-# module that needs anything not installed fails here.
-RUN deno cache src/main.ts src/cli/*.ts src/chain/authorization-check.worker.ts scripts/healthcheck.ts \
+# Compile every entry point once (the signature-check workers are entry points: they are loaded
+# by URL); a module that needs anything not installed fails here.
+RUN deno cache src/main.ts src/cli/*.ts src/chain/authorization-check.worker.ts \
+      src/chain/recovery-lane.worker.ts scripts/healthcheck.ts \
     && chmod -R a+rX /deno-dir/gen \
     && rm scripts/image-config.ts
 
