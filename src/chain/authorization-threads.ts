@@ -14,6 +14,8 @@ import {
   authorizationRecoveryJob,
   type Domain,
   nativeRecovery,
+  recoversTo,
+  type RecoveryJob,
   signedByEoa,
 } from "./authorization-check.ts";
 import { recoversToOffThread, stopRecoveryLane } from "./recovery-lane.ts";
@@ -99,6 +101,16 @@ export function checkSignedByEoa(
     return job ? recoversToOffThread(job) : Promise.resolve(false);
   }
   return signedByEoaOffThread(d, a, signature);
+}
+
+/**
+ * Whether libsecp256k1 recovers `job.from` from a prepared digest and signature (another typed
+ * message's check, a channel's voucher): on the recovery lane where there is a core to spare.
+ * False without the binding: the caller checks its own slower way then.
+ */
+export function recoversToSigner(job: RecoveryJob): Promise<boolean> {
+  if (!nativeRecovery) return Promise.resolve(false);
+  return LANE ? recoversToOffThread(job) : Promise.resolve(recoversTo(job));
 }
 
 /** `signedByEoa` on a worker thread. */

@@ -16,6 +16,8 @@ import {
   recoverTypedDataAddress,
 } from "viem";
 import { TestUSDC, X402BatchSettlement } from "./contracts/artifacts/index.ts";
+import { recoveryJob } from "./authorization-check.ts";
+import { recoversToSigner } from "./authorization-threads.ts";
 import { RECEIVE_WITH_AUTHORIZATION_TYPES, usdcDomain } from "./eip3009.ts";
 import type { ProfileName } from "./profiles.ts";
 import type { TxRow } from "./transactions.repo.ts";
@@ -119,6 +121,19 @@ export function channelOps(chain: ChannelChain) {
         message: { channelId, maxClaimableAmount: maxClaimable },
       };
       const zero = /^0x0{40}$/i.test(config.payerAuthorizer);
+      // The common case first: a 65-byte low-s signature by the signer the channel names,
+      // recovered by libsecp256k1 off the event loop. Anything else (another signer, a high s,
+      // another length, no binding) is answered below exactly as before.
+      try {
+        const job = signature.length === 132
+          ? recoveryJob(
+            Uint8Array.fromHex(hashTypedData(typed).slice(2)),
+            signature,
+            (zero ? config.payer : config.payerAuthorizer).toLowerCase(),
+          )
+          : null;
+        if (job && await recoversToSigner(job)) return true;
+      } catch { /* malformed: the checks below refuse it */ }
       let signer: string | null = null;
       try {
         signer = (await recoverTypedDataAddress({ ...typed, signature })).toLowerCase();
