@@ -150,6 +150,14 @@ function verifyWith(q: Point, digest: Uint8Array, r: bigint, s: bigint, yParity:
   return point.x === r && Number(point.y & 1n) === yParity;
 }
 
+/**
+ * Whether a 65-byte ECDSA signature has a high s: it recovers the same signer as its low-s twin,
+ * but OpenZeppelin's ECDSA (our contracts' SignatureChecker) and USDC's ECRecover refuse it.
+ */
+export function hasHighS(signature: Hex): boolean {
+  return signature.length === 132 && signature.slice(66, 130).toLowerCase() > HALF_N;
+}
+
 /** One native recovery to do: the digest, r ‖ s, the y parity, and the address it must give. */
 export interface RecoveryJob {
   digest: Uint8Array;

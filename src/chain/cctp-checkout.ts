@@ -23,6 +23,7 @@ import {
 import { CheckoutBurner, TestUSDC, TokenMessengerV2 } from "./contracts/artifacts/index.ts";
 import { RECEIVE_WITH_AUTHORIZATION_TYPES, usdcDomain } from "./eip3009.ts";
 import { toBytes32 } from "./cctp-message.ts";
+import { hasHighS } from "./authorization-check.ts";
 import type { CctpChain } from "./cctp.ts";
 import type { ProfileName } from "./profiles.ts";
 import type { TxRow } from "./transactions.repo.ts";
@@ -132,6 +133,7 @@ export function checkoutBurnOps(chain: CctpChain) {
     authorizationUsed,
     /** Whether `signature` is `w.from`'s authorization of exactly `b` (checked off chain). */
     authorizedBy: async (p: ProfileName, b: CheckoutBurn, w: BurnWindow, signature: Hex) => {
+      if (hasHighS(signature)) return false; // USDC's ECRecover refuses it: the burn would revert
       try {
         const signer = await recoverTypedDataAddress({ ...typedData(p, b, w), signature });
         return signer.toLowerCase() === w.from.toLowerCase();

@@ -16,7 +16,7 @@ import {
   recoverTypedDataAddress,
 } from "viem";
 import { TestUSDC, X402BatchSettlement } from "./contracts/artifacts/index.ts";
-import { recoveryJob } from "./authorization-check.ts";
+import { hasHighS, recoveryJob } from "./authorization-check.ts";
 import { recoversToSigner } from "./authorization-threads.ts";
 import { RECEIVE_WITH_AUTHORIZATION_TYPES, usdcDomain } from "./eip3009.ts";
 import type { ProfileName } from "./profiles.ts";
@@ -45,6 +45,9 @@ export { placeBatchSettlement } from "./channels.place.ts";
 export function channelOps(chain: ChannelChain) {
   const rt = (p: ProfileName) => chain.runtime(p);
   const client = (p: ProfileName): PublicClient => rt(p).client as PublicClient;
+  /** Whether `address` holds code (a smart account answers ERC-1271; an EOA does not). */
+  const hasCode = async (p: ProfileName, address: Address) =>
+    ((await client(p).getCode({ address })) ?? "0x") !== "0x";
   const addresses = (p: ProfileName) => batchAddresses(rt(p).profile);
   const domain = (p: ProfileName) => ({
     ...BATCH_SETTLEMENT_DOMAIN,
@@ -134,14 +137,22 @@ export function channelOps(chain: ChannelChain) {
           : null;
         if (job && await recoversToSigner(job)) return true;
       } catch { /* malformed: the checks below refuse it */ }
+      // The contract checks with OpenZeppelin's SignatureChecker, whose ECDSA refuses a high s:
+      // the malleated twin of a good voucher recovers its signer but would fail the claim (and a
+      // claim of many channels with it), so it counts for nobody here; only an ERC-1271 payer
+      // (asked whatever the signature's form) can still accept it.
+      const malleated = hasHighS(signature);
       let signer: string | null = null;
-      try {
-        signer = (await recoverTypedDataAddress({ ...typed, signature })).toLowerCase();
-      } catch { /* not a plain ECDSA signature */ }
+      if (!malleated) {
+        try {
+          signer = (await recoverTypedDataAddress({ ...typed, signature })).toLowerCase();
+        } catch { /* not a plain ECDSA signature */ }
+      }
       if (!zero) return signer === config.payerAuthorizer.toLowerCase();
       // The payer itself: an EOA's signature is recovered here, anything else asked of the node.
       if (signer === config.payer.toLowerCase()) return true;
       try {
+        if (malleated && !(await hasCode(p, config.payer))) return false;
         return await client(p).verifyTypedData({ ...typed, address: config.payer, signature });
       } catch {
         return false;
@@ -156,6 +167,9 @@ export function channelOps(chain: ChannelChain) {
       d: Erc3009Deposit,
     ): Promise<boolean> {
       try {
+        const signature = parseErc6492Signature(d.signature).signature;
+        // USDC's ECRecover refuses a high s from an EOA (its relay would revert): so do we.
+        if (hasHighS(signature) && !(await hasCode(p, payer))) return false;
         return await client(p).verifyTypedData({
           address: payer,
           domain: usdcDomain(rt(p)),
@@ -169,7 +183,7 @@ export function channelOps(chain: ChannelChain) {
             validBefore: d.validBefore,
             nonce: depositNonce(channelId, d.salt),
           },
-          signature: parseErc6492Signature(d.signature).signature,
+          signature,
         });
       } catch {
         return false;

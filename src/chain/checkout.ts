@@ -20,6 +20,7 @@ import {
   TransactionReceiptNotFoundError,
 } from "viem";
 import { PaymentRouter, TestUSDC } from "./contracts/artifacts/index.ts";
+import { hasHighS } from "./authorization-check.ts";
 import type { ChainRuntime } from "./runtime.ts";
 import type { ProfileName } from "./profiles.ts";
 import type { TxRequest } from "./sender.ts";
@@ -213,6 +214,9 @@ export async function authorizationSignedBy(
   w: AuthorizationWindow,
   signature: Hex,
 ): Promise<boolean> {
+  // USDC's ECRecover refuses a high s (the malleated twin of a good signature): the relay
+  // would revert, so it is refused here.
+  if (hasHighS(signature)) return false;
   try {
     const signer = await recoverTypedDataAddress({
       ...authorizationTypedData(rt, order, w),

@@ -11,6 +11,7 @@ import { GatewayVault, TestUSDC } from "./contracts/artifacts/index.ts";
 import { TRANSFER_WITH_AUTHORIZATION_TYPES, usdcDomain } from "./eip3009.ts";
 import type { ProfileName } from "./profiles.ts";
 import { checkSignedByEoa } from "./authorization-threads.ts";
+import { hasHighS } from "./authorization-check.ts";
 import type { GatewayChain } from "./gateway.ts";
 
 export const GATEWAY_DOMAIN_NAME = "GatewayVault";
@@ -71,6 +72,13 @@ export async function transferSignedBy(
     await checkSignedByEoa(typed.domain, a, signature)
   ) return true;
   try {
+    // The vault checks with OpenZeppelin's SignatureChecker, whose ECDSA refuses a high s: the
+    // malleated twin of a good signature recovers its signer (the node's check would accept it)
+    // but would fail its settlement. Only an ERC-1271 account may still accept such a form.
+    if (hasHighS(signature)) {
+      const code = await gatewayClient(chain, p).getCode({ address: a.from });
+      if ((code ?? "0x") === "0x") return false;
+    }
     return await gatewayClient(chain, p).verifyTypedData({
       address: a.from,
       domain: gatewayDomain(chain, p, target),

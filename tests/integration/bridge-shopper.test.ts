@@ -29,6 +29,7 @@ import {
 } from "../../src/chain/contracts/artifacts/index.ts";
 import { ANVIL_KEYS } from "../helpers/anvil.ts";
 import { M } from "../../src/http/messages.ts";
+import { highS } from "../helpers/signatures.ts";
 
 const SOURCE = "Base_Sepolia";
 
@@ -160,6 +161,14 @@ Deno.test("checkout from the shopper's own wallet on another chain", async (t) =
       const mallory = privateKeyToAccount(generatePrivateKey());
       const forged = await alice.authorize(p.reference, (m) => m, mallory);
       await refused(p.reference, forged.body, 400, M.authorizationSignature);
+      // Alice's own signature malleated (a high s): USDC's ECRecover would refuse the burn.
+      const own = await alice.authorize(p.reference);
+      await refused(
+        p.reference,
+        { ...own.body, signature: highS(own.body.signature) },
+        400,
+        M.authorizationSignature,
+      );
       await refused(
         p.reference,
         { ...fee.body, sourceChain: "Mars" },

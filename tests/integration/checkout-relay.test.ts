@@ -11,6 +11,7 @@ import { startReceiver } from "../helpers/receiver.ts";
 import { payer } from "../helpers/payer.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { M } from "../../src/http/messages.ts";
+import { highS } from "../helpers/signatures.ts";
 
 async function link(svc: TestService, m: TestMerchant, amount: string, webhookUrl?: string) {
   const r = await api(svc)("POST", "/api/merchant/payment-link", {
@@ -83,6 +84,10 @@ Deno.test("gasless checkout: the relay refuses what does not match and relays on
         M.authorizationSignature,
       );
       await refused(ref, { authorization: { from: address }, signature: "0x12" }, M.relayBody);
+      // The payer's own signature malleated (a high s): it recovers the payer, but USDC's
+      // ECRecover refuses it, so the relay would revert on our gas.
+      const own = await alice.authorize(ref);
+      await refused(ref, { ...own, signature: highS(own.signature) }, M.authorizationSignature);
       assert.deepEqual([...await relayRows(svc)], []);
       assert.equal(await operatorNonce(), nonceBefore);
       assert.equal(

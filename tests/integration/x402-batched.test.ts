@@ -13,6 +13,7 @@ import { GatewayClient } from "@circle-fin/x402-batching/client";
 import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { externalBuyer, X402_PROFILE } from "../helpers/x402.ts";
+import { highS } from "../helpers/signatures.ts";
 import { batchedPayment } from "../helpers/x402-batched.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { parsePrometheus, sample } from "../helpers/prometheus.ts";
@@ -287,6 +288,21 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
         "invalid_exact_evm_signature",
       );
       await f.body?.cancel();
+      // A good payment's signature malleated (a high s): the payer's own key recovers from it,
+      // but the vault's ECDSA refuses it, so it would fail its settlement: refused here.
+      const good = JSON.parse(
+        atob(await batchedPayment(svc, account, resource, { to: sellerAddr, value: PRICE })),
+      );
+      good.payload.signature = highS(good.payload.signature);
+      const m = await fetch(resource, {
+        headers: { "payment-signature": btoa(JSON.stringify(good)) },
+      });
+      assert.equal(m.status, 402);
+      assert.equal(
+        JSON.parse(atob(m.headers.get("payment-required")!)).error,
+        "invalid_exact_evm_signature",
+      );
+      await m.body?.cancel();
       const short = await batchedPayment(svc, account, resource, {
         to: sellerAddr,
         value: PRICE,

@@ -29,6 +29,7 @@ import { X402BatchSettlement } from "../../src/chain/contracts/artifacts/index.t
 import { BATCH_SETTLEMENT_ADDRESS } from "../../src/chain/channels.ts";
 import { claimRound } from "../../src/modules/x402/x402.channels.claims.ts";
 import { encodeHeader } from "../../src/modules/x402/x402.exact.ts";
+import { highS } from "../helpers/signatures.ts";
 
 const USDC = 1_000_000n;
 const PRICE = 10_000n;
@@ -256,6 +257,19 @@ Deno.test("x402 batch-settlement: the standard client pays many times after one 
         assert.equal(stale.error, "invalid_batch_settlement_evm_cumulative_amount_mismatch");
         assert.equal(stale.accepts[1].extra.channelState.chargedCumulativeAmount, String(total));
         assert.equal(stale.accepts[1].extra.voucherState.signedMaxClaimable, String(total));
+        // The next voucher, malleated (s → n − s, v flipped): the same signer recovers from it,
+        // but the contract's ECDSA refuses a high s, so the claim would fail: refused here.
+        const next = await signVoucher(buyer, channelId, (total + PRICE).toString(), NETWORK);
+        const malleated = await refused(encodeHeader({
+          x402Version: 2,
+          accepted: requirement,
+          payload: {
+            type: "voucher",
+            channelConfig: config,
+            voucher: { ...next, signature: highS(next.signature) },
+          },
+        }));
+        assert.equal(malleated.error, "invalid_batch_settlement_evm_voucher_signature");
         const greedy = await refused(await voucherHeader(total + 2n * USDC));
         assert.equal(greedy.error, "invalid_batch_settlement_evm_cumulative_amount_mismatch");
         assert.equal(await charged(), total);
@@ -363,6 +377,26 @@ Deno.test("x402 batch-settlement: the standard client pays many times after one 
         cfg,
         "500000",
         "10000",
+      );
+      // The deposit's authorization malleated (a high s): USDC's ECRecover would refuse the relay.
+      const dp = deposit.payload as {
+        deposit: { authorization: { erc3009Authorization: { signature: `0x${string}` } } };
+      };
+      const auth = dp.deposit.authorization.erc3009Authorization;
+      const malleated = await f.verify(
+        envelope({
+          ...dp,
+          deposit: {
+            ...dp.deposit,
+            authorization: { erc3009Authorization: { ...auth, signature: highS(auth.signature) } },
+          },
+        }),
+        requirement,
+      );
+      assert.equal(malleated.isValid, false);
+      assert.equal(
+        malleated.invalidReason,
+        "invalid_batch_settlement_evm_receive_authorization_signature",
       );
       const verified = await f.verify(envelope(deposit.payload), requirement);
       assert.equal(verified.isValid, true, JSON.stringify(verified));
