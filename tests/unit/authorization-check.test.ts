@@ -137,11 +137,14 @@ for (const engine of ["native", "noble"] as const) {
   });
 }
 
-Deno.test("signature checks on worker threads answer as inline ones; a stop answers queued checks inline", async () => {
+/**
+ * `n` signed authorizations of one payer, each with the inline check's answer: those `byOther`
+ * picks are signed by another key, and every fifth is checked against a changed amount.
+ */
+async function mixedCases(n: number, byOther: (i: number) => boolean) {
   const account = privateKeyToAccount(generatePrivateKey());
   const other = privateKeyToAccount(generatePrivateKey());
-  const cases = await Promise.all(Array.from({ length: 40 }, async (_, i) => {
-    const signer = i % 4 === 3 ? other : account;
+  return await Promise.all(Array.from({ length: n }, async (_, i) => {
     const message = {
       from: account.address,
       to: other.address,
@@ -150,16 +153,19 @@ Deno.test("signature checks on worker threads answer as inline ones; a stop answ
       validBefore: 2n ** 40n,
       nonce: toHex(crypto.getRandomValues(new Uint8Array(32))),
     };
-    const signature = await signer.signTypedData({
+    const signature = await (byOther(i) ? other : account).signTypedData({
       domain,
       types: TRANSFER_WITH_AUTHORIZATION_TYPES,
       primaryType: "TransferWithAuthorization",
       message,
     });
-    // Every fifth one is checked against a changed amount: refused.
     const checked = i % 5 === 4 ? { ...message, value: message.value + 1n } : message;
     return { message: checked, signature, expected: signedByEoaWith(domain, checked, signature) };
   }));
+}
+
+Deno.test("signature checks on worker threads answer as inline ones; a stop answers queued checks inline", async () => {
+  const cases = await mixedCases(40, (i) => i % 4 === 3);
   assert.equal(cases.filter((c) => c.expected).length, 24);
   try {
     // All in one turn of the event loop: they travel to the worker together.
@@ -186,27 +192,8 @@ Deno.test({
     "the recovery lane (shared memory, one worker) answers as inline checks; full, or stopped under checks, it answers inline",
   ignore: !nativeRecovery,
   fn: async () => {
-    const account = privateKeyToAccount(generatePrivateKey());
-    const other = privateKeyToAccount(generatePrivateKey());
-    const cases = await Promise.all(Array.from({ length: 60 }, async (_, i) => {
-      const message = {
-        from: account.address,
-        to: other.address,
-        value: BigInt(i + 1),
-        validAfter: 0n,
-        validBefore: 2n ** 40n,
-        nonce: toHex(crypto.getRandomValues(new Uint8Array(32))),
-      };
-      // Every third one signed by another key, every fifth checked against a changed amount.
-      const signature = await (i % 3 === 2 ? other : account).signTypedData({
-        domain,
-        types: TRANSFER_WITH_AUTHORIZATION_TYPES,
-        primaryType: "TransferWithAuthorization",
-        message,
-      });
-      const checked = i % 5 === 4 ? { ...message, value: message.value + 1n } : message;
-      return { message: checked, signature, expected: signedByEoaWith(domain, checked, signature) };
-    }));
+    // Every third one signed by another key, every fifth checked against a changed amount.
+    const cases = await mixedCases(60, (i) => i % 3 === 2);
     const expected = cases.map((c) => c.expected);
     assert.ok(expected.some((e) => e) && expected.some((e) => !e));
     const ask = (c: (typeof cases)[number]) => {
