@@ -9,7 +9,6 @@ import {
   decodeFunctionResult,
   encodeAbiParameters,
   encodeFunctionData,
-  hashTypedData,
   type Hex,
   parseErc6492Signature,
   type PublicClient,
@@ -17,6 +16,7 @@ import {
 } from "viem";
 import { TestUSDC, X402BatchSettlement } from "./contracts/artifacts/index.ts";
 import { hasHighS, recoveryJob } from "./authorization-check.ts";
+import { channelIdOf, voucherDigest } from "./channels.digest.ts";
 import { recoversToSigner } from "./authorization-threads.ts";
 import { RECEIVE_WITH_AUTHORIZATION_TYPES, usdcDomain } from "./eip3009.ts";
 import type { ProfileName } from "./profiles.ts";
@@ -26,7 +26,6 @@ import {
   asTuple,
   BATCH_SETTLEMENT_DOMAIN,
   batchAddresses,
-  CHANNEL_CONFIG_TYPES,
   type ChannelChain,
   type ChannelConfig,
   type ChannelState,
@@ -98,12 +97,7 @@ export function channelOps(chain: ChannelChain) {
     },
 
     channelId(p: ProfileName, config: ChannelConfig): Hex {
-      return hashTypedData({
-        domain: domain(p),
-        types: CHANNEL_CONFIG_TYPES,
-        primaryType: "ChannelConfig",
-        message: config,
-      });
+      return channelIdOf(domain(p), config);
     },
 
     /**
@@ -130,7 +124,7 @@ export function channelOps(chain: ChannelChain) {
       try {
         const job = signature.length === 132
           ? recoveryJob(
-            Uint8Array.fromHex(hashTypedData(typed).slice(2)),
+            voucherDigest(domain(p), channelId, maxClaimable),
             signature,
             (zero ? config.payer : config.payerAuthorizer).toLowerCase(),
           )
