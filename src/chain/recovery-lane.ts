@@ -38,6 +38,8 @@ interface Lane {
 }
 
 let lane: Lane | null = null;
+/** A worker failed to load: every check inline from then on. */
+let broken = false;
 
 /** How checks were answered since the process started: by the worker, or inline. */
 export const recoveryLaneCounts = { worker: 0, inline: 0 };
@@ -46,7 +48,6 @@ function inline(job: RecoveryJob): boolean {
   recoveryLaneCounts.inline++;
   return recoversTo(job);
 }
-let broken = false;
 
 function start(): Lane | null {
   if (broken) return null;
