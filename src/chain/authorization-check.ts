@@ -175,8 +175,8 @@ export interface RecoveryJob {
  * text is their order as numbers); v is 27/28, or 0/1. `signature` is 132 characters.
  */
 export function recoveryJob(digest: Uint8Array, signature: Hex, from: string): RecoveryJob | null {
+  if (hasHighS(signature)) return null;
   const bytes = Uint8Array.fromHex(signature.slice(2));
-  if (signature.slice(66, 130).toLowerCase() > HALF_N) return null;
   const v = bytes[64];
   const yParity = v === 27 || v === 0 ? 0 : v === 28 || v === 1 ? 1 : -1;
   if (yParity < 0) return null;

@@ -15,7 +15,7 @@ import {
   recoverTypedDataAddress,
 } from "viem";
 import { TestUSDC, X402BatchSettlement } from "./contracts/artifacts/index.ts";
-import { hasHighS, recoveryJob } from "./authorization-check.ts";
+import { hasHighS, nativeRecovery, recoveryJob } from "./authorization-check.ts";
 import { channelIdOf, voucherDigest } from "./channels.digest.ts";
 import { recoversToSigner } from "./authorization-threads.ts";
 import { RECEIVE_WITH_AUTHORIZATION_TYPES, usdcDomain } from "./eip3009.ts";
@@ -118,33 +118,28 @@ export function channelOps(chain: ChannelChain) {
         message: { channelId, maxClaimableAmount: maxClaimable },
       };
       const zero = /^0x0{40}$/i.test(config.payerAuthorizer);
-      // The common case first: a 65-byte low-s signature by the signer the channel names,
-      // recovered by libsecp256k1 off the event loop. Anything else (another signer, a high s,
-      // another length, no binding) is answered below exactly as before.
-      try {
-        const job = signature.length === 132
-          ? recoveryJob(
-            voucherDigest(domain(p), channelId, maxClaimable),
-            signature,
-            (zero ? config.payer : config.payerAuthorizer).toLowerCase(),
-          )
-          : null;
-        if (job && await recoversToSigner(job)) return true;
-      } catch { /* malformed: the checks below refuse it */ }
+      const expected = (zero ? config.payer : config.payerAuthorizer).toLowerCase();
       // The contract checks with OpenZeppelin's SignatureChecker, whose ECDSA refuses a high s:
       // the malleated twin of a good voucher recovers its signer but would fail the claim (and a
-      // claim of many channels with it), so it counts for nobody here; only an ERC-1271 payer
-      // (asked whatever the signature's form) can still accept it.
+      // claim of many channels with it), so it is nobody's ECDSA signature here; only an
+      // ERC-1271 payer (asked whatever the signature's form) can still accept it.
       const malleated = hasHighS(signature);
-      let signer: string | null = null;
+      // Whether the signer the channel names signed it, by ECDSA: libsecp256k1 off the event loop
+      // for a 65-byte signature, viem's recovery for any other form or without the binding.
+      let byExpected = false;
       if (!malleated) {
         try {
-          signer = (await recoverTypedDataAddress({ ...typed, signature })).toLowerCase();
+          const job = nativeRecovery && signature.length === 132
+            ? recoveryJob(voucherDigest(domain(p), channelId, maxClaimable), signature, expected)
+            : null;
+          byExpected = job
+            ? await recoversToSigner(job)
+            : (await recoverTypedDataAddress({ ...typed, signature })).toLowerCase() === expected;
         } catch { /* not a plain ECDSA signature */ }
       }
-      if (!zero) return signer === config.payerAuthorizer.toLowerCase();
-      // The payer itself: an EOA's signature is recovered here, anything else asked of the node.
-      if (signer === config.payer.toLowerCase()) return true;
+      if (byExpected) return true;
+      if (!zero) return false;
+      // The payer itself, not by ECDSA: asked of the node (an ERC-1271 account: one call).
       try {
         if (malleated && !(await hasCode(p, config.payer))) return false;
         return await client(p).verifyTypedData({ ...typed, address: config.payer, signature });
