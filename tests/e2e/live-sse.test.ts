@@ -197,7 +197,13 @@ Deno.test(browserTest("live updates in Chromium: SSE, and polling as the fallbac
         const panel = page.locator("#overview-live");
         await panel.getByText(first).waitFor({ timeout: 10_000 });
         await panel.getByText(next).waitFor({ timeout: 10_000 });
-        assert.equal(await panel.getAttribute("data-live-state"), "streaming", "no polling");
+        // The swapped-in panel is given the stream's state when htmx has processed it (live.js
+        // `scan` on htmx:load), a tick after its text is in the page.
+        const state = await waitFor(
+          async () => await panel.getAttribute("data-live-state") ?? undefined,
+          { what: "the new panel's live state" },
+        );
+        assert.equal(state, "streaming", "no polling");
         await page.close();
         assert.deepEqual(problems, []);
       },
