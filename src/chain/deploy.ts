@@ -27,6 +27,7 @@ import type { TxSender } from "./sender.ts";
 import type { ContractName, ProfileDef } from "./profiles.ts";
 import * as contractsRepo from "./contracts.repo.ts";
 import { placeBatchSettlement } from "./channels.place.ts";
+import { authorizeSettlers } from "./gateway-settlers.ts";
 
 export const ARTIFACTS = {
   TestUSDC,
@@ -142,10 +143,11 @@ function deployData(name: ContractName, rt: ChainRuntime, operator: `0x${string}
       });
     case "GatewayVault":
       // No withdrawal delay (docs/decisions.md, x402): sellers withdraw what they earned at once.
+      // Authorizations are submitted by the operator and our relayers only (its settlers).
       return encodeDeployData({
         abi: GatewayVault.abi,
         bytecode: GatewayVault.bytecode as Hex,
-        args: [rt.contracts.TestUSDC!, 0n],
+        args: [rt.contracts.TestUSDC!, 0n, operator, rt.relayers.map((r) => r.address)],
       });
     case "MessageTransmitterV2":
       if (!rt.attester) throw new Error("CCTP_ATTESTER_KEY is needed to deploy the transmitter");
@@ -233,6 +235,15 @@ export async function ensureContracts(
     }
   }
   await placeBatchSettlement(rt, log);
+  // The relayers of this process's pool must be the vault's settlers (another process of the
+  // deployment, or a pool grown since, may have other ones): the operator adds them, once.
+  await authorizeSettlers(rt, sender, log).catch((e) =>
+    log.warn("the relayers could not be made settlers of the gateway vault", {
+      chain: rt.profile.name,
+      error: e,
+      fix: `deno task contracts:deploy --network ${rt.profile.name}`,
+    })
+  );
   const { AgentIdentityRegistry: identity, AgentReputationRegistry: reputation } = rt.contracts;
   if (identity && reputation) {
     const bound = await pairedIdentity(rt, reputation);
@@ -337,6 +348,7 @@ export async function deployContracts(
     log.info("contract deployed", { chain: rt.profile.name, name, address });
   }
   await authorizeMessenger(rt, sender, log);
+  await authorizeSettlers(rt, sender, log);
   return redeployed;
 }
 

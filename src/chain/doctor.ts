@@ -17,6 +17,8 @@ import {
 } from "./profiles.ts";
 import { AgentIdentityRegistry } from "./contracts/artifacts/index.ts";
 import * as contractsRepo from "./contracts.repo.ts";
+import { missingSettlers } from "./gateway-settlers.ts";
+import { deriveRelayers } from "./relayers.ts";
 import { type CctpSite, inspectCctp } from "./doctor-cctp.ts";
 
 export interface DoctorCheck {
@@ -216,7 +218,55 @@ async function inspectProfile(
       : `${operator} holds ${formatEther(balance)} (low mark ${formatEther(low)})`,
     fix: `send native gas to ${operator} (or lower ${p}_OPERATOR_LOW_WEI)`,
   });
+  const vault = site.address("GatewayVault");
+  if (vault) out.push(await inspectSettlers(profile, client, vault));
   return { checks: out, site };
+}
+
+/**
+ * The gateway vault takes payment authorizations from its settlers only: every relayer of the
+ * pool must be one (the service's start adds them when the operator is the vault's), and a vault
+ * from before settlers lets a payer spend what it promised (x402's batched option is off there).
+ */
+async function inspectSettlers(
+  profile: ProfileConfig,
+  client: PublicClient,
+  vault: `0x${string}`,
+): Promise<DoctorCheck> {
+  const name = `${profile.name}: gateway vault settlers`;
+  const relayers = deriveRelayers(profile.operatorKey!, profile.relayers);
+  let missing: `0x${string}`[] | null;
+  try {
+    missing = await missingSettlers({ client, relayers }, vault);
+  } catch (e) {
+    return {
+      name,
+      ok: false,
+      detail: `could not read ${vault}'s settlers: ${e instanceof Error ? e.message : String(e)}`,
+      fix: `check ${profile.envPrefix}_RPC_URL`,
+    };
+  }
+  if (missing === null) {
+    return {
+      name,
+      ok: true,
+      warn: true,
+      detail: `${vault} predates settlers: anyone may submit its authorizations, so x402's ` +
+        "batched option is not offered on it",
+      fix:
+        `move the balances, then \`deno task contracts:deploy --network ${profile.name} --force\``,
+    };
+  }
+  return {
+    name,
+    ok: missing.length === 0,
+    detail: missing.length
+      ? `relayers that may not settle on ${vault}: ${missing.join(", ")}`
+      : `the ${relayers.length} relayers may settle on ${vault}`,
+    fix: missing.length
+      ? `\`deno task contracts:deploy --network ${profile.name}\` (or start the service) with the vault's operator key`
+      : undefined,
+  };
 }
 
 /**

@@ -17,6 +17,7 @@ import type { Signer } from "./sender.ts";
 import type { TxRow } from "./transactions.repo.ts";
 import type { GatewayBalance, GatewayChain } from "./gateway.ts";
 import { gatewayClient, gatewayVault } from "./gateway-authorization.ts";
+import { missingSettlers } from "./gateway-settlers.ts";
 
 /**
  * `account`'s available vault balance and the block it was read at (what the gateway-balance
@@ -46,6 +47,17 @@ export async function withdrawalDelay(chain: GatewayChain, p: ProfileName): Prom
     abi: GatewayVault.abi,
     functionName: "withdrawalDelay",
   });
+}
+
+/**
+ * The relayers of the pool that may not submit authorizations to the chain's vault (none: every
+ * one may); null when the vault predates settlers, so that anyone may submit them (deploy.ts).
+ */
+export async function settlersMissing(
+  chain: GatewayChain,
+  p: ProfileName,
+): Promise<`0x${string}`[] | null> {
+  return await missingSettlers(chain.runtime(p), gatewayVault(chain, p));
 }
 
 /** available + withdrawing: what payment authorizations can spend. */

@@ -28,6 +28,7 @@ import {
   depositFromAccount,
   depositFromWallet,
   gatewayBalance,
+  settlersMissing,
   totalBalance,
   withdrawalDelay,
   withdrawFromAccount,
@@ -83,6 +84,7 @@ export function gatewayOps(chain: GatewayChain) {
     balance: (p: ProfileName, account: `0x${string}`) => gatewayBalance(chain, p, account),
     availableAt: (p: ProfileName, account: `0x${string}`) => availableAt(chain, p, account),
     withdrawalDelay: (p: ProfileName) => withdrawalDelay(chain, p),
+    settlersMissing: (p: ProfileName) => settlersMissing(chain, p),
     settle: (
       p: ProfileName,
       target: AuthorizationTarget,

@@ -7,7 +7,9 @@ import { freePort, startTestService } from "../helpers/service.ts";
 import { ANVIL_KEYS, startAnvil } from "../helpers/anvil.ts";
 import { startSmtp } from "../helpers/smtp.ts";
 import { rpc } from "../helpers/chain.ts";
-import { toHex } from "viem";
+import { encodeFunctionData, toHex } from "viem";
+import { GatewayVault } from "../../src/chain/contracts/artifacts/index.ts";
+import { deriveRelayers } from "../../src/chain/relayers.ts";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 
 async function doctor(env: Record<string, string>) {
@@ -110,10 +112,31 @@ Deno.test("doctor: a sound production configuration passes every check", async (
         toHex(10n ** 20n),
       ]);
     }
+    // Its relayers (derived from its key) are not the vault's settlers yet: the vault would
+    // refuse every settlement they send.
+    const unnamed = await doctor(env);
+    assert.notEqual(unnamed.code, 0);
+    assert.match(unnamed.text, /^FAIL {2}testnet: gateway vault settlers: relayers that may not/m);
+    // The vault's operator names them (as the service's start or contracts:deploy does).
+    for (const p of svc.deps.chain.profiles()) {
+      const rt = svc.deps.chain.runtime(p);
+      await svc.deps.chain.send({
+        profile: p,
+        from: "operator",
+        to: rt.contracts.GatewayVault!,
+        data: encodeFunctionData({
+          abi: GatewayVault.abi,
+          functionName: "setSettlers",
+          args: [deriveRelayers(operatorKey, 4).map((a) => a.address), true],
+        }),
+        intentKey: `test:doctor-settlers:${p}`,
+      });
+    }
     const r = await doctor(env);
     assert.equal(r.code, 0, r.text + r.err);
     assert.ok(!/^FAIL/m.test(r.text), r.text);
     for (const p of ["testnet", "production"]) {
+      assert.match(r.text, new RegExp(`^ok {4}${p}: gateway vault settlers: the 4 relayers`, "m"));
       assert.match(
         r.text,
         new RegExp(

@@ -16,6 +16,7 @@ import {
   toHex,
   type TransactionReceipt,
 } from "viem";
+import { generatePrivateKey } from "viem/accounts";
 import { GatewayVault, TestUSDC } from "../../src/chain/contracts/artifacts/index.ts";
 import { ANVIL_KEYS, startAnvil } from "../helpers/anvil.ts";
 import { compile1271 } from "../helpers/erc1271.ts";
@@ -56,11 +57,11 @@ Deno.test("contracts: GatewayVault on anvil", async (t) => {
       (await mined(operator.deployContract({ abi: TestUSDC.abi, bytecode: TestUSDC.bytecode })))
         .contractAddress!,
     );
-    const deployVault = async (delay: bigint) => {
+    const deployVault = async (delay: bigint, settlers: Address[] = []) => {
       const r = await mined(operator.deployContract({
         abi: GatewayVault.abi,
         bytecode: GatewayVault.bytecode,
-        args: [usdc, delay],
+        args: [usdc, delay, operator.account.address, settlers],
       }));
       gas.deploy ??= r.gasUsed;
       return getAddress(r.contractAddress!);
@@ -266,6 +267,96 @@ Deno.test("contracts: GatewayVault on anvil", async (t) => {
       await reverts(pay(zero, await sign(zero)), "ZeroAmount");
       assert.equal((await balanceIn(vault, buyerAddr)).available, 99n * USDC);
     });
+
+    await t.step(
+      "settlers: only the operator and those it names submit authorizations; a payer cannot pay itself ahead of a settlement",
+      async () => {
+        const relayer = wallet(generatePrivateKey());
+        const relayerAddr = relayer.account.address;
+        await testClient.setBalance({ address: relayerAddr, value: 10n ** 18n });
+        const isSettler = (who: Address, v = vault) =>
+          pub.readContract({
+            address: v,
+            abi: GatewayVault.abi,
+            functionName: "isSettler",
+            args: [who],
+          });
+        const submit = (by: typeof buyer, a: Auth, signature: Hex) =>
+          by.writeContract({
+            address: vault,
+            abi: GatewayVault.abi,
+            functionName: "transferWithAuthorization",
+            args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, signature],
+          });
+        const batch = (by: typeof buyer, a: Auth, signature: Hex) =>
+          by.writeContract({
+            address: vault,
+            abi: GatewayVault.abi,
+            functionName: "transferWithAuthorizations",
+            args: [[{ ...a, signature }]],
+          });
+        const byDomain = (by: typeof buyer, a: Auth, signature: Hex) =>
+          by.writeContract({
+            address: vault,
+            abi: GatewayVault.abi,
+            functionName: "transferWithAuthorizationsByDomain",
+            args: [[{ ...a, signature }], []],
+          });
+        // The payer's own authorization to an address of its own, submitted by itself (or by
+        // anyone but a settler), in each of the three entry points: refused, nothing moves.
+        const drain = await authorization({ to: owner1271.account.address, value: 50n * USDC });
+        const drainSig = await sign(drain);
+        for (const send of [submit, batch, byDomain]) {
+          await reverts(send(buyer, drain, drainSig), "NotSettler");
+          await reverts(send(relayer, drain, drainSig), "NotSettler");
+        }
+        assert.equal((await balanceIn(vault, buyerAddr)).available, 99n * USDC);
+        assert.equal(await isSettler(relayerAddr), false);
+        // Only the operator names settlers.
+        await reverts(
+          relayer.writeContract({
+            address: vault,
+            abi: GatewayVault.abi,
+            functionName: "setSettlers",
+            args: [[relayerAddr], true],
+          }),
+          "NotOperator",
+        );
+        const set = await mined(operator.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "setSettlers",
+          args: [[relayerAddr], true],
+        }));
+        const ev = parseEventLogs({
+          abi: GatewayVault.abi,
+          logs: set.logs,
+          eventName: "SettlerSet",
+        });
+        assert.deepEqual(ev[0].args, { account: relayerAddr, allowed: true });
+        assert.equal(await isSettler(relayerAddr), true);
+        // A settler submits what the payer signed, to whom it signed it.
+        const a = await authorization();
+        await mined(byDomain(relayer, a, await sign(a)));
+        assert.equal((await balanceIn(vault, buyerAddr)).available, 98n * USDC);
+        assert.equal((await balanceIn(vault, sellerAddr)).available, 2n * USDC);
+        // Stopped, it is refused again; settlers named at deployment count from the start.
+        await mined(operator.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "setSettlers",
+          args: [[relayerAddr], false],
+        }));
+        const b = await authorization();
+        await reverts(submit(relayer, b, await sign(b)), "NotSettler");
+        const named = await deployVault(0n, [relayerAddr]);
+        assert.equal(await isSettler(relayerAddr, named), true);
+        assert.equal(await isSettler(buyerAddr, named), false);
+        // Give the seller's extra unit back to the buyer's count the later steps expect.
+        const back = await authorization({ from: sellerAddr, to: buyerAddr });
+        await mined(pay(back, await sign(back, seller)));
+      },
+    );
 
     await t.step("an ERC-1271 contract payer: its owner's signature is accepted", async () => {
       const w = compile1271();

@@ -6,7 +6,7 @@
  * guard, verify, deposits, seller balance and withdrawals.
  */
 import assert from "node:assert/strict";
-import { getAddress } from "viem";
+import { encodeFunctionData, getAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
@@ -83,26 +83,45 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
       (await svc.db.sql<MerchantRow[]>`select * from merchants where id = ${id}`)[0];
     const proofFor = (over: Partial<Parameters<typeof gatewayProof>[2]> = {}) =>
       gatewayProof(svc, buyer.account, { to: sellerAddr, value: 10_000n, ...over });
-    /** Anyone holding a proof relays it on the vault itself, outside us: the mined hash. */
+    /**
+     * Another settler of the vault (one the operator named: another deployment's relayer, a
+     * script) relays a proof on the vault itself, outside this service's records: the mined
+     * hash. Anyone else is refused by the vault (its settlers only: docs/decisions.md).
+     */
     const relayDirectly = async (proof: string) => {
       const d = decodeGatewayProof(proof);
       assert.ok(d.ok);
       const a = d.proof.payload.authorization;
+      const vault = chain.contract(X402_PROFILE, "GatewayVault");
       const relayer = await externalBuyer(svc, generatePrivateKey(), 1n);
-      const hash = await relayer.wallet.writeContract({
-        address: chain.contract(X402_PROFILE, "GatewayVault"),
-        abi: GatewayVault.abi,
-        functionName: "transferWithAuthorization",
-        args: [
-          a.from,
-          a.to,
-          a.value,
-          a.validAfter,
-          a.validBefore,
-          a.nonce,
-          d.proof.payload.signature,
-        ],
+      const submit = () =>
+        relayer.wallet.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "transferWithAuthorization",
+          args: [
+            a.from,
+            a.to,
+            a.value,
+            a.validAfter,
+            a.validBefore,
+            a.nonce,
+            d.proof.payload.signature,
+          ],
+        });
+      await assert.rejects(submit(), /NotSettler/);
+      await chain.send({
+        profile: X402_PROFILE,
+        from: "operator",
+        to: vault,
+        data: encodeFunctionData({
+          abi: GatewayVault.abi,
+          functionName: "setSettlers",
+          args: [[relayer.address], true],
+        }),
+        intentKey: `test:settler:${relayer.address}`,
       });
+      const hash = await submit();
       await relayer.mined(hash);
       return hash;
     };
@@ -530,7 +549,7 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
     );
 
     await t.step(
-      "a PENDING attempt whose proof a third party settled directly on the vault: SUCCESS",
+      "a PENDING attempt whose proof another settler relayed directly on the vault: SUCCESS",
       async () => {
         // Paid to another seller, so the seller's balance the later steps count stays as it is.
         const payee = other.walletAddress!.toLowerCase() as `0x${string}`;
@@ -544,7 +563,7 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
           valid_after, valid_before, status, created_at, listing_slug)
         values ('gateway', 5042002, ${a.from}, ${payee}, ${a.value}, ${nonce},
           ${a.validAfter}, ${a.validBefore}, 'PENDING', ${old}, 'weather')`;
-        // Meanwhile anyone holding the proof relays it on the contract itself.
+        // Meanwhile another settler relays the proof on the contract itself.
         const before = await gatewayOf(payee);
         const hash = await relayDirectly(proof);
         assert.equal((await gatewayOf(payee)).available, before.available + a.value);
@@ -775,7 +794,7 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
     });
 
     await t.step(
-      "a proof relayed on the vault by someone else first: 403 used, no upstream, no trace",
+      "a proof relayed on the vault by another settler first: 403 used, no upstream, no trace",
       async () => {
         // The chain's nonce is read while the claim is written: the claim taken meanwhile must
         // leave neither its attempt nor its hold on the payer's mirror behind. (Last: the seller

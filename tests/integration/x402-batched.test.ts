@@ -18,6 +18,8 @@ import { batchedPayment } from "../helpers/x402-batched.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { parsePrometheus, sample } from "../helpers/prometheus.ts";
 import { settleRound } from "../../src/modules/x402/x402.batched.settle.ts";
+import { GatewayVault } from "../../src/chain/contracts/artifacts/index.ts";
+import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/gateway.ts";
 
 const USDC = 1_000_000n;
 const PRICE = 10_000n;
@@ -383,6 +385,75 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
       const withdrawn = out.status === 200 ? 600_000n : 0n;
       assert.equal(await vaultOf(addr), USDC - withdrawn - BigInt(30 + served) * PRICE);
     });
+
+    await t.step(
+      "a payer's own authorization sent to the vault directly cannot take what pending charges were promised",
+      async () => {
+        const buyer = await externalBuyer(svc, generatePrivateKey(), USDC);
+        await buyer.deposit(10n * PRICE);
+        for (let i = 0; i < 10; i++) {
+          const header = await batchedPayment(svc, buyer.account, resource, {
+            to: sellerAddr,
+            value: PRICE,
+          });
+          const r = await fetch(resource, { headers: { "payment-signature": header } });
+          await r.body?.cancel();
+          assert.equal(r.status, 200);
+        }
+        // Ten calls served, nothing on chain yet. The payer signs its whole balance over to an
+        // address of its own and submits that itself: the vault takes authorizations from its
+        // settlers (our relayers) only, so the balance stays for the charges.
+        const vault = chain.contract(X402_PROFILE, "GatewayVault");
+        const now = BigInt(Math.floor(Date.now() / 1000));
+        const drain = {
+          from: buyer.address,
+          to: privateKeyToAccount(generatePrivateKey()).address,
+          value: 10n * PRICE,
+          validAfter: 0n,
+          validBefore: now + 3600n,
+          nonce: toHex(crypto.getRandomValues(new Uint8Array(32))),
+        };
+        for (const target of ["batched", "gateway"] as const) {
+          const signature = await buyer.account.signTypedData({
+            domain: chain.gateway.domain(X402_PROFILE, target),
+            types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+            primaryType: "TransferWithAuthorization",
+            message: drain,
+          });
+          await assert.rejects(
+            buyer.wallet.writeContract({
+              address: vault,
+              abi: GatewayVault.abi,
+              functionName: "transferWithAuthorization",
+              args: [
+                drain.from,
+                drain.to,
+                drain.value,
+                drain.validAfter,
+                drain.validBefore,
+                drain.nonce,
+                signature,
+              ],
+            }),
+            /NotSettler/,
+          );
+        }
+        assert.equal(await vaultOf(buyer.address), 10n * PRICE);
+        await waitFor(async () => {
+          await settleRound(svc.deps);
+          const [open] = await sql`
+            select count(*)::int as n from x402_gateway_charges
+            where payer = ${buyer.address.toLowerCase()} and status in ('pending', 'reserved')`;
+          return open.n === 0;
+        }, { timeoutMs: 60_000, what: "the payer's charges settled" });
+        const [c] = await sql`
+          select count(*) filter (where status = 'settled')::int as settled,
+                 count(*) filter (where status = 'failed')::int as failed
+          from x402_gateway_charges where payer = ${buyer.address.toLowerCase()}`;
+        assert.deepEqual({ settled: c.settled, failed: c.failed }, { settled: 10, failed: 0 });
+        assert.equal(await vaultOf(buyer.address), 0n);
+      },
+    );
   } finally {
     await upstream.shutdown();
     await svc.stop();

@@ -13,8 +13,12 @@ import {IERC3009} from "@openzeppelin/contracts/interfaces/draft-IERC3009.sol";
  * @title GatewayVault
  * @notice x402 gateway balances. Buyers deposit USDC; an EIP-712 `TransferWithAuthorization`
  * signed by a payer (EOA or ERC-1271 smart account) moves `value` of its gateway balance to the
- * payee, once per (payer, nonce), inside [validAfter, validBefore). Anyone may submit an
- * authorization (the service relays them); the signature is the only permission.
+ * payee, once per (payer, nonce), inside [validAfter, validBefore). Authorizations are submitted
+ * only by the operator and the settlers it names (the service's relayers): the payer's signature
+ * says what may move, the submitter decides when. A payer therefore cannot spend, ahead of a
+ * settlement, what it promised to charges the service accepted and has not settled yet (its own
+ * authorization to an address of its own, submitted directly, would take the balance from under
+ * them): its only way out is a withdrawal, which waits `withdrawalDelay`.
  *
  * Each account has an `available` balance and a `withdrawing` one. `initiateWithdrawal` moves
  * available to withdrawing, which becomes withdrawable `withdrawalDelay` seconds later; payment
@@ -54,6 +58,10 @@ contract GatewayVault is EIP712 {
 
     IERC20 public immutable usdc;
     uint256 public immutable withdrawalDelay;
+    /// @notice Names the settlers; may submit authorizations itself.
+    address public immutable operator;
+    /// @notice Who may submit payment authorizations besides the operator.
+    mapping(address account => bool) public isSettler;
 
     bytes32 private constant EIP712_DOMAIN_TYPEHASH = keccak256(
         "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"
@@ -77,6 +85,7 @@ contract GatewayVault is EIP712 {
     event AuthorizationFailed(address indexed authorizer, bytes32 indexed nonce, bytes reason);
     event WithdrawalInitiated(address indexed account, uint256 value, uint64 withdrawableAt);
     event Withdrawn(address indexed account, address indexed to, uint256 value);
+    event SettlerSet(address indexed account, bool allowed);
 
     error ZeroAddress();
     error ZeroAmount();
@@ -88,9 +97,17 @@ contract GatewayVault is EIP712 {
     error NotWithdrawable(uint256 withdrawable, uint256 needed);
     /// @dev The permit reverted and the existing allowance does not cover the amount.
     error PermitFailed(bytes reason);
+    error NotOperator(address caller);
+    error NotSettler(address caller);
 
-    constructor(address usdc_, uint256 withdrawalDelay_) EIP712("GatewayVault", "1") {
-        if (usdc_ == address(0)) revert ZeroAddress();
+    constructor(address usdc_, uint256 withdrawalDelay_, address operator_, address[] memory settlers_)
+        EIP712("GatewayVault", "1")
+    {
+        if (usdc_ == address(0) || operator_ == address(0)) revert ZeroAddress();
+        operator = operator_;
+        for (uint256 i = 0; i < settlers_.length; i++) {
+            _setSettler(settlers_[i], true);
+        }
         usdc = IERC20(usdc_);
         withdrawalDelay = withdrawalDelay_;
         _batchedChainId = block.chainid;
@@ -141,6 +158,27 @@ contract GatewayVault is EIP712 {
         );
     }
 
+    // ---- settlers ---------------------------------------------------------------------------
+
+    /// @notice The operator allows (or stops) `accounts` submitting payment authorizations.
+    function setSettlers(address[] calldata accounts, bool allowed) external {
+        if (msg.sender != operator) revert NotOperator(msg.sender);
+        for (uint256 i = 0; i < accounts.length; i++) {
+            _setSettler(accounts[i], allowed);
+        }
+    }
+
+    function _setSettler(address account, bool allowed) private {
+        if (account == address(0)) revert ZeroAddress();
+        isSettler[account] = allowed;
+        emit SettlerSet(account, allowed);
+    }
+
+    modifier onlySettler() {
+        if (msg.sender != operator && !isSettler[msg.sender]) revert NotSettler(msg.sender);
+        _;
+    }
+
     // ---- payments ---------------------------------------------------------------------------
 
     /// @notice Moves `value` of `from`'s gateway balance to `to`, as `from` signed it, once.
@@ -152,7 +190,7 @@ contract GatewayVault is EIP712 {
         uint256 validBefore,
         bytes32 nonce,
         bytes calldata signature
-    ) public {
+    ) public onlySettler {
         bytes4 refused = _tryTransfer(EITHER_DOMAIN, from, to, value, validAfter, validBefore, nonce, signature);
         if (refused == bytes4(0)) return;
         if (refused == ZeroAddress.selector) revert ZeroAddress();
@@ -167,7 +205,11 @@ contract GatewayVault is EIP712 {
 
     /// @notice Settles many authorizations in one transaction; each one that fails (used nonce,
     /// window, signature, balance) is skipped with {AuthorizationFailed} and the others go through.
-    function transferWithAuthorizations(Authorization[] calldata auths) external returns (bool[] memory ok) {
+    function transferWithAuthorizations(Authorization[] calldata auths)
+        external
+        onlySettler
+        returns (bool[] memory ok)
+    {
         ok = new bool[](auths.length);
         for (uint256 i = 0; i < auths.length; i++) {
             ok[i] = _tryEach(EITHER_DOMAIN, auths[i]);
@@ -182,7 +224,7 @@ contract GatewayVault is EIP712 {
     function transferWithAuthorizationsByDomain(
         Authorization[] calldata vaultSigned,
         Authorization[] calldata batchedSigned
-    ) external {
+    ) external onlySettler {
         for (uint256 i = 0; i < vaultSigned.length; i++) {
             _tryEach(VAULT_DOMAIN, vaultSigned[i]);
         }

@@ -8,7 +8,9 @@
  * not yet settled, covers it; its authorization must stay valid at least settleWindow() longer;
  * and a vault that holds outside payers' funds must delay withdrawals by more than
  * MIRROR_TTL_S + settleWindow(), so what a payer starts withdrawing after our read is still
- * spendable by every authorization we accepted on that read until it is settled.
+ * spendable by every authorization we accepted on that read until it is settled; and only its
+ * settlers (our relayers) may submit authorizations, so a payer cannot move that balance with
+ * one of its own before our settlement does (batchedRefusal).
  */
 export const BATCHED_NAME = "GatewayWalletBatched";
 export const BATCHED_VERSION = "1";
@@ -29,6 +31,22 @@ export function settleWindow(batchSeconds: number): number {
 /** The least withdrawal delay under which the vault's balances are safe to accept on. */
 export function minWithdrawalDelay(batchSeconds: number): number {
   return MIRROR_TTL_S + settleWindow(batchSeconds);
+}
+
+/**
+ * Why a vault is not safe for batched acceptance off a local node, or null when it is: a payer's
+ * only way to take back a balance it promised must be a withdrawal that waits past every
+ * settlement of what it promised. So no one but our relayers (the vault's settlers) may submit
+ * its authorizations (`missing`: the relayers that may not; null: anyone may), and the delay
+ * must be at least `needed` (minWithdrawalDelay).
+ */
+export function batchedRefusal(
+  v: { delay: bigint; needed: number; missing: readonly string[] | null },
+): string | null {
+  if (v.missing === null) return "anyone may submit the vault's authorizations (no settlers)";
+  if (v.missing.length) return "some relayers are not settlers of the vault";
+  if (v.delay < BigInt(v.needed)) return "the vault's withdrawal delay is too short";
+  return null;
 }
 
 export type WindowCheck = "ok" | "not_yet_valid" | "too_short";

@@ -24,6 +24,7 @@ import {
   BATCHED_MAX_TIMEOUT_SECONDS,
   BATCHED_NAME,
   BATCHED_VERSION,
+  batchedRefusal,
   checkBatchedWindow,
   isBatchedPayment,
   minWithdrawalDelay,
@@ -34,24 +35,32 @@ import { reserveCharge, serveCharge } from "./x402.batched.mirror.ts";
 const solvent = new WeakMap<object, { ok: boolean; at: number }>();
 
 /**
- * Whether batched acceptance is safe on the chain's vault: its withdrawal delay exceeds the
- * settlement window plus the mirror's age (x402.batched.rules.ts), or the chain is a local node
- * of ours (zero delay, test keys: docs/decisions.md). Read once, a "no" asked again a minute on.
+ * Whether batched acceptance is safe on the chain's vault: only its settlers (our relayers) may
+ * submit authorizations, so a payer cannot spend a promised balance with one of its own, and its
+ * withdrawal delay exceeds the settlement window plus the mirror's age (x402.batched.rules.ts);
+ * or the chain is a local node of ours (zero delay, test keys: docs/decisions.md). Read once, a
+ * "no" asked again a minute on.
  */
 export async function batchedSafe(deps: Deps, p: ProfileName): Promise<boolean> {
   if (deps.chain.runtime(p).node) return true;
   const known = solvent.get(deps.chain);
   if (known && (known.ok || Date.now() - known.at < 60_000)) return known.ok;
-  const delay = await deps.chain.gateway.withdrawalDelay(p).catch(() => 0n);
-  const ok = delay >= BigInt(minWithdrawalDelay(deps.config.X402_BATCH_SECONDS));
-  if (!ok) {
-    deps.log.warn("x402 batched option off: the vault's withdrawal delay is too short", {
+  const [delay, missing] = await Promise.all([
+    deps.chain.gateway.withdrawalDelay(p).catch(() => 0n),
+    deps.chain.gateway.settlersMissing(p).catch(() => null),
+  ]);
+  const needed = minWithdrawalDelay(deps.config.X402_BATCH_SECONDS);
+  const refusal = batchedRefusal({ delay, needed, missing });
+  if (refusal) {
+    deps.log.warn(`x402 batched option off: ${refusal}`, {
       delay: Number(delay),
-      needed: minWithdrawalDelay(deps.config.X402_BATCH_SECONDS),
+      needed,
+      missing: missing ?? undefined,
+      fix: `deno task contracts:deploy --network ${p}`,
     });
   }
-  solvent.set(deps.chain, { ok, at: Date.now() });
-  return ok;
+  solvent.set(deps.chain, { ok: !refusal, at: Date.now() });
+  return !refusal;
 }
 
 /** Circle's batched option for a listing, as the 402 offers it. */

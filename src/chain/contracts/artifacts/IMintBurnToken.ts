@@ -4,7 +4,7 @@
 export const IMintBurnToken = {
   contractName: "IMintBurnToken",
   compilerVersion: "0.8.37+commit.f401782d.Emscripten.clang",
-  inputHash: "f5e3c150e98fc032cb582d4245fbe707704998a66922895629ed0526fff4e1c5",
+  inputHash: "5e4c6dccb1ca1b47d41e04beabe3925256bf398947eec6f47758a2ac5e48334a",
   abi: [
     {
       "inputs": [
