@@ -172,33 +172,49 @@ const nonceReads = groupCommit<
 }, { max: 256 });
 
 /**
- * The transaction that paid with `from`'s `nonce` on the contract, whoever sent it (our relay,
- * or anyone who relayed the proof directly): the vault's PaymentTransferred log, or the
- * token's AuthorizationUsed for `exact`. Null when no payment used it.
+ * The transaction that paid exactly this authorization (`from` to `to`, `value`, its nonce): on
+ * the vault its `PaymentTransferred`, on the token the `Transfer` beside its `AuthorizationUsed`.
+ * A nonce spent by another payment of the payer (another payee or amount, signed with the same
+ * nonce) is not this one's payment: null.
  */
 export async function paidWithNonce(
   chain: GatewayChain,
   p: ProfileName,
   target: AuthorizationTarget,
-  from: `0x${string}`,
-  nonce: Hex,
+  pay: { from: `0x${string}`; to: `0x${string}`; value: bigint; nonce: Hex },
 ): Promise<Hex | null> {
-  const logs = target === "usdc"
-    ? await gatewayClient(chain, p).getContractEvents({
-      address: chain.contract(p, "TestUSDC"),
-      abi: TestUSDC.abi,
-      eventName: "AuthorizationUsed",
-      args: { authorizer: from, nonce },
-      fromBlock: 0n,
-    })
-    : await gatewayClient(chain, p).getContractEvents({
+  const client = gatewayClient(chain, p);
+  if (target !== "usdc") {
+    const logs = await client.getContractEvents({
       address: gatewayVault(chain, p),
       abi: GatewayVault.abi,
       eventName: "PaymentTransferred",
-      args: { from, nonce },
+      args: { from: pay.from, to: pay.to, nonce: pay.nonce },
       fromBlock: 0n,
     });
-  return logs.find((l) => !l.removed)?.transactionHash ?? null;
+    return logs.find((l) => !l.removed && l.args.value === pay.value)?.transactionHash ?? null;
+  }
+  const usdc = chain.contract(p, "TestUSDC");
+  const used = await client.getContractEvents({
+    address: usdc,
+    abi: TestUSDC.abi,
+    eventName: "AuthorizationUsed",
+    args: { authorizer: pay.from, nonce: pay.nonce },
+    fromBlock: 0n,
+  });
+  const hit = used.find((l) => !l.removed);
+  if (!hit) return null;
+  const transfers = await client.getContractEvents({
+    address: usdc,
+    abi: TestUSDC.abi,
+    eventName: "Transfer",
+    args: { from: pay.from, to: pay.to },
+    blockHash: hit.blockHash,
+  });
+  const paid = transfers.some((t) =>
+    !t.removed && t.transactionHash === hit.transactionHash && t.args.value === pay.value
+  );
+  return paid ? hit.transactionHash : null;
 }
 
 /**

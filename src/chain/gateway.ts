@@ -77,9 +77,8 @@ export function gatewayOps(chain: GatewayChain) {
     paidWithNonce: (
       p: ProfileName,
       target: AuthorizationTarget,
-      from: `0x${string}`,
-      nonce: Hex,
-    ) => paidWithNonce(chain, p, target, from, nonce),
+      pay: { from: `0x${string}`; to: `0x${string}`; value: bigint; nonce: Hex },
+    ) => paidWithNonce(chain, p, target, pay),
     total: (p: ProfileName, account: `0x${string}`) => totalBalance(chain, p, account),
     balance: (p: ProfileName, account: `0x${string}`) => gatewayBalance(chain, p, account),
     availableAt: (p: ProfileName, account: `0x${string}`) => availableAt(chain, p, account),

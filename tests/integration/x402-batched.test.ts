@@ -7,12 +7,13 @@
  * upstream failures, replays, forged signatures and a withdrawal racing pending charges.
  */
 import assert from "node:assert/strict";
-import { type Hex, toHex } from "viem";
+import { encodeFunctionData, type Hex, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { GatewayClient } from "@circle-fin/x402-batching/client";
 import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
-import { externalBuyer, X402_PROFILE } from "../helpers/x402.ts";
+import { externalBuyer, gatewayProof, X402_PROFILE } from "../helpers/x402.ts";
+import { M } from "../../src/http/messages.ts";
 import { highS } from "../helpers/signatures.ts";
 import { batchedPayment } from "../helpers/x402-batched.ts";
 import { waitFor } from "../helpers/poll.ts";
@@ -452,6 +453,150 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
           from x402_gateway_charges where payer = ${buyer.address.toLowerCase()}`;
         assert.deepEqual({ settled: c.settled, failed: c.failed }, { settled: 10, failed: 0 });
         assert.equal(await vaultOf(buyer.address), 0n);
+      },
+    );
+
+    await t.step(
+      "one vault nonce, two paths (batched, POST /api/x402/pay): taken once, paid once",
+      async () => {
+        const buyer = await externalBuyer(svc, generatePrivateKey(), USDC);
+        await buyer.deposit(100n * PRICE);
+        const payer = buyer.address.toLowerCase();
+        const newNonce = (): Hex => toHex(crypto.getRandomValues(new Uint8Array(32)));
+        const batched = async (nonce: Hex) => {
+          const header = await batchedPayment(svc, buyer.account, resource, {
+            to: sellerAddr,
+            value: PRICE,
+            nonce,
+          });
+          const r = await fetch(resource, { headers: { "payment-signature": header } });
+          const required = r.headers.get("payment-required");
+          await r.body?.cancel();
+          return { status: r.status, error: required ? JSON.parse(atob(required)).error : null };
+        };
+        const viaPay = async (nonce: Hex) => {
+          const { proof } = await gatewayProof(svc, buyer.account, {
+            to: sellerAddr,
+            value: PRICE,
+            nonce,
+          });
+          const r = await api(svc)("POST", "/api/x402/pay", {
+            body: { slug: "ticks", method: "GET", paymentProof: proof },
+          });
+          return { status: r.status, error: r.json?.error as string | undefined };
+        };
+        // The pay path spent it on chain: the batched path refuses it.
+        const n1 = newNonce();
+        assert.equal((await viaPay(n1)).status, 200);
+        assert.deepEqual(await batched(n1), {
+          status: 402,
+          error: "invalid_exact_evm_nonce_already_used",
+        });
+        // The batched path holds it (pending, not on chain yet): the pay path refuses it.
+        const n2 = newNonce();
+        assert.equal((await batched(n2)).status, 200);
+        assert.deepEqual(await viaPay(n2), { status: 403, error: M.x402ProofUsed });
+        // Both at once, ten times: each nonce is taken by exactly one of them.
+        const raced = await Promise.all(Array.from({ length: 10 }, async () => {
+          const n = newNonce();
+          const [a, b] = await Promise.all([batched(n), viaPay(n)]);
+          return [a.status, b.status];
+        }));
+        for (const [a, b] of raced) {
+          assert.ok((a === 200) !== (b === 200), `one of the two paths only: ${a}, ${b}`);
+          assert.ok(a === 200 || a === 402, String(a));
+          assert.ok(b === 200 || b === 403, String(b));
+        }
+        const batchedServed = 1 + raced.filter(([a]) => a === 200).length;
+        await waitFor(async () => {
+          await settleRound(svc.deps);
+          const [open] = await sql`
+            select count(*)::int as n from x402_gateway_charges
+            where payer = ${payer} and status in ('pending', 'reserved')`;
+          return open.n === 0;
+        }, { timeoutMs: 60_000, what: "the payer's charges settled" });
+        const [c] = await sql`
+          select count(*) filter (where status = 'settled')::int as settled,
+                 count(*) filter (where status = 'failed')::int as failed,
+                 count(distinct tx_hash) filter (where status = 'settled')::int as txs
+          from x402_gateway_charges where payer = ${payer}`;
+        assert.deepEqual({ settled: c.settled, failed: c.failed }, {
+          settled: batchedServed,
+          failed: 0,
+        });
+        const [paid] = await sql`
+          select count(*)::int as n from x402_payments
+          where payer = ${payer} and status = 'SUCCESS'`;
+        // Every call served was paid for once, on chain: 12 calls, 12 prices.
+        assert.equal(batchedServed + paid.n, 12);
+        assert.equal(await vaultOf(buyer.address), 100n * PRICE - 12n * PRICE);
+      },
+    );
+
+    await t.step(
+      "a charge whose nonce another payment of the payer's spent is failed, not counted as paid",
+      async () => {
+        const buyer = await externalBuyer(svc, generatePrivateKey(), USDC);
+        await buyer.deposit(10n * PRICE);
+        const payer = buyer.address.toLowerCase();
+        const nonce: Hex = toHex(crypto.getRandomValues(new Uint8Array(32)));
+        const header = await batchedPayment(svc, buyer.account, resource, {
+          to: sellerAddr,
+          value: PRICE,
+          nonce,
+        });
+        const r = await fetch(resource, { headers: { "payment-signature": header } });
+        await r.body?.cancel();
+        assert.equal(r.status, 200);
+        // Before our settlement, the payer's other authorization with the same nonce (another
+        // payee) is relayed by another settler of the vault (one the operator named).
+        const vault = chain.contract(X402_PROFILE, "GatewayVault");
+        const settler = await externalBuyer(svc, generatePrivateKey(), 1n);
+        await chain.send({
+          profile: X402_PROFILE,
+          from: "operator",
+          to: vault,
+          data: encodeFunctionData({
+            abi: GatewayVault.abi,
+            functionName: "setSettlers",
+            args: [[settler.address], true],
+          }),
+          intentKey: `test:settler:${settler.address}`,
+        });
+        const elsewhere = privateKeyToAccount(generatePrivateKey()).address;
+        const now = BigInt(Math.floor(Date.now() / 1000));
+        const a = {
+          from: buyer.address,
+          to: elsewhere,
+          value: PRICE,
+          validAfter: 0n,
+          validBefore: now + 3600n,
+          nonce,
+        };
+        const signature = await buyer.account.signTypedData({
+          domain: chain.gateway.domain(X402_PROFILE, "gateway"),
+          types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+          primaryType: "TransferWithAuthorization",
+          message: a,
+        });
+        const other = await settler.wallet.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "transferWithAuthorization",
+          args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, signature],
+        });
+        await settler.mined(other);
+        await waitFor(async () => {
+          await settleRound(svc.deps);
+          const [open] = await sql`
+            select count(*)::int as n from x402_gateway_charges
+            where payer = ${payer} and status in ('pending', 'reserved')`;
+          return open.n === 0;
+        }, { timeoutMs: 60_000, what: "the charge finished" });
+        const [row] = await sql`
+          select status, tx_hash, error from x402_gateway_charges where payer = ${payer}`;
+        assert.equal(row.status, "failed", `counted as paid by ${row.txHash}`);
+        assert.notEqual(row.txHash, other);
       },
     );
   } finally {

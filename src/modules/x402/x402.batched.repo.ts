@@ -122,13 +122,15 @@ export async function reserveMany(
         chain_id int, listing_id uuid, listing_slug text, merchant_id uuid, payer text,
         payee text, amount bigint, nonce text, valid_after bigint, valid_before bigint,
         domain text, signature text, agent_id text, created_at timestamptz)
-    ), ${fitsInRoom(sql, freshAfter, now)}, ins as (
+    ), ${fitsInRoom(sql, freshAfter, now)}, ${claimNonces(sql, "fits")}, ins as (
       insert into x402_gateway_charges (id, chain_id, listing_id, listing_slug, merchant_id,
         payer, payee, amount, nonce, valid_after, valid_before, domain, signature, agent_id,
         status, created_at)
-      select id, chain_id, listing_id, listing_slug, merchant_id, payer, payee, amount, nonce,
-        valid_after, valid_before, domain, signature, agent_id, 'reserved', created_at
-      from fits
+      select f.id, f.chain_id, f.listing_id, f.listing_slug, f.merchant_id, f.payer, f.payee,
+        f.amount, f.nonce, f.valid_after, f.valid_before, f.domain, f.signature, f.agent_id,
+        'reserved', f.created_at
+      from fits f join claimed n
+        on n.chain_id = f.chain_id and n.payer = f.payer and n.nonce = f.nonce
       on conflict (chain_id, payer, nonce, free_tag) do nothing
       returning id, chain_id, payer, amount
     ), queued as (
@@ -167,6 +169,21 @@ export const fitsInRoom = (sql: Db, freshAfter: Date, now: Date) =>
         from inp
       ) c join acct on acct.chain_id = c.chain_id and acct.payer = c.payer
       where c.running <= acct.room
+    )`;
+
+/**
+ * The CTE `claimed`: the vault nonces of the CTE `from` (with `chain_id`, `payer`, `nonce`)
+ * claimed for this statement in x402_vault_nonces, shared by both paths that spend the vault (a
+ * batched charge, a `POST /api/x402/pay` gateway attempt), so one (payer, nonce) is taken once
+ * whichever path takes it: a nonce another statement claimed is not returned (one still
+ * uncommitted is waited for). Only the claimed rows may then be inserted.
+ */
+export const claimNonces = (sql: Db, from: string) =>
+  sql`claimed as (
+      insert into x402_vault_nonces (chain_id, payer, nonce)
+      select chain_id, payer, nonce from ${sql(from)}
+      on conflict do nothing
+      returning chain_id, payer, nonce
     )`;
 
 /** Whether this (payer, nonce) already has a charge that was not released. */
@@ -249,7 +266,10 @@ export async function release(
       update x402_gateway_charges set status = 'released', error = ${f.error.slice(0, 500)},
         upstream_status = ${f.upstreamStatus}, settled_at = ${f.now}, free_tag = id::text
       where id = ${id} and ${statusIn(sql, "status", ["reserved"])}
-      returning chain_id, payer, amount
+      returning chain_id, payer, amount, nonce
+    ), freed as (
+      delete from x402_vault_nonces n using c
+      where n.chain_id = c.chain_id and n.payer = c.payer and n.nonce = c.nonce
     )
     update x402_gateway_accounts a set held = a.held - c.amount
     from c where a.chain_id = c.chain_id and a.payer = c.payer

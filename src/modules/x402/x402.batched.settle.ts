@@ -153,13 +153,14 @@ async function finishBatch(
         paid.push({ id: c.id, txHash: tx.txHash, block });
         continue;
       }
-      // Skipped by the vault: paid already by someone who relayed it directly, or refused.
-      const other = await deps.chain.gateway.paidWithNonce(
-        p,
-        "gateway",
-        c.payer as `0x${string}`,
-        c.nonce as `0x${string}`,
-      );
+      // Skipped by the vault: this very payment relayed already by another settler, or refused
+      // (its nonce spent by another payment of the payer's, its balance short, its window out).
+      const other = await deps.chain.gateway.paidWithNonce(p, "gateway", {
+        from: c.payer as `0x${string}`,
+        to: c.payee as `0x${string}`,
+        value: c.amount,
+        nonce: c.nonce as `0x${string}`,
+      });
       if (other) paid.push({ id: c.id, txHash: other, block });
       else refused.push({ id: c.id, reason: "refused by the vault in its settlement batch" });
     }

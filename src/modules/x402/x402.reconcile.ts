@@ -34,15 +34,20 @@ export async function reconcilePending(
         (row.scheme === "gateway"
           ? await deps.chain.intentCarrying(profile, BATCH_INTENT_PREFIX, row.nonce)
           : null);
-    // The contract's nonce says whether it was paid, by our transaction or by anyone who relayed
-    // the proof directly (a batch of ours may have skipped it for that, or ours reverted): the
-    // payment's log names the transaction that paid.
+    // The contract's nonce says whether it was paid, by our transaction or by another relay of
+    // the same proof (a batch of ours may have skipped it for that, or ours reverted): the
+    // payment's log names the transaction that paid, when it paid this payee this amount.
     const target = row.scheme === "exact" ? "usdc" : "gateway";
     const payer = row.payer as `0x${string}`;
     const nonce = row.nonce as `0x${string}`;
     const used = await deps.chain.gateway.nonceUsed(profile, target, payer, nonce);
     const paidIn = used
-      ? await deps.chain.gateway.paidWithNonce(profile, target, payer, nonce) ??
+      ? await deps.chain.gateway.paidWithNonce(profile, target, {
+        from: payer,
+        to: row.payee as `0x${string}`,
+        value: row.amount,
+        nonce,
+      }) ??
         (tx?.status === "confirmed" && row.scheme === "exact" ? tx.txHash : null)
       : null;
     if (paidIn) {
@@ -54,7 +59,7 @@ export async function reconcilePending(
       await finish(deps, row.id, {
         status: "FAILED",
         error: used
-          ? "authorization cancelled on chain: nothing charged"
+          ? "its nonce was spent on chain by another payment, or cancelled: nothing charged"
           : !tx
           ? "abandoned before settlement: nothing charged"
           : tx.status === "confirmed"

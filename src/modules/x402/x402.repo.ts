@@ -1,7 +1,7 @@
 /** SQL for x402 listings and paid-call attempts. */
 import type { Db, Sql } from "../../db/client.ts";
 import { statusIn } from "../../db/by-id.ts";
-import { fitsInRoom, openCharges } from "./x402.batched.repo.ts";
+import { claimNonces, fitsInRoom, openCharges } from "./x402.batched.repo.ts";
 import type { Address, X402PaymentRecord, X402PaymentStatus, X402Scheme } from "./x402.types.ts";
 import type { HttpMethod } from "./x402.rules.ts";
 
@@ -154,7 +154,12 @@ export async function claimGatewayAttempt(
         where chain_id = ${a.chainId} and payer = ${a.payer}
           and held + ${a.amount} <= balance and synced_at >= ${freshAfter}
           and (withdrawing_until is null or withdrawing_until < ${a.now})
-        returning 1
+        returning chain_id, payer
+      ), claimed as (
+        -- The vault's nonce, shared with the batched charges: taken there (or here) already,
+        -- the unique violation undoes this statement's hold and attempt.
+        insert into x402_vault_nonces (chain_id, payer, nonce)
+        select chain_id, payer, ${a.nonce} from acct
       )
       insert into x402_payments (listing_id, listing_slug, merchant_id, scheme, chain_id, payer,
                                  payee, amount, nonce, valid_after, valid_before, agent_id,
@@ -211,13 +216,15 @@ export async function claimGatewayAttempts(
         listing_id uuid, listing_slug text, merchant_id uuid, scheme text, chain_id int,
         payer text, payee text, amount bigint, nonce text, valid_after bigint,
         valid_before bigint, agent_id text, created_at timestamptz)
-    ), ${fitsInRoom(sql, freshAfter, now)}, ins as (
+    ), ${fitsInRoom(sql, freshAfter, now)}, ${claimNonces(sql, "fits")}, ins as (
       insert into x402_payments (id, listing_id, listing_slug, merchant_id, scheme, chain_id,
                                  payer, payee, amount, nonce, valid_after, valid_before, agent_id,
                                  status, created_at)
-      select id, listing_id, listing_slug, merchant_id, scheme, chain_id, payer, payee, amount,
-             nonce, valid_after, valid_before, agent_id, 'PENDING', created_at
-      from fits
+      select f.id, f.listing_id, f.listing_slug, f.merchant_id, f.scheme, f.chain_id, f.payer,
+             f.payee, f.amount, f.nonce, f.valid_after, f.valid_before, f.agent_id, 'PENDING',
+             f.created_at
+      from fits f join claimed n
+        on n.chain_id = f.chain_id and n.payer = f.payer and n.nonce = f.nonce
       on conflict (chain_id, scheme, payer, nonce) where status <> 'FAILED' do nothing
       returning *
     ), hold as (
@@ -246,7 +253,11 @@ export async function dropAttempt(sql: Db, id: string): Promise<void> {
   await sql`
     with gone as (
       delete from x402_payments where id = ${id} and ${statusIn(sql, "status", ["PENDING"])}
-      returning chain_id, payer, amount, scheme
+      returning chain_id, payer, amount, scheme, nonce
+    ), freed as (
+      delete from x402_vault_nonces n using gone
+      where gone.scheme = 'gateway' and n.chain_id = gone.chain_id and n.payer = gone.payer
+        and n.nonce = gone.nonce
     )
     update x402_gateway_accounts a set held = greatest(a.held - gone.amount, 0)
     from gone
@@ -284,6 +295,11 @@ export async function finishAttempt(
       where upd.was = 'PENDING' and upd.scheme = 'gateway' and a.chain_id = upd.chain_id
         and a.payer = upd.payer
       returning 1
+    ), freed as (
+      -- FAILED frees the (payer, nonce) for another try, here or on the batched path.
+      delete from x402_vault_nonces n using upd
+      where ${f.status} = 'FAILED' and upd.was <> 'FAILED' and upd.scheme = 'gateway'
+        and n.chain_id = upd.chain_id and n.payer = upd.payer and n.nonce = upd.nonce
     )
     select ${PAYMENT_COLUMNS(sql)} from upd`;
   return row;
