@@ -59,6 +59,22 @@ export async function transferSignedBy(
   a: TransferAuthorization,
   signature: Hex,
 ): Promise<boolean> {
+  return (await transferSigner(chain, p, target, a, signature)) !== null;
+}
+
+/**
+ * Who vouched for `signature` as `a.from`'s TransferWithAuthorization: "key" when it recovers to
+ * `a.from` here (an EOA's ECDSA, which nothing can take back), "node" when the node's check said
+ * so (an ERC-1271 account, or any other form: what the account answers may change before a
+ * settlement asks again), null when neither did.
+ */
+export async function transferSigner(
+  chain: GatewayChain,
+  p: ProfileName,
+  target: AuthorizationTarget,
+  a: TransferAuthorization,
+  signature: Hex,
+): Promise<"key" | "node" | null> {
   const typed = {
     domain: gatewayDomain(chain, p, target),
     types: TRANSFER_WITH_AUTHORIZATION_TYPES,
@@ -70,16 +86,16 @@ export async function transferSignedBy(
   if (
     typed.domain.name !== undefined &&
     await checkSignedByEoa(typed.domain, a, signature)
-  ) return true;
+  ) return "key";
   try {
     // The vault checks with OpenZeppelin's SignatureChecker, whose ECDSA refuses a high s: the
     // malleated twin of a good signature recovers its signer (the node's check would accept it)
     // but would fail its settlement. Only an ERC-1271 account may still accept such a form.
     if (hasHighS(signature)) {
       const code = await gatewayClient(chain, p).getCode({ address: a.from });
-      if ((code ?? "0x") === "0x") return false;
+      if ((code ?? "0x") === "0x") return null;
     }
-    return await gatewayClient(chain, p).verifyTypedData({
+    const ok = await gatewayClient(chain, p).verifyTypedData({
       address: a.from,
       domain: gatewayDomain(chain, p, target),
       types: TRANSFER_WITH_AUTHORIZATION_TYPES,
@@ -87,8 +103,9 @@ export async function transferSignedBy(
       message: a,
       signature,
     });
+    return ok ? "node" : null;
   } catch {
-    return false;
+    return null;
   }
 }
 

@@ -21,6 +21,7 @@ import {
   signAuthorization,
   type TransferAuthorization,
   transferSignedBy,
+  transferSigner,
 } from "./gateway-authorization.ts";
 import { settleAuthorization, settleAuthorizations } from "./gateway-settle.ts";
 import {
@@ -72,6 +73,12 @@ export function gatewayOps(chain: GatewayChain) {
       a: TransferAuthorization,
       signature: Hex,
     ) => transferSignedBy(chain, p, target, a, signature),
+    signer: (
+      p: ProfileName,
+      target: AuthorizationTarget,
+      a: TransferAuthorization,
+      signature: Hex,
+    ) => transferSigner(chain, p, target, a, signature),
     nonceUsed: (p: ProfileName, target: AuthorizationTarget, from: `0x${string}`, nonce: Hex) =>
       authorizationNonceUsed(chain, p, target, from, nonce),
     paidWithNonce: (

@@ -15,6 +15,7 @@ import { api, createMerchant } from "../helpers/accounts.ts";
 import { externalBuyer, gatewayProof, X402_PROFILE } from "../helpers/x402.ts";
 import { M } from "../../src/http/messages.ts";
 import { highS } from "../helpers/signatures.ts";
+import { compileRevocable1271 } from "../helpers/erc1271.ts";
 import { batchedPayment } from "../helpers/x402-batched.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { parsePrometheus, sample } from "../helpers/prometheus.ts";
@@ -30,9 +31,16 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
     env: { RATE_LIMITS: "off", X402_BATCH_SECONDS: "3600", X402_BATCH_MAX: "500" },
   });
   let failing = false;
+  // Runs once inside the next upstream call, before it answers (a payer acting mid-call).
+  let duringCall: (() => Promise<void>) | null = null;
   const upstream = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    () => failing ? new Response("down", { status: 503 }) : Response.json({ ok: true }),
+    async () => {
+      const during = duringCall;
+      duringCall = null;
+      await during?.();
+      return failing ? new Response("down", { status: 503 }) : Response.json({ ok: true });
+    },
   );
   const chain = svc.deps.chain;
   const sql = svc.db.sql;
@@ -597,6 +605,66 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
           select status, tx_hash, error from x402_gateway_charges where payer = ${payer}`;
         assert.equal(row.status, "failed", `counted as paid by ${row.txHash}`);
         assert.notEqual(row.txHash, other);
+      },
+    );
+
+    await t.step(
+      "a smart-account payer (ERC-1271) is settled before its answer: revoked mid-call, the answer is withheld",
+      async () => {
+        const owner = await externalBuyer(svc, generatePrivateKey(), USDC);
+        const { abi, bytecode } = compileRevocable1271();
+        const deployed = await owner.wallet.deployContract({
+          abi,
+          bytecode,
+          args: [owner.address],
+        });
+        const receipt = await waitFor(
+          () => chain.runtime(X402_PROFILE).client.getTransactionReceipt({ hash: deployed }),
+          { what: "the account deployed" },
+        );
+        const account = receipt.contractAddress!.toLowerCase() as `0x${string}`;
+        await owner.depositFor(account, 10n * PRICE);
+        const pay = async () => {
+          const header = await batchedPayment(svc, owner.account, resource, {
+            from: account,
+            to: sellerAddr,
+            value: PRICE,
+          });
+          return await fetch(resource, { headers: { "payment-signature": header } });
+        };
+        // Its owner's signature holds: settled on chain before the answer, which names the
+        // transaction.
+        const ok = await pay();
+        assert.equal(ok.status, 200);
+        assert.deepEqual(await ok.json(), { ok: true });
+        const receiptHeader = JSON.parse(atob(ok.headers.get("payment-response")!));
+        assert.equal(receiptHeader.status, "settled");
+        assert.match(receiptHeader.transaction, /^0x[0-9a-f]{64}$/);
+        assert.equal(await vaultOf(account), 9n * PRICE);
+        // The owner takes the account's signatures back while the upstream works: checked
+        // before, refused by the vault after. The call's answer is not given; nothing is paid.
+        duringCall = async () => {
+          await owner.mined(
+            await owner.wallet.writeContract({
+              address: account,
+              abi,
+              functionName: "revoke",
+              args: [],
+            }),
+          );
+        };
+        const refused = await pay();
+        assert.equal(refused.status, 402);
+        assert.equal(
+          JSON.parse(atob(refused.headers.get("payment-required")!)).error,
+          "invalid_exact_evm_signature",
+        );
+        assert.doesNotMatch(await refused.text(), /"ok":true/);
+        assert.equal(duringCall, null, "the upstream was called");
+        const rows = await sql`
+          select status from x402_gateway_charges where payer = ${account}`;
+        assert.deepEqual(rows.map((r) => r.status).sort(), ["failed", "settled"]);
+        assert.equal(await vaultOf(account), 9n * PRICE);
       },
     );
   } finally {

@@ -357,6 +357,36 @@ export async function createBatch(
   });
 }
 
+/**
+ * A reserved charge served (reserved → pending) and written into a batch of its own, taken out of
+ * the queue of unbatched charges, in one transaction: no round can batch it meanwhile (a round
+ * passes over reserved charges). For a charge settled before its call is answered
+ * (x402.batched.settle.ts `settleNow`). False when the charge was no longer reserved.
+ */
+export async function serveInBatch(
+  sql: Sql,
+  b: { id: string; chainId: number; chargeId: string; upstreamStatus: number; now: Date },
+): Promise<boolean> {
+  return await sql.begin(async (tx) => {
+    const [served] = await tx<{ merchantId: string | null }[]>`
+      update x402_gateway_charges set status = 'pending', upstream_status = ${b.upstreamStatus},
+        served_at = ${b.now}
+      where id = ${b.chargeId} and ${statusIn(tx, "status", ["reserved"])}
+      returning merchant_id`;
+    if (!served) return false;
+    await tx`delete from x402_gateway_unbatched
+      where chain_id = ${b.chainId} and charge_id = ${b.chargeId}`;
+    await tx`insert into x402_gateway_batches (id, chain_id, status, size, charge_ids, created_at)
+      values (${b.id}, ${b.chainId}, 'pending', 1, ${[b.chargeId]}::uuid[], ${b.now})`;
+    if (served.merchantId) {
+      await tx`insert into x402_gateway_batch_merchants (batch_id, merchant_id, payments,
+          created_at)
+        values (${b.id}, ${served.merchantId}, 1, ${b.now})`;
+    }
+    return true;
+  });
+}
+
 export async function pendingBatches(sql: Db, chainId: number): Promise<BatchRow[]> {
   return await sql<BatchRow[]>`
     select * from x402_gateway_batches where chain_id = ${chainId} and status = 'pending'

@@ -116,6 +116,41 @@ export async function settleRound(
   }
 }
 
+/**
+ * Serves a reserved charge (its upstream answered `upstreamStatus`) and settles it now, in a
+ * transaction of its own, and says how it ended: "settled" (with its transaction), "failed" (the
+ * vault refused it), or "pending" (no receipt in time: a round finishes its batch). For a payment
+ * whose signature only the node could vouch for (an ERC-1271 account may answer otherwise by the
+ * time a batch asks): x402.batched.ts.
+ */
+export async function settleNow(
+  deps: Deps,
+  p: ProfileName,
+  chargeId: string,
+  upstreamStatus: number,
+): Promise<{ status: "settled"; txHash: string } | { status: "failed" | "pending" }> {
+  const id = crypto.randomUUID();
+  const batched = await repo.serveInBatch(deps.sql, {
+    id,
+    chainId: deps.chain.chainId(p),
+    chargeId,
+    upstreamStatus,
+    now: deps.clock.now(),
+  });
+  if (batched) {
+    try {
+      await finishBatch(deps, p, id);
+    } catch (e) {
+      // Recorded before anything was sent: a round finishes the batch.
+      deps.log.warn("x402 charge settled now: left to the next round", { batch: id, error: e });
+    }
+  }
+  const c = await repo.findCharge(deps.sql, chargeId);
+  if (c?.status === "settled" && c.txHash) return { status: "settled", txHash: c.txHash };
+  if (c?.status === "failed") return { status: "failed" };
+  return { status: "pending" };
+}
+
 /** Sends (or finds again) a recorded batch's transaction, waits for it, records the outcome. */
 async function finishBatch(
   deps: Deps,

@@ -30,6 +30,7 @@ import {
   minWithdrawalDelay,
 } from "./x402.batched.rules.ts";
 import { kickSettlement } from "./x402.batched.kick.ts";
+import { settleNow } from "./x402.batched.settle.ts";
 import { reserveCharge, serveCharge } from "./x402.batched.mirror.ts";
 
 const solvent = new WeakMap<object, { ok: boolean; at: number }>();
@@ -144,9 +145,8 @@ async function batchedCall(
     return refuse("invalid_exact_evm_payload_authorization_valid_after");
   }
   if (window === "too_short") return refuse("invalid_exact_evm_payload_authorization_valid_before");
-  if (!(await deps.chain.gateway.signedBy(p, "batched", a, payload.signature))) {
-    return refuse("invalid_exact_evm_signature");
-  }
+  const signer = await deps.chain.gateway.signer(p, "batched", a, payload.signature);
+  if (!signer) return refuse("invalid_exact_evm_signature");
   if (input.agentId !== undefined) {
     await deps.agents.verifyAgent({
       agentId: input.agentId,
@@ -203,23 +203,40 @@ async function batchedCall(
     }
     throw new DomainError("x402_upstream_unreachable", { hint: up.error });
   }
-  await serveCharge(deps, charge.id, up.status);
-  kickSettlement(deps, 1);
-  return {
-    kind: "paid",
-    version: 2,
+  const paid = {
+    kind: "paid" as const,
+    version: 2 as const,
     status: up.status,
     contentType: up.contentType,
     body: up.body,
+  };
+  const receipt = {
+    success: true,
+    payer: checksum(a.from),
+    network: req.network,
+    amount: a.value.toString(),
+  };
+  if (signer === "node") {
+    // Only the node vouched for the signature (an ERC-1271 account): what the account answers
+    // may change before a batch asks again, and the seller would have served the call for
+    // nothing. Settled before the answer goes out; refused by the vault, the upstream's answer
+    // is withheld (docs/decisions.md, "Smart-account payers").
+    const settled = await settleNow(deps, p, charge.id, up.status);
+    if (settled.status === "failed") return refuse("invalid_exact_evm_signature");
+    if (settled.status === "settled") {
+      return {
+        ...paid,
+        paymentResponse: { ...receipt, transaction: settled.txHash, status: "settled" },
+      };
+    }
+  } else {
+    await serveCharge(deps, charge.id, up.status);
+    kickSettlement(deps, 1);
+  }
+  return {
+    ...paid,
     // Accepted, not yet on chain: `transaction` names the charge (GET its status in the
     // dashboard); the settlement's hash follows when its batch is mined.
-    paymentResponse: {
-      success: true,
-      payer: checksum(a.from),
-      transaction: charge.id,
-      network: req.network,
-      amount: a.value.toString(),
-      status: "pending",
-    },
+    paymentResponse: { ...receipt, transaction: charge.id, status: "pending" },
   };
 }
