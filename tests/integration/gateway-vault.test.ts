@@ -19,7 +19,7 @@ import {
 import { generatePrivateKey } from "viem/accounts";
 import { GatewayVault, TestUSDC } from "../../src/chain/contracts/artifacts/index.ts";
 import { ANVIL_KEYS, startAnvil } from "../helpers/anvil.ts";
-import { compile1271 } from "../helpers/erc1271.ts";
+import { compile1271, compileRevocable1271 } from "../helpers/erc1271.ts";
 import { waitFor } from "../helpers/poll.ts";
 import {
   anvilClients,
@@ -354,6 +354,62 @@ Deno.test("contracts: GatewayVault on anvil", async (t) => {
         assert.equal(await isSettler(buyerAddr, named), false);
         // Give the seller's extra unit back to the buyer's count the later steps expect.
         const back = await authorization({ from: sellerAddr, to: buyerAddr });
+        await mined(pay(back, await sign(back, seller)));
+      },
+    );
+
+    await t.step(
+      "an EOA that delegates its code (EIP-7702) after signing: what its key signed still pays",
+      async () => {
+        const key = generatePrivateKey();
+        const payer = wallet(key);
+        const payerAddr = payer.account.address;
+        await testClient.setBalance({ address: payerAddr, value: 10n ** 18n });
+        await mint(payerAddr, 5n * USDC);
+        await mined(payer.writeContract({
+          address: usdc,
+          abi: TestUSDC.abi,
+          functionName: "approve",
+          args: [vault, 5n * USDC],
+        }));
+        await mined(payer.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "deposit",
+          args: [5n * USDC],
+        }));
+        // Signed with the key while the address has no code (what the service accepts)...
+        const a = await authorization({ from: payerAddr, value: 2n * USDC });
+        const sig = await sign(a, payer);
+        // ...then the address delegates to code that answers every ERC-1271 question "no".
+        const { abi, bytecode } = compileRevocable1271();
+        const refuser = getAddress(
+          (await mined(operator.deployContract({
+            abi,
+            bytecode,
+            args: [sellerAddr],
+          }))).contractAddress!,
+        );
+        const delegation = await payer.signAuthorization({
+          contractAddress: refuser,
+          executor: "self",
+        });
+        await mined(payer.sendTransaction({
+          authorizationList: [delegation],
+          to: sellerAddr,
+          data: "0x",
+        }));
+        const code = await pub.getCode({ address: payerAddr });
+        assert.ok(code?.startsWith("0xef0100"), `delegated: ${code}`);
+        const before = await balanceIn(vault, sellerAddr);
+        await mined(pay(a, sig));
+        assert.equal((await balanceIn(vault, payerAddr)).available, 3n * USDC);
+        assert.equal(
+          (await balanceIn(vault, sellerAddr)).available,
+          before.available + 2n * USDC,
+        );
+        // The seller's two units back to the payer: the later steps count the seller's balance.
+        const back = await authorization({ from: sellerAddr, to: payerAddr, value: 2n * USDC });
         await mined(pay(back, await sign(back, seller)));
       },
     );

@@ -6,6 +6,7 @@ import {IERC20Permit} from "@openzeppelin/contracts/token/ERC20/extensions/IERC2
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
+import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/MessageHashUtils.sol";
 import {IERC3009} from "@openzeppelin/contracts/interfaces/draft-IERC3009.sol";
 
@@ -274,14 +275,20 @@ contract GatewayVault is EIP712 {
         view
         returns (bool)
     {
-        if (
-            domain != BATCHED_DOMAIN
-                && SignatureChecker.isValidSignatureNow(from, _hashTypedDataV4(structHash), signature)
-        ) return true;
+        if (domain != BATCHED_DOMAIN && _signedBy(from, _hashTypedDataV4(structHash), signature)) return true;
         return domain != VAULT_DOMAIN
-            && SignatureChecker.isValidSignatureNow(
-                from, MessageHashUtils.toTypedDataHash(batchedDomainSeparator(), structHash), signature
-            );
+            && _signedBy(from, MessageHashUtils.toTypedDataHash(batchedDomainSeparator(), structHash), signature);
+    }
+
+    /// @dev `from`'s key signed `digest` (ECDSA, low s), whatever code `from` holds now; or, for an
+    /// account with code, it answers ERC-1271 for it. The key first: an EOA that later delegates
+    /// its code (EIP-7702) cannot make a payment it signed invalid through that code, which would
+    /// fail a settlement of charges already served on it (OpenZeppelin's SignatureChecker asks an
+    /// address with code only through ERC-1271).
+    function _signedBy(address from, bytes32 digest, bytes calldata signature) private view returns (bool) {
+        (address recovered, ECDSA.RecoverError err,) = ECDSA.tryRecoverCalldata(digest, signature);
+        if (err == ECDSA.RecoverError.NoError && recovered == from) return true;
+        return from.code.length != 0 && SignatureChecker.isValidERC1271SignatureNowCalldata(from, digest, signature);
     }
 
     /// @dev A verified authorization's transfer, or InsufficientBalance's selector.

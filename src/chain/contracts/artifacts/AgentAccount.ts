@@ -4,7 +4,7 @@
 export const AgentAccount = {
   contractName: "AgentAccount",
   compilerVersion: "0.8.37+commit.f401782d.Emscripten.clang",
-  inputHash: "5e4c6dccb1ca1b47d41e04beabe3925256bf398947eec6f47758a2ac5e48334a",
+  inputHash: "25cf7ba37120836f82fe28d97c450421cec74ad620bf5a604b820e131780d900",
   abi: [
     {
       "inputs": [
