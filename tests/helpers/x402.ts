@@ -223,3 +223,22 @@ async function gatewayProofWithTerms(svc: TestService, account: LocalAccount, t:
   const { proof } = await gatewayProof(svc, account, { ...t, validAfter, nonce });
   return { proof, nonce, validAfter };
 }
+
+/**
+ * The vault's operator names `address` a settler (docs/decisions.md, "Settlers"): as another
+ * deployment's relayer or a script of the operator's would be, outside this service's records.
+ */
+export async function nameSettler(svc: TestService, address: `0x${string}`): Promise<void> {
+  const chain = svc.deps.chain;
+  await chain.send({
+    profile: X402_PROFILE,
+    from: "operator",
+    to: chain.contract(X402_PROFILE, "GatewayVault"),
+    data: encodeFunctionData({
+      abi: GatewayVault.abi,
+      functionName: "setSettlers",
+      args: [[address], true],
+    }),
+    intentKey: `test:settler:${address.toLowerCase()}`,
+  });
+}

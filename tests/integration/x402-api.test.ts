@@ -6,13 +6,19 @@
  * guard, verify, deposits, seller balance and withdrawals.
  */
 import assert from "node:assert/strict";
-import { encodeFunctionData, getAddress } from "viem";
+import { getAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { compile1271 } from "../helpers/erc1271.ts";
 import { waitFor } from "../helpers/poll.ts";
-import { externalBuyer, gatewayProof, registerAgent, X402_PROFILE } from "../helpers/x402.ts";
+import {
+  externalBuyer,
+  gatewayProof,
+  nameSettler,
+  registerAgent,
+  X402_PROFILE,
+} from "../helpers/x402.ts";
 import { M } from "../../src/http/messages.ts";
 import { paymentsByAgent } from "../../src/modules/x402/x402.service.ts";
 import { reconcilePending } from "../../src/modules/x402/x402.reconcile.ts";
@@ -110,17 +116,7 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
           ],
         });
       await assert.rejects(submit(), /NotSettler/);
-      await chain.send({
-        profile: X402_PROFILE,
-        from: "operator",
-        to: vault,
-        data: encodeFunctionData({
-          abi: GatewayVault.abi,
-          functionName: "setSettlers",
-          args: [[relayer.address], true],
-        }),
-        intentKey: `test:settler:${relayer.address}`,
-      });
+      await nameSettler(svc, relayer.address);
       const hash = await submit();
       await relayer.mined(hash);
       return hash;

@@ -7,12 +7,12 @@
  * upstream failures, replays, forged signatures and a withdrawal racing pending charges.
  */
 import assert from "node:assert/strict";
-import { encodeFunctionData, type Hex, toHex } from "viem";
+import { type Hex, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { GatewayClient } from "@circle-fin/x402-batching/client";
 import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
-import { externalBuyer, gatewayProof, X402_PROFILE } from "../helpers/x402.ts";
+import { externalBuyer, gatewayProof, nameSettler, X402_PROFILE } from "../helpers/x402.ts";
 import { M } from "../../src/http/messages.ts";
 import { highS } from "../helpers/signatures.ts";
 import { compileRevocable1271 } from "../helpers/erc1271.ts";
@@ -46,6 +46,15 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
   const sql = svc.db.sql;
   const vaultOf = async (a: string) =>
     (await chain.gateway.balance(X402_PROFILE, a.toLowerCase() as `0x${string}`)).available;
+  /** Settlement rounds until none of `payer`'s charges is reserved or pending. */
+  const settledFor = (payer: string, what = "the payer's charges settled") =>
+    waitFor(async () => {
+      await settleRound(svc.deps);
+      const [open] = await sql`
+        select count(*)::int as n from x402_gateway_charges
+        where payer = ${payer.toLowerCase()} and status in ('pending', 'reserved')`;
+      return open.n === 0;
+    }, { timeoutMs: 60_000, what });
   try {
     const seller = await createMerchant(svc);
     const created = await api(svc)("POST", "/api/x402/listings", {
@@ -378,13 +387,7 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
       assert.ok([200, 400].includes(out.status), out.text);
       const served = statuses.filter((s) => s === 200).length;
       assert.ok(statuses.every((s) => s === 200 || s === 402));
-      await waitFor(async () => {
-        await settleRound(svc.deps);
-        const [open] = await sql`
-          select count(*)::int as n from x402_gateway_charges
-          where payer = ${addr} and status in ('pending', 'reserved')`;
-        return open.n === 0;
-      }, { timeoutMs: 60_000, what: "the wallet's charges settled" });
+      await settledFor(addr, "the wallet's charges settled");
       const [c] = await sql`
         select count(*) filter (where status = 'settled')::int as settled,
                count(*) filter (where status = 'failed')::int as failed
@@ -448,13 +451,7 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
           );
         }
         assert.equal(await vaultOf(buyer.address), 10n * PRICE);
-        await waitFor(async () => {
-          await settleRound(svc.deps);
-          const [open] = await sql`
-            select count(*)::int as n from x402_gateway_charges
-            where payer = ${buyer.address.toLowerCase()} and status in ('pending', 'reserved')`;
-          return open.n === 0;
-        }, { timeoutMs: 60_000, what: "the payer's charges settled" });
+        await settledFor(buyer.address.toLowerCase());
         const [c] = await sql`
           select count(*) filter (where status = 'settled')::int as settled,
                  count(*) filter (where status = 'failed')::int as failed
@@ -516,13 +513,7 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
           assert.ok(b === 200 || b === 403, String(b));
         }
         const batchedServed = 1 + raced.filter(([a]) => a === 200).length;
-        await waitFor(async () => {
-          await settleRound(svc.deps);
-          const [open] = await sql`
-            select count(*)::int as n from x402_gateway_charges
-            where payer = ${payer} and status in ('pending', 'reserved')`;
-          return open.n === 0;
-        }, { timeoutMs: 60_000, what: "the payer's charges settled" });
+        await settledFor(payer);
         const [c] = await sql`
           select count(*) filter (where status = 'settled')::int as settled,
                  count(*) filter (where status = 'failed')::int as failed,
@@ -560,17 +551,7 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
         // payee) is relayed by another settler of the vault (one the operator named).
         const vault = chain.contract(X402_PROFILE, "GatewayVault");
         const settler = await externalBuyer(svc, generatePrivateKey(), 1n);
-        await chain.send({
-          profile: X402_PROFILE,
-          from: "operator",
-          to: vault,
-          data: encodeFunctionData({
-            abi: GatewayVault.abi,
-            functionName: "setSettlers",
-            args: [[settler.address], true],
-          }),
-          intentKey: `test:settler:${settler.address}`,
-        });
+        await nameSettler(svc, settler.address);
         const elsewhere = privateKeyToAccount(generatePrivateKey()).address;
         const now = BigInt(Math.floor(Date.now() / 1000));
         const a = {
@@ -594,13 +575,7 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
           args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, signature],
         });
         await settler.mined(other);
-        await waitFor(async () => {
-          await settleRound(svc.deps);
-          const [open] = await sql`
-            select count(*)::int as n from x402_gateway_charges
-            where payer = ${payer} and status in ('pending', 'reserved')`;
-          return open.n === 0;
-        }, { timeoutMs: 60_000, what: "the charge finished" });
+        await settledFor(payer, "the charge finished");
         const [row] = await sql`
           select status, tx_hash, error from x402_gateway_charges where payer = ${payer}`;
         assert.equal(row.status, "failed", `counted as paid by ${row.txHash}`);
