@@ -342,16 +342,7 @@ export async function createBatch(
       const ids = head.filter((h) => h.status === "pending" && taken.has(h.chargeId))
         .map((h) => h.chargeId);
       if (!ids.length) return 0;
-      await planned(tx`
-        with listed as (
-          select merchant_id from x402_gateway_charges where id = any(${ids}::uuid[])
-        ), batch as (
-          insert into x402_gateway_batches (id, chain_id, status, size, charge_ids, created_at)
-          values (${b.id}, ${b.chainId}, 'pending', ${ids.length}, ${ids}::uuid[], ${b.now})
-        )
-        insert into x402_gateway_batch_merchants (batch_id, merchant_id, payments, created_at)
-        select ${b.id}, merchant_id, count(*), ${b.now} from listed
-        where merchant_id is not null group by merchant_id`);
+      await writeBatch(tx, { ...b, ids });
       return ids.length;
     }
   });
@@ -368,23 +359,34 @@ export async function serveInBatch(
   b: { id: string; chainId: number; chargeId: string; upstreamStatus: number; now: Date },
 ): Promise<boolean> {
   return await sql.begin(async (tx) => {
-    const [served] = await tx<{ merchantId: string | null }[]>`
+    const served = await tx`
       update x402_gateway_charges set status = 'pending', upstream_status = ${b.upstreamStatus},
         served_at = ${b.now}
       where id = ${b.chargeId} and ${statusIn(tx, "status", ["reserved"])}
-      returning merchant_id`;
-    if (!served) return false;
+      returning 1`;
+    if (!served.length) return false;
     await tx`delete from x402_gateway_unbatched
       where chain_id = ${b.chainId} and charge_id = ${b.chargeId}`;
-    await tx`insert into x402_gateway_batches (id, chain_id, status, size, charge_ids, created_at)
-      values (${b.id}, ${b.chainId}, 'pending', 1, ${[b.chargeId]}::uuid[], ${b.now})`;
-    if (served.merchantId) {
-      await tx`insert into x402_gateway_batch_merchants (batch_id, merchant_id, payments,
-          created_at)
-        values (${b.id}, ${served.merchantId}, 1, ${b.now})`;
-    }
+    await writeBatch(tx, { ...b, ids: [b.chargeId] });
     return true;
   });
+}
+
+/** A pending batch of `ids` (in that order) and its count of charges per merchant. */
+async function writeBatch(
+  tx: Db,
+  b: { id: string; chainId: number; ids: string[]; now: Date },
+): Promise<void> {
+  await planned(tx`
+    with listed as (
+      select merchant_id from x402_gateway_charges where id = any(${b.ids}::uuid[])
+    ), batch as (
+      insert into x402_gateway_batches (id, chain_id, status, size, charge_ids, created_at)
+      values (${b.id}, ${b.chainId}, 'pending', ${b.ids.length}, ${b.ids}::uuid[], ${b.now})
+    )
+    insert into x402_gateway_batch_merchants (batch_id, merchant_id, payments, created_at)
+    select ${b.id}, merchant_id, count(*), ${b.now} from listed
+    where merchant_id is not null group by merchant_id`);
 }
 
 export async function pendingBatches(sql: Db, chainId: number): Promise<BatchRow[]> {
