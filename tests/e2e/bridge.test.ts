@@ -78,11 +78,32 @@ Deno.test(
 
         await t.step("checkout: pay a Settle_Testnet payment from Base_Sepolia", async () => {
           const init = await testnetCheckout("Cross Chain Café", "4.25");
+          // The first chain's balance answers after the chosen one's (a slow node, a busy
+          // machine): the page shows the chosen chain's balance, not the late answer.
+          let chosenAnswered = () => {};
+          const answered = new Promise<void>((resolve) => chosenAnswered = resolve);
+          const late: string[] = [];
+          await page.route("**/bridge/balance?*", async (route) => {
+            const chain = new URL(route.request().url()).searchParams.get("chain");
+            if (chain === "Base_Sepolia") {
+              await route.fulfill({ response: await route.fetch() });
+              chosenAnswered();
+            } else {
+              late.push(chain ?? "");
+              await answered;
+              await route.continue();
+            }
+          });
           await page.goto(init.json.checkoutUrl as string);
           await page.getByText("Pay from another chain").click();
           await page.locator("#bridge-wallet").filter({ hasText: wallet }).waitFor();
           await page.locator("#bridge-from").selectOption("Base_Sepolia");
           await page.locator("#bridge-balance").filter({ hasText: "87.500000 USDC" }).waitFor();
+          assert.deepEqual(late.length, 1, "the first chain's balance was asked for first");
+          // Both answers read (the late one last): the chosen chain's balance still shows.
+          await page.locator("#bridge-balance[data-answers='2']").waitFor();
+          await page.unroute("**/bridge/balance?*");
+          assert.equal(await page.locator("#bridge-balance").textContent(), "87.500000 USDC");
           await page.getByRole("button", { name: "Pay 4.250000 USDC from this chain" }).click();
           await page.locator("#status[data-status=SUCCESS]").waitFor({ timeout: 30_000 });
           await page.locator("#bridge-state[data-status=minted]").waitFor();

@@ -60,10 +60,18 @@
     ready();
   }
 
+  // Each chain chosen asks for its balance; only the latest question's answer is shown (an
+  // earlier chain's answer arriving after it would name the wrong chain's balance).
+  // `data-answers` counts the answers read, shown or not.
+  let balanceAsked = 0;
+  let balanceAnswers = 0;
   async function refreshBalance() {
     if (!account) return;
+    const asked = ++balanceAsked;
     balanceEl.textContent = "…";
     const r = await json(`/bridge/balance?chain=${encodeURIComponent(from.value)}`);
+    balanceEl.dataset.answers = String(++balanceAnswers);
+    if (asked !== balanceAsked) return;
     balanceEl.textContent = r.status === 200 ? `${r.body.balance} USDC` : "unavailable";
   }
 
