@@ -103,6 +103,48 @@ contract TestUSDC is ERC3009, IERC20Permit, Nonces, Ownable {
     // The `bytes signature` overloads real USDC (v2.2) has; they also accept ERC-1271 signers
     // (smart accounts). OZ ships them only with keyed sequential nonces
     // (ERC20TransferAuthorization), so these mirror that file over the random-nonce ERC3009.
+    // Real USDC v2.2 checks the `v, r, s` overloads the same way (it packs them into `r ‖ s ‖ v`
+    // and asks the signer's code when it has some), so a smart account's 65-byte signature is
+    // accepted through either; OZ's ERC3009 recovers a key only, so they are overridden here.
+
+    /// @notice {transferWithAuthorization}: an EOA's ECDSA signature, or an ERC-1271 account's.
+    function transferWithAuthorization(
+        address from,
+        address to,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) public virtual override {
+        transferWithAuthorization(from, to, value, validAfter, validBefore, nonce, abi.encodePacked(r, s, v));
+    }
+
+    /// @notice {receiveWithAuthorization}: an EOA's ECDSA signature, or an ERC-1271 account's.
+    function receiveWithAuthorization(
+        address from,
+        address to,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) public virtual override {
+        receiveWithAuthorization(from, to, value, validAfter, validBefore, nonce, abi.encodePacked(r, s, v));
+    }
+
+    /// @notice {cancelAuthorization}: an EOA's ECDSA signature, or an ERC-1271 account's.
+    function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)
+        public
+        virtual
+        override
+    {
+        cancelAuthorization(authorizer, nonce, abi.encodePacked(r, s, v));
+    }
 
     /// @notice {transferWithAuthorization} with a packed or ERC-1271 signature.
     function transferWithAuthorization(

@@ -4,7 +4,7 @@
 export const PaymentRouter = {
   contractName: "PaymentRouter",
   compilerVersion: "0.8.37+commit.f401782d.Emscripten.clang",
-  inputHash: "25cf7ba37120836f82fe28d97c450421cec74ad620bf5a604b820e131780d900",
+  inputHash: "ba15aacc3116016a2231f73c69e5e1c7db11bf3a16493e80fa879ba3b9ab4ed0",
   abi: [
     {
       "inputs": [
