@@ -15,3 +15,8 @@ export function checksum(address: string): `0x${string}` {
 export function lower(address: string): `0x${string}` {
   return address.toLowerCase() as `0x${string}`;
 }
+
+/** The zero address (any case): "none" where a term names an optional address. */
+export function isZeroAddress(address: string): boolean {
+  return /^0x0{40}$/i.test(address);
+}

@@ -20,6 +20,7 @@ import { channelIdOf, voucherDigest } from "./channels.digest.ts";
 import { recoversToSigner } from "./authorization-threads.ts";
 import { RECEIVE_WITH_AUTHORIZATION_TYPES, usdcDomain } from "./eip3009.ts";
 import type { ProfileName } from "./profiles.ts";
+import { isZeroAddress } from "./address.ts";
 import type { TxRow } from "./transactions.repo.ts";
 import {
   type Address,
@@ -117,7 +118,7 @@ export function channelOps(chain: ChannelChain) {
         primaryType: "Voucher" as const,
         message: { channelId, maxClaimableAmount: maxClaimable },
       };
-      const zero = /^0x0{40}$/i.test(config.payerAuthorizer);
+      const zero = isZeroAddress(config.payerAuthorizer);
       const expected = (zero ? config.payer : config.payerAuthorizer).toLowerCase();
       // The contract checks with OpenZeppelin's SignatureChecker, whose ECDSA refuses a high s:
       // the malleated twin of a good voucher recovers its signer but would fail the claim (and a

@@ -636,7 +636,7 @@ export async function merchantOpen(sql: Db, merchantId: string) {
         union all
         select 'channel claim', k.created_at, k.status, k.charges, k.tx_hash
         from x402_channel_claims k
-        where k.kind = 'claim' and exists (
+        where k.kind in ('claim', 'voucher') and exists (
           select 1 from x402_channel_claim_rows r join x402_channels ch using (channel_id)
           where r.claim_id = k.id and ch.merchant_id = ${merchantId})
       ) x order by created_at desc limit 10`,

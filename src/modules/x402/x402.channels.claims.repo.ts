@@ -3,10 +3,17 @@ import type { Db, Sql } from "../../db/client.ts";
 import type { ChannelTerms } from "./x402.channels.rules.ts";
 import { statusIn } from "../../db/by-id.ts";
 
+/**
+ * `claim`: the claim job's batch of many channels; `refund`: a cooperative refund, claiming its
+ * channel first; `voucher`: one channel's voucher claimed before its call is answered (a channel
+ * without a payer authorizer, x402.channels.claims.ts).
+ */
+export type ClaimKind = "claim" | "refund" | "voucher";
+
 export interface ClaimRecord {
   id: string;
   chainId: number;
-  kind: "claim" | "refund";
+  kind: ClaimKind;
   status: "pending" | "confirmed" | "failed";
   channelId: `0x${string}` | null;
   refundAmount: bigint | null;
@@ -29,7 +36,7 @@ export interface ClaimRowRecord {
 export async function createClaim(sql: Sql, c: {
   id: string;
   chainId: number;
-  kind: "claim" | "refund";
+  kind: ClaimKind;
   rows: { channelId: string; maxClaimable: bigint; signature: string; totalClaimed: bigint }[];
   /** A refund's channel. */
   channelId?: string;
@@ -55,10 +62,20 @@ export async function createClaim(sql: Sql, c: {
   });
 }
 
-export async function pendingClaims(sql: Db, chainId: number): Promise<ClaimRecord[]> {
+/**
+ * Claims left pending: the claim job's own batches (one round at a time, so any pending one is a
+ * stopped round's), and a request's refund or voucher claim once it is older than `staleBefore`
+ * (the request that made it is gone; a live one is finishing it itself).
+ */
+export async function pendingClaims(
+  sql: Db,
+  chainId: number,
+  staleBefore: Date,
+): Promise<ClaimRecord[]> {
   return await sql<ClaimRecord[]>`
     select id, chain_id, kind, status, channel_id, refund_amount, refund_nonce, tx_hash
     from x402_channel_claims where chain_id = ${chainId} and status = 'pending'
+      and (kind = 'claim' or created_at < ${staleBefore})
     order by created_at`;
 }
 
@@ -104,6 +121,11 @@ export async function confirmClaim(sql: Sql, c: {
   now: Date;
 }): Promise<number> {
   return await sql.begin(async (tx) => {
+    // Confirmed once: a second finisher of the same transaction (a round and the request that
+    // sent it) counts nothing again.
+    const [claim] = await tx<{ status: string; charges: number }[]>`
+      select status, charges from x402_channel_claims where id = ${c.id} for update`;
+    if (claim?.status === "confirmed") return claim.charges;
     const [{ n }] = await tx<{ n: number }[]>`
       select count(*)::int as n
       from x402_channel_claim_rows r

@@ -17,7 +17,7 @@ import type { ClaimRow } from "../../chain/index.ts";
 import { X402_PROFILE } from "./x402.context.ts";
 import * as repo from "./x402.channels.repo.ts";
 import * as claims from "./x402.channels.claims.repo.ts";
-import { termsOf } from "./x402.channels.rules.ts";
+import { E, HOLD_MS, termsOf } from "./x402.channels.rules.ts";
 import { available } from "./x402.channels.state.ts";
 import { chainRefused } from "./x402.channels.deposit.ts";
 
@@ -39,9 +39,10 @@ export async function claimRound(deps: Deps, p: ProfileName = X402_PROFILE): Pro
   if (!(await available(deps, p))) return out;
   const chainId = deps.chain.chainId(p);
   return await withClaim(deps.sql, roundClaim(chainId), async () => {
-    for (const c of await claims.pendingClaims(deps.sql, chainId)) {
+    const staleBefore = new Date(deps.clock.now().getTime() - HOLD_MS);
+    for (const c of await claims.pendingClaims(deps.sql, chainId, staleBefore)) {
       const done = await finish(deps, p, c);
-      if (done && done !== "retry") out.transactions.push(done);
+      if (done && typeof done === "object") out.transactions.push(done);
     }
     for (let i = 0; i < MAX_BATCHES; i++) {
       const rows = await nextBatch(deps, p, chainId);
@@ -59,11 +60,57 @@ export async function claimRound(deps: Deps, p: ProfileName = X402_PROFILE): Pro
       const done = c && await finish(deps, p, c);
       // A channel the contract refused is set aside (finish): the others go in the next batch.
       if (done === "retry") continue;
-      if (!done) break;
+      if (!done || typeof done !== "object") break;
       out.transactions.push(done);
     }
     return out;
   }, { waitMs: 120_000 });
+}
+
+/** How a voucher claimed before its call's answer ended (claimNow). */
+export type ClaimedNow =
+  | { status: "claimed"; txHash: string }
+  | { status: "refused"; reason: string }
+  | { status: "pending" };
+
+/**
+ * Claims one channel's voucher up to `total` now, in a transaction of its own that also pays the
+ * receiver, and says how it ended: "claimed" (with its transaction), "refused" (the contract
+ * refused the voucher: the channel is set aside), or "pending" (no receipt in time: the claim job
+ * finishes it). For a channel without a payer authorizer, whose vouchers the contract checks
+ * against the payer's code at claim time (docs/decisions.md, "Channels without a payer
+ * authorizer").
+ */
+export async function claimNow(
+  deps: Deps,
+  p: ProfileName,
+  c: { channelId: `0x${string}`; maxClaimable: bigint; signature: string; total: bigint },
+): Promise<ClaimedNow> {
+  const id = crypto.randomUUID();
+  await claims.createClaim(deps.sql, {
+    id,
+    chainId: deps.chain.chainId(p),
+    kind: "voucher",
+    channelId: c.channelId,
+    rows: [{
+      channelId: c.channelId,
+      maxClaimable: c.maxClaimable,
+      signature: c.signature,
+      totalClaimed: c.total,
+    }],
+    now: deps.clock.now(),
+  });
+  const record = await claims.findClaim(deps.sql, id);
+  let done: Awaited<ReturnType<typeof finish>> = null;
+  try {
+    done = record && await finish(deps, p, record);
+  } catch (e) {
+    // Recorded before anything was sent: the claim job finishes it.
+    deps.log.warn("x402 voucher claim left to the claim job", { claim: id, error: e });
+  }
+  if (done && typeof done === "object") return { status: "claimed", txHash: done.txHash };
+  if (typeof done === "string" && done !== "retry") return { status: "refused", reason: done };
+  return { status: "pending" };
 }
 
 /**
@@ -109,7 +156,7 @@ async function finish(deps: Deps, p: ProfileName, c: claims.ClaimRecord) {
   }));
   try {
     let tx;
-    if (c.kind === "claim") {
+    if (c.kind === "claim" || c.kind === "voucher") {
       tx = await deps.chain.channels.claimAndSettle(p, { rows, intentKey });
     } else {
       if (!(await deps.chain.transaction(p, intentKey))) {
@@ -143,6 +190,10 @@ async function finish(deps: Deps, p: ProfileName, c: claims.ClaimRecord) {
       // The contract names the channel whose voucher it refused: set it aside, claim the rest.
       const hint = String((e as { details?: { hint?: unknown } }).details?.hint ?? reason);
       const culprit = stored.find((r) => hint.toLowerCase().includes(r.channelId));
+      if (c.kind === "voucher") {
+        await repo.markStuck(deps.sql, stored[0].channelId, hint);
+        return /InvalidVoucherSignature/.test(hint) ? E.voucherSignature : E.claimFailed;
+      }
       if (culprit && c.kind === "claim") {
         await repo.markStuck(deps.sql, culprit.channelId, hint);
         return "retry";

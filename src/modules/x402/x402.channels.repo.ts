@@ -101,7 +101,8 @@ export async function mirror(
 
 /**
  * Charges a served call under the request's hold, with the voucher that covers it, and gives the
- * channel back; records the call. Null when the hold was lost (nothing charged).
+ * channel back (kept, with `keepHold`, for a voucher claimed before the answer); records the
+ * call. Null when the hold was lost (nothing charged).
  */
 export async function charge(sql: Sql, c: {
   channelId: string;
@@ -113,11 +114,14 @@ export async function charge(sql: Sql, c: {
   merchantId: string | null;
   upstreamStatus: number | null;
   now: Date;
+  keepHold?: boolean;
 }): Promise<ChannelRow | null> {
+  const pendingId = c.keepHold ? c.pendingId : null;
+  const until = c.keepHold ? sql`pending_until` : null;
   const [row] = await sql<ChannelRow[]>`
     with charged as (
       update x402_channels set charged = charged + ${c.price}, signed_max = ${c.maxClaimable},
-        signature = ${c.signature}, pending_id = null, pending_until = null,
+        signature = ${c.signature}, pending_id = ${pendingId}, pending_until = ${until},
         last_request_at = ${c.now}, stuck = null
       where channel_id = ${c.channelId} and pending_id = ${c.pendingId}
         and charged + ${c.price} <= ${c.maxClaimable}
@@ -131,6 +135,32 @@ export async function charge(sql: Sql, c: {
     )
     select * from charged`;
   return row ?? null;
+}
+
+/**
+ * Takes back a charge whose voucher the chain refused before its call was answered: the
+ * channel's total and voucher return to what they were, the call's record goes. Only while the
+ * charge is still the channel's latest (`cumulative`) and, for a held channel, under that hold.
+ */
+export async function uncharge(sql: Db, c: {
+  channelId: string;
+  pendingId: string | null;
+  price: bigint;
+  cumulative: bigint;
+  previous: { signedMax: bigint; signature: string | null };
+}): Promise<boolean> {
+  const held = c.pendingId === null ? sql`true` : sql`pending_id = ${c.pendingId}`;
+  const rows = await sql`
+    with back as (
+      update x402_channels set charged = charged - ${c.price},
+        signed_max = ${c.previous.signedMax}, signature = ${c.previous.signature}
+      where channel_id = ${c.channelId} and charged = ${c.cumulative} and ${held}
+      returning channel_id
+    )
+    delete from x402_channel_charges g using back
+    where g.channel_id = back.channel_id and g.cumulative = ${c.cumulative}
+    returning g.id`;
+  return rows.length > 0;
 }
 
 /** The channel's record (created on first sight), for the facilitator, which holds nothing. */

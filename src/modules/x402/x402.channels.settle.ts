@@ -1,9 +1,10 @@
 /**
  * The facilitator's /settle for a seller's deposit, voucher or refund payload (claims and
  * settles: x402.channels.facilitator.ts). A deposit and a refund go on chain now; a voucher is
- * recorded as a charge, cheaply, and collected by the claim job with the other channels.
+ * recorded as a charge, cheaply, and collected by the claim job with the other channels (claimed
+ * before the answer when its channel commits no payer authorizer).
  */
-import { checksum, lower } from "../../chain/address.ts";
+import { checksum, isZeroAddress, lower } from "../../chain/address.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
 import type { FacilitatorRequest } from "./x402.standard.ts";
@@ -12,6 +13,7 @@ import * as repo from "./x402.channels.repo.ts";
 import { type ChannelPayload, channelState, E, termsOf } from "./x402.channels.rules.ts";
 import { executeRefund } from "./x402.channels.deposit.ts";
 import { checkDeposit, verifyPaid } from "./x402.channels.verify.ts";
+import { claimNow } from "./x402.channels.claims.ts";
 
 type Answer = Record<string, unknown>;
 
@@ -78,8 +80,30 @@ export async function settlePaid(
     if (!charged) {
       return { ...fail(E.mismatch, v.payer), extra: { channelState: channelState(mirrored) } };
     }
+    // No payer authorizer: the contract asks the payer's code at claim time, so the voucher is
+    // claimed before the seller's server is answered (and serves its response).
+    let claimTx = "";
+    if (isZeroAddress(payload.channelConfig.payerAuthorizer)) {
+      const claimed = await claimNow(deps, p, {
+        channelId: v.channelId,
+        maxClaimable: payload.voucher.maxClaimableAmount,
+        signature: payload.voucher.signature,
+        total: charged.charged,
+      });
+      if (claimed.status === "refused") {
+        await repo.uncharge(deps.sql, {
+          channelId: v.channelId,
+          pendingId: null,
+          price: amount,
+          cumulative: charged.charged,
+          previous: { signedMax: mirrored.signedMax, signature: mirrored.signature },
+        });
+        return fail(claimed.reason, v.payer);
+      }
+      if (claimed.status === "claimed") claimTx = claimed.txHash;
+    }
     return ok({
-      transaction: "",
+      transaction: claimTx,
       amount: "",
       extra: { chargedAmount: amount.toString(), channelState: channelState(charged) },
     });

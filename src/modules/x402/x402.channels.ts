@@ -4,10 +4,12 @@
  * voucher checked locally against our mirror of the channel (a deposit first when the client
  * opens or tops it up), served while the channel is held for it (one request per channel, a row
  * not a lock), and charged only when the upstream succeeded. Nothing is sent on chain per call:
- * the claim job (x402.channels.claims.ts) collects the vouchers, many channels per transaction.
+ * the claim job (x402.channels.claims.ts) collects the vouchers, many channels per transaction;
+ * but a channel without a payer authorizer, whose vouchers the payer's code may disown before the
+ * claim, has each call's voucher claimed before the answer (claimNow).
  */
 import { DomainError } from "../../errors.ts";
-import { checksum } from "../../chain/address.ts";
+import { checksum, isZeroAddress } from "../../chain/address.ts";
 import { decodeHeader } from "./x402.exact.ts";
 import type { ListingRow } from "./x402.repo.ts";
 import { type StandardCall, standardCall, type StandardOutcome } from "./x402.standard.ts";
@@ -32,6 +34,7 @@ import {
 } from "./x402.channels.rules.ts";
 import { depositChannel, refundChannel } from "./x402.channels.deposit.ts";
 import { available } from "./x402.channels.state.ts";
+import { claimNow } from "./x402.channels.claims.ts";
 
 /** What /x402/{slug} answers: the standard outcome, the channel's response header widened. */
 export type ChannelOutcome =
@@ -228,6 +231,11 @@ async function paidCall(
     // Nothing charged: the voucher stays unused, the client may send it again.
     throw upstreamRefusal(up);
   }
+  // A channel without a payer authorizer: the contract asks the payer's code about the voucher
+  // when it is claimed, and that may answer otherwise by then. Claimed before the answer, under
+  // the hold; refused, the charge is taken back and the upstream's answer withheld
+  // (docs/decisions.md, "Channels without a payer authorizer").
+  const claimFirst = isZeroAddress(row.payerAuthorizer);
   const charged = await repo.charge(deps.sql, {
     channelId: row.channelId,
     pendingId,
@@ -238,8 +246,33 @@ async function paidCall(
     merchantId: listing.merchantId,
     upstreamStatus: up.status,
     now: deps.clock.now(),
+    keepHold: claimFirst,
   });
   if (!charged) return ctx.refuse(E.busy);
+  let claimTx: string | null = null;
+  if (claimFirst) {
+    try {
+      const claimed = await claimNow(deps, x402Profile(deps), {
+        channelId: row.channelId,
+        maxClaimable: max,
+        signature: payload.voucher.signature,
+        total: charged.charged,
+      });
+      if (claimed.status === "refused") {
+        await repo.uncharge(deps.sql, {
+          channelId: row.channelId,
+          pendingId,
+          price: listing.price,
+          cumulative: charged.charged,
+          previous: { signedMax: row.signedMax, signature: row.signature },
+        });
+        return ctx.refuse(claimed.reason);
+      }
+      if (claimed.status === "claimed") claimTx = claimed.txHash;
+    } finally {
+      await repo.release(deps.sql, row.channelId, pendingId);
+    }
+  }
   return {
     kind: "paid",
     version: 2,
@@ -249,12 +282,13 @@ async function paidCall(
     paymentResponse: {
       success: true,
       payer: checksum(row.payer),
-      transaction: depositTx ?? "",
+      transaction: depositTx ?? claimTx ?? "",
       network: ctx.requirement.network,
       amount: depositTx ? deposit.toString() : "",
       extra: {
         chargedAmount: listing.price.toString(),
         channelState: channelState(charged),
+        ...(claimTx ? { claimTransaction: claimTx } : {}),
       },
     },
   };
