@@ -6,8 +6,9 @@
  * answered: here a smart account's owner revokes its signatures while the upstream works, and the
  * answer is withheld; nothing is charged, nothing is left to claim. The unmodified `@x402/evm`
  * client pays as the smart account (`payerAuthorizer` zero), and our facilitator's /settle claims
- * such a voucher before it answers the seller's server; a voucher claim a stopped process left is
- * finished by the claim job.
+ * such a voucher before it answers the seller's server; a voucher claim a stopped process left
+ * (recorded, or killed at its transaction's record, broadcast or receipt) is finished by the claim
+ * job, once.
  */
 import assert from "node:assert/strict";
 import { createPublicClient, getAddress, http } from "viem";
@@ -28,6 +29,7 @@ import { api, createMerchant } from "../helpers/accounts.ts";
 import { externalBuyer, X402_PROFILE } from "../helpers/x402.ts";
 import { compileRevocable1271 } from "../helpers/erc1271.ts";
 import { waitFor } from "../helpers/poll.ts";
+import { startCrashWorker } from "../helpers/processes.ts";
 import { X402BatchSettlement } from "../../src/chain/contracts/artifacts/index.ts";
 import { BATCH_SETTLEMENT_ADDRESS } from "../../src/chain/channels.ts";
 import { claimRound } from "../../src/modules/x402/x402.channels.claims.ts";
@@ -289,8 +291,67 @@ Deno.test("x402 batch-settlement: a channel without a payer authorizer is claime
       assert.equal(await status(), "confirmed");
       assert.deepEqual(await channelOf(id), [500_000n, 2n * PRICE]);
     });
+
+    for (const at of ["record", "broadcast", "receipt"] as const) {
+      await t.step(
+        `killed at the voucher claim's ${at}: the claim job finishes it, once`,
+        async () => {
+          const payerAccount = await smartAccount(USDC);
+          const payClient = new x402Client().register(
+            NETWORK,
+            new BatchSettlementEvmScheme(payerAccount.signer, { payerAuthorizer: NO_AUTHORIZER }),
+          );
+          payClient.setSpendControls({
+            allowedAssets: [{ network: NETWORK, asset: usdc, maxAmountPerPayment: "1000000" }],
+          });
+          const before = await usdcOf(seller.walletAddress!);
+          const worker = await startCrashWorker(svc, "money-worker", {
+            KILL_INTENT: "^x402ch:voucher:",
+            KILL_AT: at,
+          });
+          try {
+            // The call deposits, is served and charged; the process dies claiming its voucher.
+            await assert.rejects(
+              wrapFetchWithPayment(fetch, payClient)(`${worker.baseUrl}/x402/quotes`),
+            );
+            assert.equal((await worker.child.status).signal, "SIGKILL");
+          } finally {
+            worker.child.stdout.cancel().catch(() => {});
+          }
+          const id = computeChannelId(
+            {
+              ...buildChannelConfig(
+                { signer: payerAccount.signer, storage: undefined as never, salt: ZERO_SALT },
+                requirement,
+              ),
+              payerAuthorizer: NO_AUTHORIZER,
+            },
+            NETWORK,
+          );
+          const sql = svc.db.sql;
+          const [left] = await sql`
+            select id from x402_channel_claims where kind = 'voucher' and status = 'pending'
+              and channel_id = ${id}`;
+          assert.ok(left, "the dead process left its voucher claim recorded");
+          // The survivor: the chain's recovery, then the claim job once the claim is stale.
+          await chain.recover(X402_PROFILE, { minAgeMs: 0 });
+          await sql`
+            update x402_channel_claims set created_at = now() - interval '3 minutes'
+            where id = ${left.id}`;
+          const round = await claimRound(svc.deps);
+          assert.deepEqual(round.transactions.map((x) => [x.id, x.charges]), [[left.id, 1]]);
+          assert.deepEqual(await channelOf(id), [USDC, PRICE]);
+          assert.equal(await usdcOf(seller.walletAddress!), before + PRICE);
+          const [{ n }] = await sql`
+            select count(*)::int as n from chain_transactions
+            where intent_key = ${`x402ch:voucher:${left.id}`}`;
+          assert.equal(n, 1, "one transaction for the claim");
+          assert.equal((await claimRound(svc.deps)).transactions.length, 0);
+        },
+      );
+    }
   } finally {
     await upstream.shutdown();
-    await svc.stop();
+    await svc.close();
   }
 });
