@@ -18,8 +18,11 @@ import {
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/gateway.ts";
 import { AGENT_PAYMENT_TYPES } from "../../src/chain/agents.ts";
 import { encodeGatewayProof } from "../../src/modules/x402/x402.rules.ts";
+import assert from "node:assert/strict";
+import { HTTPFacilitatorClient } from "@x402/core/server";
 import type { TestService } from "./service.ts";
 import { waitFor } from "./poll.ts";
+import { api } from "./accounts.ts";
 
 export const X402_PROFILE = "testnet" as const;
 
@@ -240,5 +243,35 @@ export async function nameSettler(svc: TestService, address: `0x${string}`): Pro
       args: [[address], true],
     }),
     intentKey: `test:settler:${address.toLowerCase()}`,
+  });
+}
+
+/**
+ * Lists `upstreamUrl` as the seller's paid API `slug` (GET, 0.01 USDC unless told) and returns
+ * its paid URL, `/x402/{slug}`.
+ */
+export async function listApi(
+  svc: TestService,
+  seller: { apiKey: string },
+  listing: { slug: string; upstreamUrl: string },
+): Promise<string> {
+  const created = await api(svc)("POST", "/api/x402/listings", {
+    headers: { authorization: `Bearer ${seller.apiKey}` },
+    body: { price: "0.01", methods: ["GET"], ...listing },
+  });
+  assert.equal(created.status, 201, created.text);
+  return `${svc.baseUrl}/x402/${listing.slug}`;
+}
+
+/** The standard `HTTPFacilitatorClient` on our facilitator, as the merchant of `apiKey`. */
+export function facilitatorClient(svc: TestService, apiKey: string): HTTPFacilitatorClient {
+  return new HTTPFacilitatorClient({
+    url: `${svc.baseUrl}/api/x402/facilitator`,
+    createAuthHeaders: () =>
+      Promise.resolve({
+        verify: { Authorization: `Bearer ${apiKey}` },
+        settle: { Authorization: `Bearer ${apiKey}` },
+        supported: {},
+      }),
   });
 }

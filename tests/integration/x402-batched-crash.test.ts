@@ -11,8 +11,8 @@ import assert from "node:assert/strict";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startTestService, type TestService } from "../helpers/service.ts";
 import { startCrashWorker } from "../helpers/processes.ts";
-import { api, createMerchant } from "../helpers/accounts.ts";
-import { externalBuyer, X402_PROFILE } from "../helpers/x402.ts";
+import { createMerchant } from "../helpers/accounts.ts";
+import { externalBuyer, listApi, X402_PROFILE } from "../helpers/x402.ts";
 import { batchedPayment } from "../helpers/x402-batched.ts";
 import { settleRound } from "../../src/modules/x402/x402.batched.settle.ts";
 import { STALE_RESERVATION_MS } from "../../src/modules/x402/x402.batched.rules.ts";
@@ -46,17 +46,10 @@ Deno.test("x402 batched settlement: a killed round is finished exactly once", as
     );
   try {
     const seller = await createMerchant(svc);
-    const created = await api(svc)("POST", "/api/x402/listings", {
-      headers: { authorization: `Bearer ${seller.apiKey}` },
-      body: {
-        slug: "ticks",
-        upstreamUrl: `http://127.0.0.1:${upstream.addr.port}/tick`,
-        price: "0.01",
-        methods: ["GET"],
-      },
+    const resource = await listApi(svc, seller, {
+      slug: "ticks",
+      upstreamUrl: `http://127.0.0.1:${upstream.addr.port}/tick`,
     });
-    assert.equal(created.status, 201, created.text);
-    const resource = `${svc.baseUrl}/x402/ticks`;
     const sellerAddr = seller.walletAddress!.toLowerCase();
     const key = generatePrivateKey();
     const buyer = await externalBuyer(svc, key, 1n * USDC);

@@ -12,7 +12,13 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { GatewayClient } from "@circle-fin/x402-batching/client";
 import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
-import { externalBuyer, gatewayProof, nameSettler, X402_PROFILE } from "../helpers/x402.ts";
+import {
+  externalBuyer,
+  gatewayProof,
+  listApi,
+  nameSettler,
+  X402_PROFILE,
+} from "../helpers/x402.ts";
 import { M } from "../../src/http/messages.ts";
 import { highS } from "../helpers/signatures.ts";
 import { compileRevocable1271 } from "../helpers/erc1271.ts";
@@ -57,17 +63,10 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
     }, { timeoutMs: 60_000, what });
   try {
     const seller = await createMerchant(svc);
-    const created = await api(svc)("POST", "/api/x402/listings", {
-      headers: { authorization: `Bearer ${seller.apiKey}` },
-      body: {
-        slug: "ticks",
-        upstreamUrl: `http://127.0.0.1:${upstream.addr.port}/tick`,
-        price: "0.01",
-        methods: ["GET"],
-      },
+    const resource = await listApi(svc, seller, {
+      slug: "ticks",
+      upstreamUrl: `http://127.0.0.1:${upstream.addr.port}/tick`,
     });
-    assert.equal(created.status, 201, created.text);
-    const resource = `${svc.baseUrl}/x402/ticks`;
     const sellerAddr = seller.walletAddress!.toLowerCase();
     let sellerPaid = 0n;
 

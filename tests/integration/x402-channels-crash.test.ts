@@ -14,8 +14,8 @@ import { toClientEvmSigner } from "@x402/evm";
 import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/client";
 import { startTestService, type TestService } from "../helpers/service.ts";
 import { startCrashWorker } from "../helpers/processes.ts";
-import { api, createMerchant } from "../helpers/accounts.ts";
-import { X402_PROFILE } from "../helpers/x402.ts";
+import { createMerchant } from "../helpers/accounts.ts";
+import { listApi, X402_PROFILE } from "../helpers/x402.ts";
 import { X402BatchSettlement } from "../../src/chain/contracts/artifacts/index.ts";
 import { BATCH_SETTLEMENT_ADDRESS } from "../../src/chain/channels.ts";
 import { claimRound } from "../../src/modules/x402/x402.channels.claims.ts";
@@ -51,17 +51,10 @@ Deno.test("x402 channel claims: a killed claim round is finished once", async (t
     );
   try {
     const seller = await createMerchant(svc);
-    const created = await api(svc)("POST", "/api/x402/listings", {
-      headers: { authorization: `Bearer ${seller.apiKey}` },
-      body: {
-        slug: "ticks",
-        upstreamUrl: `http://127.0.0.1:${upstream.addr.port}/tick`,
-        price: "0.01",
-        methods: ["GET"],
-      },
+    const resource = await listApi(svc, seller, {
+      slug: "ticks",
+      upstreamUrl: `http://127.0.0.1:${upstream.addr.port}/tick`,
     });
-    assert.equal(created.status, 201, created.text);
-    const resource = `${svc.baseUrl}/x402/ticks`;
     const buyer = async () => {
       const account = privateKeyToAccount(generatePrivateKey());
       await chain.mintUsdc({ profile: X402_PROFILE, to: account.address, amount: 2n * USDC });

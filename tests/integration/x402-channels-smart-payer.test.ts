@@ -15,7 +15,6 @@ import { createPublicClient, getAddress, http } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { toClientEvmSigner } from "@x402/evm";
-import { HTTPFacilitatorClient } from "@x402/core/server";
 import {
   BatchSettlementEvmScheme,
   buildChannelConfig,
@@ -25,8 +24,8 @@ import {
   signVoucher,
 } from "@x402/evm/batch-settlement/client";
 import { startTestService } from "../helpers/service.ts";
-import { api, createMerchant } from "../helpers/accounts.ts";
-import { externalBuyer, X402_PROFILE } from "../helpers/x402.ts";
+import { createMerchant } from "../helpers/accounts.ts";
+import { externalBuyer, facilitatorClient, listApi, X402_PROFILE } from "../helpers/x402.ts";
 import { compileRevocable1271 } from "../helpers/erc1271.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { startCrashWorker } from "../helpers/processes.ts";
@@ -71,17 +70,10 @@ Deno.test("x402 batch-settlement: a channel without a payer authorizer is claime
   const { abi, bytecode } = compileRevocable1271();
   try {
     const seller = await createMerchant(svc);
-    const created = await api(svc)("POST", "/api/x402/listings", {
-      headers: { authorization: `Bearer ${seller.apiKey}` },
-      body: {
-        slug: "quotes",
-        upstreamUrl: `http://127.0.0.1:${upstream.addr.port}/quote`,
-        price: "0.01",
-        methods: ["GET"],
-      },
+    const resource = await listApi(svc, seller, {
+      slug: "quotes",
+      upstreamUrl: `http://127.0.0.1:${upstream.addr.port}/quote`,
     });
-    assert.equal(created.status, 201, created.text);
-    const resource = `${svc.baseUrl}/x402/quotes`;
     const requirement = {
       scheme: "batch-settlement",
       network: NETWORK,
@@ -205,15 +197,7 @@ Deno.test("x402 batch-settlement: a channel without a payer authorizer is claime
     );
 
     await t.step("our facilitator's /settle claims such a voucher before it answers", async () => {
-      const f = new HTTPFacilitatorClient({
-        url: `${svc.baseUrl}/api/x402/facilitator`,
-        createAuthHeaders: () =>
-          Promise.resolve({
-            verify: { Authorization: `Bearer ${seller.apiKey}` },
-            settle: { Authorization: `Bearer ${seller.apiKey}` },
-            supported: {},
-          }),
-      });
+      const f = facilitatorClient(svc, seller.apiKey);
       const other = await smartAccount(USDC);
       const cfg = buildChannelConfig(
         { signer: other.signer, storage: undefined as never, salt: ZERO_SALT },

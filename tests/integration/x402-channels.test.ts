@@ -12,7 +12,6 @@ import { createPublicClient, createWalletClient, getAddress, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { toClientEvmSigner } from "@x402/evm";
-import { HTTPFacilitatorClient } from "@x402/core/server";
 import {
   BatchSettlementEvmScheme,
   buildChannelConfig,
@@ -23,7 +22,7 @@ import {
 } from "@x402/evm/batch-settlement/client";
 import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
-import { X402_PROFILE } from "../helpers/x402.ts";
+import { facilitatorClient, listApi, X402_PROFILE } from "../helpers/x402.ts";
 import { stampede, succeeded } from "../helpers/stampede.ts";
 import { X402BatchSettlement } from "../../src/chain/contracts/artifacts/index.ts";
 import { BATCH_SETTLEMENT_ADDRESS } from "../../src/chain/channels.ts";
@@ -61,17 +60,10 @@ Deno.test("x402 batch-settlement: the standard client pays many times after one 
     });
   try {
     const seller = await createMerchant(svc);
-    const created = await call("POST", "/api/x402/listings", {
-      headers: { authorization: `Bearer ${seller.apiKey}` },
-      body: {
-        slug: "quotes",
-        upstreamUrl: `http://127.0.0.1:${upstream.addr.port}/quote`,
-        price: "0.01",
-        methods: ["GET"],
-      },
+    const resource = await listApi(svc, seller, {
+      slug: "quotes",
+      upstreamUrl: `http://127.0.0.1:${upstream.addr.port}/quote`,
     });
-    assert.equal(created.status, 201, created.text);
-    const resource = `${svc.baseUrl}/x402/quotes`;
     const buyer = privateKeyToAccount(generatePrivateKey());
     await chain.mintUsdc({ profile: X402_PROFILE, to: buyer.address, amount: 10n * USDC });
     const signer = toClientEvmSigner(buyer, pub);
@@ -346,16 +338,7 @@ Deno.test("x402 batch-settlement: the standard client pays many times after one 
     );
 
     await t.step("our facilitator, driven by the standard HTTPFacilitatorClient", async () => {
-      const facilitator = (key: string) =>
-        new HTTPFacilitatorClient({
-          url: `${svc.baseUrl}/api/x402/facilitator`,
-          createAuthHeaders: () =>
-            Promise.resolve({
-              verify: { Authorization: `Bearer ${key}` },
-              settle: { Authorization: `Bearer ${key}` },
-              supported: {},
-            }),
-        });
+      const facilitator = (key: string) => facilitatorClient(svc, key);
       const f = facilitator(seller.apiKey);
       const third = privateKeyToAccount(generatePrivateKey());
       await chain.mintUsdc({ profile: X402_PROFILE, to: third.address, amount: USDC });

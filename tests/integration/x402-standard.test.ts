@@ -10,10 +10,9 @@ import { getAddress, type Hex, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { HTTPFacilitatorClient } from "@x402/core/server";
 import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
-import { externalBuyer, gatewayProof, X402_PROFILE } from "../helpers/x402.ts";
+import { externalBuyer, facilitatorClient, gatewayProof, X402_PROFILE } from "../helpers/x402.ts";
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/gateway.ts";
 import { createApp } from "../../src/app.ts";
 import { x402Module } from "../../src/modules/x402/x402.module.ts";
@@ -224,15 +223,7 @@ Deno.test("x402 standard protocol: @x402/fetch client, v1, facilitator, agent po
     });
 
     await t.step("the facilitator through the standard HTTPFacilitatorClient", async () => {
-      const facilitator = new HTTPFacilitatorClient({
-        url: `${svc.baseUrl}/api/x402/facilitator`,
-        createAuthHeaders: () =>
-          Promise.resolve({
-            verify: { Authorization: `Bearer ${seller.apiKey}` },
-            settle: { Authorization: `Bearer ${seller.apiKey}` },
-            supported: {},
-          }),
-      });
+      const facilitator = facilitatorClient(svc, seller.apiKey);
       const supported = await facilitator.getSupported();
       assert.ok(
         supported.kinds.some((k) =>
