@@ -81,7 +81,7 @@ export type ClaimedNow =
  * against the payer's code at claim time (docs/decisions.md, "Channels without a payer
  * authorizer").
  */
-export async function claimNow(
+async function claimNow(
   deps: Deps,
   p: ProfileName,
   c: { channelId: `0x${string}`; maxClaimable: bigint; signature: string; total: bigint },
@@ -111,6 +111,30 @@ export async function claimNow(
   if (done && typeof done === "object") return { status: "claimed", txHash: done.txHash };
   if (typeof done === "string" && done !== "retry") return { status: "refused", reason: done };
   return { status: "pending" };
+}
+
+/**
+ * A call just charged on a channel without a payer authorizer (`cumulative` its new total,
+ * `previous` the channel's voucher before it), claimed before its answer (claimNow); refused by
+ * the contract, the charge is taken back (the channel held by `pendingId`, or, for the
+ * facilitator, which holds nothing, while the charge is still the channel's latest).
+ */
+export async function claimCharge(
+  deps: Deps,
+  p: ProfileName,
+  c: {
+    channelId: `0x${string}`;
+    pendingId: string | null;
+    price: bigint;
+    maxClaimable: bigint;
+    signature: string;
+    cumulative: bigint;
+    previous: { signedMax: bigint; signature: string | null };
+  },
+): Promise<ClaimedNow> {
+  const claimed = await claimNow(deps, p, { ...c, total: c.cumulative });
+  if (claimed.status === "refused") await repo.uncharge(deps.sql, c);
+  return claimed;
 }
 
 /**

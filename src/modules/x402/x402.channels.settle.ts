@@ -13,7 +13,7 @@ import * as repo from "./x402.channels.repo.ts";
 import { type ChannelPayload, channelState, E, termsOf } from "./x402.channels.rules.ts";
 import { executeRefund } from "./x402.channels.deposit.ts";
 import { checkDeposit, verifyPaid } from "./x402.channels.verify.ts";
-import { claimNow } from "./x402.channels.claims.ts";
+import { claimCharge } from "./x402.channels.claims.ts";
 
 type Answer = Record<string, unknown>;
 
@@ -84,22 +84,16 @@ export async function settlePaid(
     // claimed before the seller's server is answered (and serves its response).
     let claimTx = "";
     if (isZeroAddress(payload.channelConfig.payerAuthorizer)) {
-      const claimed = await claimNow(deps, p, {
+      const claimed = await claimCharge(deps, p, {
         channelId: v.channelId,
+        pendingId: null,
+        price: amount,
         maxClaimable: payload.voucher.maxClaimableAmount,
         signature: payload.voucher.signature,
-        total: charged.charged,
+        cumulative: charged.charged,
+        previous: { signedMax: mirrored.signedMax, signature: mirrored.signature },
       });
-      if (claimed.status === "refused") {
-        await repo.uncharge(deps.sql, {
-          channelId: v.channelId,
-          pendingId: null,
-          price: amount,
-          cumulative: charged.charged,
-          previous: { signedMax: mirrored.signedMax, signature: mirrored.signature },
-        });
-        return fail(claimed.reason, v.payer);
-      }
+      if (claimed.status === "refused") return fail(claimed.reason, v.payer);
       if (claimed.status === "claimed") claimTx = claimed.txHash;
     }
     return ok({

@@ -6,7 +6,7 @@
  * not a lock), and charged only when the upstream succeeded. Nothing is sent on chain per call:
  * the claim job (x402.channels.claims.ts) collects the vouchers, many channels per transaction;
  * but a channel without a payer authorizer, whose vouchers the payer's code may disown before the
- * claim, has each call's voucher claimed before the answer (claimNow).
+ * claim, has each call's voucher claimed before the answer (claimCharge).
  */
 import { DomainError } from "../../errors.ts";
 import { checksum, isZeroAddress } from "../../chain/address.ts";
@@ -34,7 +34,7 @@ import {
 } from "./x402.channels.rules.ts";
 import { depositChannel, refundChannel } from "./x402.channels.deposit.ts";
 import { available } from "./x402.channels.state.ts";
-import { claimNow } from "./x402.channels.claims.ts";
+import { claimCharge } from "./x402.channels.claims.ts";
 
 /** What /x402/{slug} answers: the standard outcome, the channel's response header widened. */
 export type ChannelOutcome =
@@ -252,22 +252,16 @@ async function paidCall(
   let claimTx: string | null = null;
   if (claimFirst) {
     try {
-      const claimed = await claimNow(deps, x402Profile(deps), {
+      const claimed = await claimCharge(deps, x402Profile(deps), {
         channelId: row.channelId,
+        pendingId,
+        price: listing.price,
         maxClaimable: max,
         signature: payload.voucher.signature,
-        total: charged.charged,
+        cumulative: charged.charged,
+        previous: { signedMax: row.signedMax, signature: row.signature },
       });
-      if (claimed.status === "refused") {
-        await repo.uncharge(deps.sql, {
-          channelId: row.channelId,
-          pendingId,
-          price: listing.price,
-          cumulative: charged.charged,
-          previous: { signedMax: row.signedMax, signature: row.signature },
-        });
-        return ctx.refuse(claimed.reason);
-      }
+      if (claimed.status === "refused") return ctx.refuse(claimed.reason);
       if (claimed.status === "claimed") claimTx = claimed.txHash;
     } finally {
       await repo.release(deps.sql, row.channelId, pendingId);
