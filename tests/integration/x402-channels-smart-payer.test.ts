@@ -6,7 +6,8 @@
  * answered: here a smart account's owner revokes its signatures while the upstream works, and the
  * answer is withheld; nothing is charged, nothing is left to claim. The unmodified `@x402/evm`
  * client pays as the smart account (`payerAuthorizer` zero), and our facilitator's /settle claims
- * such a voucher before it answers the seller's server; a voucher claim a stopped process left
+ * such a voucher before it answers the seller's server; 50 copies of one voucher at once charge
+ * and claim one call; a voucher claim a stopped process left
  * (recorded, or killed at its transaction's record, broadcast or receipt) is finished by the claim
  * job, once.
  */
@@ -29,6 +30,8 @@ import { externalBuyer, facilitatorClient, listApi, X402_PROFILE } from "../help
 import { compileRevocable1271 } from "../helpers/erc1271.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { startCrashWorker } from "../helpers/processes.ts";
+import { stampede, succeeded } from "../helpers/stampede.ts";
+import { encodeHeader } from "../../src/modules/x402/x402.exact.ts";
 import { X402BatchSettlement } from "../../src/chain/contracts/artifacts/index.ts";
 import { BATCH_SETTLEMENT_ADDRESS } from "../../src/chain/channels.ts";
 import { claimRound } from "../../src/modules/x402/x402.channels.claims.ts";
@@ -275,6 +278,63 @@ Deno.test("x402 batch-settlement: a channel without a payer authorizer is claime
       assert.equal(await status(), "confirmed");
       assert.deepEqual(await channelOf(id), [500_000n, 2n * PRICE]);
     });
+
+    await t.step(
+      "50 copies of one voucher at once: one call charged, one claim transaction",
+      async () => {
+        const payerAccount = await smartAccount(USDC);
+        const payClient = new x402Client().register(
+          NETWORK,
+          new BatchSettlementEvmScheme(payerAccount.signer, { payerAuthorizer: NO_AUTHORIZER }),
+        );
+        payClient.setSpendControls({
+          allowedAssets: [{ network: NETWORK, asset: usdc, maxAmountPerPayment: "1000000" }],
+        });
+        // Opened (and its first call claimed) by the client.
+        const opened = await wrapFetchWithPayment(fetch, payClient)(resource);
+        assert.equal(opened.status, 200);
+        await opened.body?.cancel();
+        const terms = {
+          ...buildChannelConfig(
+            { signer: payerAccount.signer, storage: undefined as never, salt: ZERO_SALT },
+            requirement,
+          ),
+          payerAuthorizer: NO_AUTHORIZER,
+        };
+        const id = computeChannelId(terms, NETWORK);
+        const header = encodeHeader({
+          x402Version: 2,
+          accepted: requirement,
+          payload: {
+            type: "voucher",
+            channelConfig: terms,
+            voucher: await signVoucher(payerAccount.signer, id, String(2n * PRICE), NETWORK),
+          },
+        });
+        const other = await createMerchant(svc);
+        const r = await stampede(svc, {
+          method: "GET",
+          path: "/x402/quotes",
+          headers: { "payment-signature": header },
+        }, {
+          bystander: {
+            method: "GET",
+            path: "/api/wallets",
+            headers: { authorization: `Bearer ${other.apiKey}` },
+          },
+          allowed: (status) => status === 402,
+        });
+        assert.equal(succeeded(r).length, 1, JSON.stringify(r.byStatus));
+        assert.deepEqual(await channelOf(id), [USDC, 2n * PRICE]);
+        const [{ n }] = await svc.db.sql`
+          select count(*)::int as n from x402_channel_claims
+          where channel_id = ${id} and kind = 'voucher' and status = 'confirmed'`;
+        assert.equal(n, 2, "the opening call's claim and this one's");
+        const [{ calls }] = await svc.db.sql`
+          select count(*)::int as calls from x402_channel_charges where channel_id = ${id}`;
+        assert.equal(calls, 2);
+      },
+    );
 
     for (const at of ["record", "broadcast", "receipt"] as const) {
       await t.step(
