@@ -237,6 +237,29 @@ Deno.test("x402 batch-settlement: a channel without a payer authorizer is claime
       assert.match(v.transaction, /^0x[0-9a-f]{64}$/);
       assert.deepEqual(await channelOf(id), [500_000n, PRICE]);
       assert.equal(await usdcOf(seller.walletAddress!), before + PRICE);
+      // One such voucher at a time: while another request holds the channel (claiming its own),
+      // the next is refused as busy, charging nothing.
+      const holder = crypto.randomUUID();
+      const now = new Date();
+      assert.ok(
+        await channels.hold(svc.db.sql, {
+          channelId: id,
+          pendingId: holder,
+          until: new Date(now.getTime() + 60_000),
+          now,
+        }),
+      );
+      const busy = await f.settle(
+        envelope({
+          type: "voucher",
+          channelConfig: terms,
+          voucher: await signVoucher(other.signer, id, (2n * PRICE).toString(), NETWORK),
+        }),
+        requirement,
+      );
+      assert.equal(busy.errorReason, "invalid_batch_settlement_evm_channel_busy");
+      await channels.release(svc.db.sql, id, holder);
+      assert.equal((await channels.find(svc.db.sql, id))?.charged, PRICE);
 
       // A voucher claim a stopped process recorded and never sent: the claim job leaves a fresh
       // one to the request finishing it, and finishes it once it is older than a hold.

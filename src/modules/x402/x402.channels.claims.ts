@@ -114,17 +114,16 @@ async function claimNow(
 }
 
 /**
- * A call just charged on a channel without a payer authorizer (`cumulative` its new total,
- * `previous` the channel's voucher before it), claimed before its answer (claimNow); refused by
- * the contract, the charge is taken back (the channel held by `pendingId`, or, for the
- * facilitator, which holds nothing, while the charge is still the channel's latest).
+ * A call just charged on a channel without a payer authorizer, under the hold `pendingId`
+ * (`cumulative` its new total, `previous` the channel's voucher before it), claimed before its
+ * answer (claimNow); refused by the contract, the charge is taken back under the same hold.
  */
 export async function claimCharge(
   deps: Deps,
   p: ProfileName,
   c: {
     channelId: `0x${string}`;
-    pendingId: string | null;
+    pendingId: string;
     price: bigint;
     maxClaimable: bigint;
     signature: string;

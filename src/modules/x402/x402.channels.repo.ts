@@ -139,22 +139,22 @@ export async function charge(sql: Sql, c: {
 
 /**
  * Takes back a charge whose voucher the chain refused before its call was answered: the
- * channel's total and voucher return to what they were, the call's record goes. Only while the
- * charge is still the channel's latest (`cumulative`) and, for a held channel, under that hold.
+ * channel's total and voucher return to what they were, the call's record goes. Under the hold
+ * the charge was made under, while it is still the channel's latest (`cumulative`).
  */
 export async function uncharge(sql: Db, c: {
   channelId: string;
-  pendingId: string | null;
+  pendingId: string;
   price: bigint;
   cumulative: bigint;
   previous: { signedMax: bigint; signature: string | null };
 }): Promise<boolean> {
-  const held = c.pendingId === null ? sql`true` : sql`pending_id = ${c.pendingId}`;
   const rows = await sql`
     with back as (
       update x402_channels set charged = charged - ${c.price},
         signed_max = ${c.previous.signedMax}, signature = ${c.previous.signature}
-      where channel_id = ${c.channelId} and charged = ${c.cumulative} and ${held}
+      where channel_id = ${c.channelId} and charged = ${c.cumulative}
+        and pending_id = ${c.pendingId}
       returning channel_id
     )
     delete from x402_channel_charges g using back
@@ -185,7 +185,8 @@ export async function record(sql: Db, c: {
 /**
  * A voucher a seller's server sent to the facilitator's /settle: charged by `price` when it
  * covers exactly the channel's charges plus it (one statement: a concurrent duplicate finds the
- * total moved and is refused). Null when it does not.
+ * total moved and is refused), and, with `pendingId`, only under that hold (kept). Null when it
+ * does not.
  */
 export async function chargeVoucher(sql: Db, c: {
   channelId: string;
@@ -193,14 +194,16 @@ export async function chargeVoucher(sql: Db, c: {
   maxClaimable: bigint;
   signature: string;
   merchantId: string | null;
+  pendingId?: string | null;
   now: Date;
 }): Promise<ChannelRow | null> {
+  const held = c.pendingId ? sql`and pending_id = ${c.pendingId}` : sql``;
   const [row] = await sql<ChannelRow[]>`
     with charged as (
       update x402_channels set charged = charged + ${c.price}, signed_max = ${c.maxClaimable},
         signature = ${c.signature}, last_request_at = ${c.now}, stuck = null
       where channel_id = ${c.channelId} and charged + ${c.price} = ${c.maxClaimable}
-        and withdraw_requested_at = 0
+        and withdraw_requested_at = 0 ${held}
       returning ${COLUMNS(sql)}
     ), call as (
       insert into x402_channel_charges (channel_id, merchant_id, amount, cumulative, created_at)

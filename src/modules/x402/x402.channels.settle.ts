@@ -10,7 +10,7 @@ import type { MerchantRow } from "../merchants/merchants.types.ts";
 import type { FacilitatorRequest } from "./x402.standard.ts";
 import type { X402Deps } from "./x402.context.ts";
 import * as repo from "./x402.channels.repo.ts";
-import { type ChannelPayload, channelState, E, termsOf } from "./x402.channels.rules.ts";
+import { type ChannelPayload, channelState, E, HOLD_MS, termsOf } from "./x402.channels.rules.ts";
 import { executeRefund } from "./x402.channels.deposit.ts";
 import { checkDeposit, verifyPaid } from "./x402.channels.verify.ts";
 import { claimCharge } from "./x402.channels.claims.ts";
@@ -69,38 +69,54 @@ export async function settlePaid(
     }
     if (mirrored.withdrawRequestedAt > 0n) return fail(E.withdrawPending, v.payer);
     const amount = BigInt(req.amount ?? req.maxAmountRequired ?? "0");
-    const charged = await repo.chargeVoucher(deps.sql, {
-      channelId: v.channelId,
-      price: amount,
-      maxClaimable: payload.voucher.maxClaimableAmount,
-      signature: payload.voucher.signature,
-      merchantId: m.id,
-      now: deps.clock.now(),
-    });
-    if (!charged) {
-      return { ...fail(E.mismatch, v.payer), extra: { channelState: channelState(mirrored) } };
-    }
     // No payer authorizer: the contract asks the payer's code at claim time, so the voucher is
-    // claimed before the seller's server is answered (and serves its response).
+    // claimed before the seller's server is answered (and serves its response), the channel
+    // held meanwhile (one such voucher at a time, as on /x402/{slug}).
+    const claimFirst = isZeroAddress(payload.channelConfig.payerAuthorizer);
+    const pendingId = claimFirst ? crypto.randomUUID() : null;
+    let before = mirrored;
+    if (pendingId) {
+      const now = deps.clock.now();
+      const until = new Date(now.getTime() + HOLD_MS);
+      const held = await repo.hold(deps.sql, { channelId: v.channelId, pendingId, until, now });
+      if (held === "busy" || !held) return fail(E.busy, v.payer);
+      before = held;
+    }
     let claimTx = "";
-    if (isZeroAddress(payload.channelConfig.payerAuthorizer)) {
-      const claimed = await claimCharge(deps, p, {
+    try {
+      const charged = await repo.chargeVoucher(deps.sql, {
         channelId: v.channelId,
-        pendingId: null,
         price: amount,
         maxClaimable: payload.voucher.maxClaimableAmount,
         signature: payload.voucher.signature,
-        cumulative: charged.charged,
-        previous: { signedMax: mirrored.signedMax, signature: mirrored.signature },
+        merchantId: m.id,
+        pendingId,
+        now: deps.clock.now(),
       });
-      if (claimed.status === "refused") return fail(claimed.reason, v.payer);
-      if (claimed.status === "claimed") claimTx = claimed.txHash;
+      if (!charged) {
+        return { ...fail(E.mismatch, v.payer), extra: { channelState: channelState(mirrored) } };
+      }
+      if (pendingId) {
+        const claimed = await claimCharge(deps, p, {
+          channelId: v.channelId,
+          pendingId,
+          price: amount,
+          maxClaimable: payload.voucher.maxClaimableAmount,
+          signature: payload.voucher.signature,
+          cumulative: charged.charged,
+          previous: { signedMax: before.signedMax, signature: before.signature },
+        });
+        if (claimed.status === "refused") return fail(claimed.reason, v.payer);
+        if (claimed.status === "claimed") claimTx = claimed.txHash;
+      }
+      return ok({
+        transaction: claimTx,
+        amount: "",
+        extra: { chargedAmount: amount.toString(), channelState: channelState(charged) },
+      });
+    } finally {
+      if (pendingId) await repo.release(deps.sql, v.channelId, pendingId);
     }
-    return ok({
-      transaction: claimTx,
-      amount: "",
-      extra: { chargedAmount: amount.toString(), channelState: channelState(charged) },
-    });
   }
 
   // A cooperative refund a seller's server completed (nonce, amount, the claim of what it was
