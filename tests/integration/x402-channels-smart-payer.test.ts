@@ -117,25 +117,38 @@ Deno.test("x402 batch-settlement: a channel without a payer authorizer is claime
           await owner.wallet.writeContract({ address, abi, functionName: "revoke", args: [] }),
         );
       };
-      return { address, signer, revoke };
+      // The unmodified client, told to commit no payer authorizer: the payer itself signs.
+      const client = new x402Client().register(
+        NETWORK,
+        new BatchSettlementEvmScheme(signer, {
+          storage: new InMemoryClientChannelStorage(),
+          payerAuthorizer: NO_AUTHORIZER,
+        }),
+      );
+      client.setSpendControls({
+        allowedAssets: [{ network: NETWORK, asset: usdc, maxAmountPerPayment: "1000000" }],
+      });
+      // Its channel to the seller: the terms the client builds, without a payer authorizer.
+      const terms = {
+        ...buildChannelConfig(
+          { signer, storage: undefined as never, salt: ZERO_SALT },
+          requirement,
+        ),
+        payerAuthorizer: NO_AUTHORIZER,
+      };
+      return {
+        address,
+        signer,
+        revoke,
+        pay: wrapFetchWithPayment(fetch, client),
+        terms,
+        channelId: computeChannelId(terms, NETWORK),
+      };
     };
 
     const account = await smartAccount(2n * USDC);
-    // The unmodified client, told to commit no payer authorizer: the payer itself signs.
-    const scheme = new BatchSettlementEvmScheme(account.signer, {
-      storage: new InMemoryClientChannelStorage(),
-      payerAuthorizer: NO_AUTHORIZER,
-    });
-    const client = new x402Client().register(NETWORK, scheme);
-    client.setSpendControls({
-      allowedAssets: [{ network: NETWORK, asset: usdc, maxAmountPerPayment: "1000000" }],
-    });
-    const pay = wrapFetchWithPayment(fetch, client);
-    const config = buildChannelConfig(
-      { signer: account.signer, storage: undefined as never, salt: ZERO_SALT },
-      requirement,
-    );
-    const channelId = computeChannelId({ ...config, payerAuthorizer: NO_AUTHORIZER }, NETWORK);
+    const pay = account.pay;
+    const channelId = account.channelId;
     const channelRow = async () =>
       (await svc.db.sql`
         select charged, claimed, stuck, payer_authorizer from x402_channels
@@ -202,12 +215,7 @@ Deno.test("x402 batch-settlement: a channel without a payer authorizer is claime
     await t.step("our facilitator's /settle claims such a voucher before it answers", async () => {
       const f = facilitatorClient(svc, seller.apiKey);
       const other = await smartAccount(USDC);
-      const cfg = buildChannelConfig(
-        { signer: other.signer, storage: undefined as never, salt: ZERO_SALT },
-        requirement,
-      );
-      const terms = { ...cfg, payerAuthorizer: NO_AUTHORIZER };
-      const id = computeChannelId(terms, NETWORK);
+      const { terms, channelId: id } = other;
       const envelope = (payload: unknown) => ({
         x402Version: 2,
         accepted: requirement,
@@ -306,25 +314,11 @@ Deno.test("x402 batch-settlement: a channel without a payer authorizer is claime
       "50 copies of one voucher at once: one call charged, one claim transaction",
       async () => {
         const payerAccount = await smartAccount(USDC);
-        const payClient = new x402Client().register(
-          NETWORK,
-          new BatchSettlementEvmScheme(payerAccount.signer, { payerAuthorizer: NO_AUTHORIZER }),
-        );
-        payClient.setSpendControls({
-          allowedAssets: [{ network: NETWORK, asset: usdc, maxAmountPerPayment: "1000000" }],
-        });
         // Opened (and its first call claimed) by the client.
-        const opened = await wrapFetchWithPayment(fetch, payClient)(resource);
+        const opened = await payerAccount.pay(resource);
         assert.equal(opened.status, 200);
         await opened.body?.cancel();
-        const terms = {
-          ...buildChannelConfig(
-            { signer: payerAccount.signer, storage: undefined as never, salt: ZERO_SALT },
-            requirement,
-          ),
-          payerAuthorizer: NO_AUTHORIZER,
-        };
-        const id = computeChannelId(terms, NETWORK);
+        const { terms, channelId: id } = payerAccount;
         const header = encodeHeader({
           x402Version: 2,
           accepted: requirement,
@@ -364,13 +358,6 @@ Deno.test("x402 batch-settlement: a channel without a payer authorizer is claime
         `killed at the voucher claim's ${at}: the claim job finishes it, once`,
         async () => {
           const payerAccount = await smartAccount(USDC);
-          const payClient = new x402Client().register(
-            NETWORK,
-            new BatchSettlementEvmScheme(payerAccount.signer, { payerAuthorizer: NO_AUTHORIZER }),
-          );
-          payClient.setSpendControls({
-            allowedAssets: [{ network: NETWORK, asset: usdc, maxAmountPerPayment: "1000000" }],
-          });
           const before = await usdcOf(seller.walletAddress!);
           const worker = await startCrashWorker(svc, "money-worker", {
             KILL_INTENT: "^x402ch:voucher:",
@@ -378,23 +365,12 @@ Deno.test("x402 batch-settlement: a channel without a payer authorizer is claime
           });
           try {
             // The call deposits, is served and charged; the process dies claiming its voucher.
-            await assert.rejects(
-              wrapFetchWithPayment(fetch, payClient)(`${worker.baseUrl}/x402/quotes`),
-            );
+            await assert.rejects(payerAccount.pay(`${worker.baseUrl}/x402/quotes`));
             assert.equal((await worker.child.status).signal, "SIGKILL");
           } finally {
             worker.child.stdout.cancel().catch(() => {});
           }
-          const id = computeChannelId(
-            {
-              ...buildChannelConfig(
-                { signer: payerAccount.signer, storage: undefined as never, salt: ZERO_SALT },
-                requirement,
-              ),
-              payerAuthorizer: NO_AUTHORIZER,
-            },
-            NETWORK,
-          );
+          const id = payerAccount.channelId;
           const sql = svc.db.sql;
           const [left] = await sql`
             select id from x402_channel_claims where kind = 'voucher' and status = 'pending'
