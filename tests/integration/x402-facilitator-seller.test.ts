@@ -4,7 +4,9 @@
  * `@x402/evm` batch-settlement server scheme against `/api/x402/facilitator` with the seller's API
  * key. The unmodified `@x402/evm` client pays it many times after one deposit (relayed by our
  * facilitator), and the scheme's channel manager claims the vouchers and settles the seller through
- * our facilitator: the seller is paid on chain what the calls cost.
+ * our facilitator: the seller is paid on chain what the calls cost. And the same middleware
+ * with the `exact` server scheme: each call verified and settled by our facilitator before the
+ * answer.
  */
 import assert from "node:assert/strict";
 import { Hono } from "hono";
@@ -14,6 +16,8 @@ import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { toClientEvmSigner } from "@x402/evm";
 import { BatchSettlementEvmScheme as ClientScheme } from "@x402/evm/batch-settlement/client";
 import { BatchSettlementEvmScheme as ServerScheme } from "@x402/evm/batch-settlement/server";
+import { ExactEvmScheme } from "@x402/evm/exact/server";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { paymentMiddleware, x402ResourceServer } from "@x402/hono";
 import { startTestService } from "../helpers/service.ts";
 import { createMerchant } from "../helpers/accounts.ts";
@@ -105,6 +109,61 @@ Deno.test("x402 facilitator: a seller on the standard server middleware is paid 
       });
       assert.equal(totalClaimed, PRICE * BigInt(calls));
     });
+  } finally {
+    await seller?.shutdown();
+    await svc.close();
+  }
+});
+
+Deno.test("x402 facilitator: a seller on the standard middleware takes exact payments through it", async () => {
+  const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
+  const chain = svc.deps.chain;
+  const usdc = getAddress(chain.contract(X402_PROFILE, "TestUSDC"));
+  const usdcOf = (a: string) => chain.usdcBalance(X402_PROFILE, a.toLowerCase() as `0x${string}`);
+  let seller: Deno.HttpServer<Deno.NetAddr> | undefined;
+  try {
+    const merchant = await createMerchant(svc);
+    const payTo = getAddress(merchant.walletAddress!);
+    const resourceServer = new x402ResourceServer(facilitatorClient(svc, merchant.apiKey))
+      .register(NETWORK, new ExactEvmScheme());
+    const app = new Hono();
+    app.use(paymentMiddleware(
+      {
+        "GET /quote": {
+          accepts: {
+            scheme: "exact",
+            network: NETWORK,
+            payTo,
+            price: {
+              amount: PRICE.toString(),
+              asset: usdc,
+              extra: { name: "USD Coin", version: "2" },
+            },
+          },
+          description: "A quote",
+        },
+      },
+      resourceServer,
+    ));
+    app.get("/quote", (c) => c.json({ quote: "to be or not to be" }));
+    seller = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.fetch);
+
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    await chain.mintUsdc({ profile: X402_PROFILE, to: buyer.address, amount: USDC });
+    const client = new x402Client();
+    registerExactEvmScheme(client, { signer: buyer });
+    client.setSpendControls({
+      allowedAssets: [{ network: NETWORK, asset: usdc, maxAmountPerPayment: "1000000" }],
+    });
+    const pay = wrapFetchWithPayment(fetch, client);
+    for (let i = 1n; i <= 3n; i++) {
+      const r = await pay(`http://127.0.0.1:${seller.addr.port}/quote`);
+      assert.equal(r.status, 200, await r.clone().text());
+      assert.deepEqual(await r.json(), { quote: "to be or not to be" });
+      // Settled on chain by our facilitator before the seller answered.
+      assert.equal(await usdcOf(payTo), i * PRICE);
+    }
+    assert.equal(await usdcOf(buyer.address), USDC - 3n * PRICE);
   } finally {
     await seller?.shutdown();
     await svc.close();
