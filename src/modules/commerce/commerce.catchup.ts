@@ -124,8 +124,9 @@ export async function catchUpPending(
   for (const row of rows) {
     try {
       const done = await withClaim(deps.sql, jobClaim(row), async () => {
+        // Settled meanwhile by another sweep (read before it took the claim): not counted.
         const fresh = await repo.find(deps.sql, row);
-        return fresh ? !(await settlePending(deps, fresh)).inFlight : false;
+        return fresh?.pendingAction ? !(await settlePending(deps, fresh)).inFlight : false;
       }, { waitMs: 1000 });
       if (done) settled++;
     } catch (e) {
