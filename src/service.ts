@@ -42,6 +42,8 @@ export interface ServiceOptions {
   serve?: boolean;
   /** Run job workers and the chain log watcher in this process (default true). */
   workers?: boolean;
+  /** Schedule the jobs' crons (default true; a test that runs the rounds itself: false). */
+  crons?: boolean;
   /** Keep local chain state under DATA_DIR (default true; tests use throwaway nodes). */
   persistChains?: boolean;
   /** Fault injection for the transaction sender (tests only). */
@@ -135,7 +137,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     const modules = opts.modules ?? defaultModules;
     const role = opts.role ?? "all";
     const workers = opts.workers ?? role !== "web";
-    await queue.register(allJobs(modules), deps, { work: workers });
+    await queue.register(allJobs(modules), deps, { work: workers, crons: opts.crons });
     for (const mod of modules) {
       for (const handler of mod.logHandlers?.(deps) ?? []) chain.watcher.register(handler);
     }

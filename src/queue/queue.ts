@@ -24,9 +24,17 @@ type AnyJob<T = any, D = any> = JobDefinition<T, D>;
 export interface Queue {
   readonly boss: PgBoss;
   send<T>(job: JobDescriptor<T> | string, data: T, opts?: SendJobOptions): Promise<string | null>;
-  /** Creates the queues of these jobs; with `work`, also starts their workers. */
-  // deno-lint-ignore no-explicit-any
-  register<D>(jobs: AnyJob<any, D>[], deps: D, opts?: { work?: boolean }): Promise<void>;
+  /**
+   * Creates the queues of these jobs; with `work`, also starts their workers; with `crons`
+   * (default true), schedules the jobs that have one (a test that runs the rounds itself turns
+   * them off: a minute's turn would run one beside it).
+   */
+  register<D>(
+    // deno-lint-ignore no-explicit-any
+    jobs: AnyJob<any, D>[],
+    deps: D,
+    opts?: { work?: boolean; crons?: boolean },
+  ): Promise<void>;
   /** `graceful` (default): waits up to `timeoutMs` for jobs in flight. */
   stop(opts?: { timeoutMs?: number; graceful?: boolean }): Promise<void>;
 }
@@ -97,7 +105,7 @@ export async function startQueue(opts: QueueStartOptions): Promise<Queue> {
       if (o.priority !== undefined) options.priority = o.priority;
       return await boss.send(name, payload as object, options);
     },
-    async register(jobs, deps, { work = true } = {}) {
+    async register(jobs, deps, { work = true, crons = true } = {}) {
       for (const def of jobs) {
         schemas.set(def.name, def);
         const { policy, ...queueOptions } = def.queue ?? {};
@@ -105,7 +113,7 @@ export async function startQueue(opts: QueueStartOptions): Promise<Queue> {
         await boss.createQueue(def.name, { policy, ...options });
         // A queue created by an earlier version keeps its options until told otherwise.
         await boss.updateQueue(def.name, options);
-        if (def.cron) await boss.schedule(def.name, def.cron, {}, { tz: "UTC" });
+        if (def.cron && crons) await boss.schedule(def.name, def.cron, {}, { tz: "UTC" });
         if (!work) continue;
         // Batches of up to 10, run concurrently and settled one by one; a full batch makes the
         // worker fetch again at once (otherwise it waits for the next poll or notification).

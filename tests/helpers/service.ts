@@ -66,6 +66,8 @@ export async function startTestService(
     log?: Logger;
     db?: TestDatabase;
     workers?: boolean;
+    /** Schedule the jobs' crons (default true): off for a test that runs the rounds itself. */
+    crons?: boolean;
     /** Listen for HTTP (default true). */
     serve?: boolean;
     /** A second process of the same deployment: same database, same chains. */
@@ -104,6 +106,7 @@ export async function startTestService(
         clock,
         modules: opts.modules,
         workers: opts.workers,
+        crons: opts.crons,
         serve: opts.serve,
         persistChains: opts.persistChains ?? false,
       });

@@ -61,7 +61,8 @@ async function lapseClaims(svc: TestService) {
 }
 
 Deno.test("job fund: killed before broadcast, after it, after the receipt → FUNDED once", async (t) => {
-  const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
+  // The survivor's sweep is the test's to run: no every-minute one beside it.
+  const svc = await startTestService({ env: { RATE_LIMITS: "off" }, crons: false });
   const call = api(svc);
   const chain = svc.deps.chain;
   const profile = "production" as const;

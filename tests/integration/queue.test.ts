@@ -121,3 +121,24 @@ Deno.test("queue: every queue's jobs carry a heartbeat, also on a queue created 
     await db.drop();
   }
 });
+
+Deno.test("queue: a job's cron is scheduled unless crons are off (a test running its rounds)", async () => {
+  const db = await createTestDatabase();
+  const queue = await startQueue({ url: db.url, log: silentLogger });
+  const job = (name: string) =>
+    defineJob({
+      name,
+      schema: z.object({}),
+      cron: "* * * * *",
+      handler: () => Promise.resolve(),
+    });
+  try {
+    await queue.register([job("test.cron-on")], {}, { work: false });
+    await queue.register([job("test.cron-off")], {}, { work: false, crons: false });
+    const rows = await db.sql`select name from pgboss.schedule order by name`;
+    assert.deepEqual(rows.map((r) => r.name), ["test.cron-on"]);
+  } finally {
+    await queue.stop();
+    await db.drop();
+  }
+});

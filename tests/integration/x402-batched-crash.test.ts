@@ -30,6 +30,8 @@ async function lapseClaims(svc: TestService) {
 Deno.test("x402 batched settlement: a killed round is finished exactly once", async (t) => {
   const svc = await startTestService({
     env: { RATE_LIMITS: "off", X402_BATCH_SECONDS: "3600" },
+    // Its rounds are the test's to run: no every-minute one beside them.
+    crons: false,
   });
   const upstream = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },

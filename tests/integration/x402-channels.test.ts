@@ -39,6 +39,8 @@ Deno.test("x402 batch-settlement: the standard client pays many times after one 
   // The claim job runs when the test says (its own rounds are an hour apart).
   const svc = await startTestService({
     env: { RATE_LIMITS: "off", X402_CHANNEL_CLAIM_SECONDS: "3600" },
+    // Its rounds are the test's to run: no every-minute one beside them.
+    crons: false,
   });
   let answer = (): Response => Response.json({ quote: "to be or not to be" });
   const upstream = Deno.serve(

@@ -32,6 +32,8 @@ const NETWORK = "eip155:5042002" as const;
 Deno.test("x402 facilitator: a seller on the standard server middleware is paid through it", async (t) => {
   const svc = await startTestService({
     env: { RATE_LIMITS: "off", X402_CHANNEL_CLAIM_SECONDS: "3600" },
+    // Its rounds are the test's to run: no every-minute one beside them.
+    crons: false,
   });
   const chain = svc.deps.chain;
   const rt = chain.runtime(X402_PROFILE);
