@@ -29,6 +29,37 @@ const USDC = 1_000_000n;
 const PRICE = 10_000n;
 const NETWORK = "eip155:5042002" as const;
 
+/**
+ * A seller's own server: a Hono app whose `GET /{path}` answers `body` behind the unmodified
+ * payment middleware, priced at PRICE of our USDC in `scheme`, its resource server given.
+ */
+function sellerServer(
+  resourceServer: x402ResourceServer,
+  r: { scheme: string; payTo: `0x${string}`; usdc: `0x${string}`; path: string; body: unknown },
+): Deno.HttpServer<Deno.NetAddr> {
+  const app = new Hono();
+  app.use(paymentMiddleware(
+    {
+      [`GET /${r.path}`]: {
+        accepts: {
+          scheme: r.scheme,
+          network: NETWORK,
+          payTo: r.payTo,
+          price: {
+            amount: PRICE.toString(),
+            asset: r.usdc,
+            extra: { name: "USD Coin", version: "2" },
+          },
+        },
+        description: `The ${r.path}`,
+      },
+    },
+    resourceServer,
+  ));
+  app.get(`/${r.path}`, (c) => c.json(r.body));
+  return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.fetch);
+}
+
 Deno.test("x402 facilitator: a seller on the standard server middleware is paid through it", async (t) => {
   const svc = await startTestService({
     env: { RATE_LIMITS: "off", X402_CHANNEL_CLAIM_SECONDS: "3600" },
@@ -48,27 +79,13 @@ Deno.test("x402 facilitator: a seller on the standard server middleware is paid 
     // The seller's own server: the standard middleware, the standard scheme, our facilitator.
     const scheme = new ServerScheme(payTo);
     const resourceServer = new x402ResourceServer(facilitator).register(NETWORK, scheme);
-    const app = new Hono();
-    app.use(paymentMiddleware(
-      {
-        "GET /weather": {
-          accepts: {
-            scheme: "batch-settlement",
-            network: NETWORK,
-            payTo,
-            price: {
-              amount: PRICE.toString(),
-              asset: usdc,
-              extra: { name: "USD Coin", version: "2" },
-            },
-          },
-          description: "Today's weather",
-        },
-      },
-      resourceServer,
-    ));
-    app.get("/weather", (c) => c.json({ weather: "sunny" }));
-    seller = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.fetch);
+    seller = sellerServer(resourceServer, {
+      scheme: "batch-settlement",
+      payTo,
+      usdc,
+      path: "weather",
+      body: { weather: "sunny" },
+    });
     const resource = `http://127.0.0.1:${seller.addr.port}/weather`;
 
     const buyer = privateKeyToAccount(generatePrivateKey());
@@ -128,27 +145,13 @@ Deno.test("x402 facilitator: a seller on the standard middleware takes exact pay
     const payTo = getAddress(merchant.walletAddress!);
     const resourceServer = new x402ResourceServer(facilitatorClient(svc, merchant.apiKey))
       .register(NETWORK, new ExactEvmScheme());
-    const app = new Hono();
-    app.use(paymentMiddleware(
-      {
-        "GET /quote": {
-          accepts: {
-            scheme: "exact",
-            network: NETWORK,
-            payTo,
-            price: {
-              amount: PRICE.toString(),
-              asset: usdc,
-              extra: { name: "USD Coin", version: "2" },
-            },
-          },
-          description: "A quote",
-        },
-      },
-      resourceServer,
-    ));
-    app.get("/quote", (c) => c.json({ quote: "to be or not to be" }));
-    seller = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.fetch);
+    seller = sellerServer(resourceServer, {
+      scheme: "exact",
+      payTo,
+      usdc,
+      path: "quote",
+      body: { quote: "to be or not to be" },
+    });
 
     const buyer = privateKeyToAccount(generatePrivateKey());
     await chain.mintUsdc({ profile: X402_PROFILE, to: buyer.address, amount: USDC });
