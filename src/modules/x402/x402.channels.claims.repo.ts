@@ -30,8 +30,8 @@ export interface ClaimRowRecord {
 }
 
 /**
- * Records a claim transaction and its rows before anything is sent. Null when a claim batch is
- * already in flight on the chain (`kind` claim: one at a time).
+ * Records a claim transaction and its rows before anything is sent; the record. Null when a claim
+ * batch is already in flight on the chain (`kind` claim: one at a time).
  */
 export async function createClaim(sql: Sql, c: {
   id: string;
@@ -43,22 +43,23 @@ export async function createClaim(sql: Sql, c: {
   refundAmount?: bigint;
   refundNonce?: bigint;
   now: Date;
-}): Promise<boolean> {
+}): Promise<ClaimRecord | null> {
   return await sql.begin(async (tx) => {
-    const [made] = await tx`
+    const [made] = await tx<ClaimRecord[]>`
       insert into x402_channel_claims (id, chain_id, kind, status, channel_id, refund_amount,
         refund_nonce, created_at)
       values (${c.id}, ${c.chainId}, ${c.kind}, 'pending', ${c.channelId ?? null},
         ${c.refundAmount ?? null}, ${c.refundNonce ?? null}, ${c.now})
-      on conflict do nothing returning id`;
-    if (!made) return false;
+      on conflict do nothing
+      returning id, chain_id, kind, status, channel_id, refund_amount, refund_nonce, tx_hash`;
+    if (!made) return null;
     for (const r of c.rows) {
       await tx`
         insert into x402_channel_claim_rows (claim_id, channel_id, max_claimable, signature,
           total_claimed)
         values (${c.id}, ${r.channelId}, ${r.maxClaimable}, ${r.signature}, ${r.totalClaimed})`;
     }
-    return true;
+    return made;
   });
 }
 
@@ -77,13 +78,6 @@ export async function pendingClaims(
     from x402_channel_claims where chain_id = ${chainId} and status = 'pending'
       and (kind = 'claim' or created_at < ${staleBefore})
     order by created_at`;
-}
-
-export async function findClaim(sql: Db, id: string): Promise<ClaimRecord | null> {
-  const [row] = await sql<ClaimRecord[]>`
-    select id, chain_id, kind, status, channel_id, refund_amount, refund_nonce, tx_hash
-    from x402_channel_claims where id = ${id}`;
-  return row ?? null;
 }
 
 export async function claimRows(sql: Db, claimId: string): Promise<ClaimRowRecord[]> {

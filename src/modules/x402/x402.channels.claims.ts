@@ -56,8 +56,7 @@ export async function claimRound(deps: Deps, p: ProfileName = X402_PROFILE): Pro
         now: deps.clock.now(),
       });
       if (!made) break;
-      const c = await claims.findClaim(deps.sql, id);
-      const done = c && await finish(deps, p, c);
+      const done = await finish(deps, p, made);
       // A channel the contract refused is set aside (finish): the others go in the next batch.
       if (done === "retry") continue;
       if (!done || typeof done !== "object") break;
@@ -87,7 +86,7 @@ async function claimNow(
   c: { channelId: `0x${string}`; maxClaimable: bigint; signature: string; total: bigint },
 ): Promise<ClaimedNow> {
   const id = crypto.randomUUID();
-  await claims.createClaim(deps.sql, {
+  const record = await claims.createClaim(deps.sql, {
     id,
     chainId: deps.chain.chainId(p),
     kind: "voucher",
@@ -100,7 +99,6 @@ async function claimNow(
     }],
     now: deps.clock.now(),
   });
-  const record = await claims.findClaim(deps.sql, id);
   let done: Awaited<ReturnType<typeof finish>> = null;
   try {
     done = record && await finish(deps, p, record);
