@@ -14,6 +14,11 @@ import type { Mailer } from "./modules/mail/mail.types.ts";
 export interface Deps {
   config: Config;
   sql: Sql;
+  /**
+   * The x402 paid path's group writes (x402.batched.mirror.ts): one connection of its own, which
+   * plans without table scans (`NO_TABLE_SCANS`). Absent (tests' own deps): `sql`.
+   */
+  paidSql?: Sql;
   queue: Queue;
   chain: Chain;
   limiter: RateLimiter;

@@ -5,7 +5,7 @@
  */
 import type { Config } from "./config.ts";
 import { type Clock, systemClock } from "./clock.ts";
-import { createSql, describeUrl, type Sql } from "./db/client.ts";
+import { createSql, describeUrl, NO_TABLE_SCANS, type Sql } from "./db/client.ts";
 import { type EmbeddedDatabase, startEmbeddedPostgres } from "./db/embedded-loader.ts";
 import { migrate, readMigrations } from "./db/migrate.ts";
 import { type Queue, startQueue } from "./queue/queue.ts";
@@ -92,6 +92,23 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       ({ forced, budgetMs }) => sql.end({ timeout: forced ? 0 : Math.min(5, budgetMs / 1000) }),
       { forcedMs: 1_000 },
     );
+    // The x402 paid path's group writes: one connection (opened when first used), planning
+    // without table scans (NO_TABLE_SCANS, x402.batched.mirror.ts).
+    const paidSql: Sql = createSql(databaseUrl, {
+      max: 1,
+      name: "settlement-paid",
+      backstops: {
+        lockTimeoutMs: config.DATABASE_LOCK_TIMEOUT_MS,
+        idleInTransactionTimeoutMs: config.DATABASE_IDLE_TX_TIMEOUT_MS,
+        statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+      },
+      settings: NO_TABLE_SCANS,
+    });
+    cleanups.add(
+      "paid-path connection",
+      ({ forced, budgetMs }) => paidSql.end({ timeout: forced ? 0 : Math.min(5, budgetMs / 1000) }),
+      { forcedMs: 1_000 },
+    );
     const migrations = await readMigrations();
     await migrate(sql, { log });
 
@@ -127,6 +144,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     const deps: Deps = {
       config,
       sql,
+      paidSql,
       queue,
       chain,
       clock,

@@ -23,7 +23,17 @@ export interface ClientOptions {
   backstops?: Backstops;
   /** Hears the server's notices (default: dropped). */
   onnotice?: (message: string) => void;
+  /** More settings for every connection at its start (`NO_TABLE_SCANS`, say). */
+  settings?: Record<string, string>;
 }
+
+/**
+ * A pool whose plans never scan a whole table where an index can serve (`enable_seqscan` off):
+ * for the paid path's group statements (x402.batched.mirror.ts), which are prepared, so their
+ * plan is fixed at a connection's sixth run; made while a table was young, a scan of it would
+ * stay the plan while it grows (src/db/by-id.ts). Without scans, it is the index's from the start.
+ */
+export const NO_TABLE_SCANS: Record<string, string> = { enable_seqscan: "off" };
 
 /**
  * Bounds that keep one stuck transaction from wedging the pool (DESIGN §11): a statement waiting
@@ -44,7 +54,11 @@ export function createSql(url: string, opts: ClientOptions = {}): Sql {
     idle_timeout: 30,
     connect_timeout: 10,
     onnotice: (n) => opts.onnotice?.(n.message),
-    connection: { application_name: opts.name ?? "settlement", ...startupSettings(opts.backstops) },
+    connection: {
+      application_name: opts.name ?? "settlement",
+      ...startupSettings(opts.backstops),
+      ...opts.settings,
+    },
     types: { bigint: postgres.BigInt },
     ...(opts.camel === false ? {} : { transform: postgres.camel }),
   })) as unknown as Sql;

@@ -12,7 +12,7 @@
  */
 import assert from "node:assert/strict";
 import { createTestDatabase } from "../helpers/db.ts";
-import { createSql } from "../../src/db/client.ts";
+import { createSql, NO_TABLE_SCANS } from "../../src/db/client.ts";
 import {
   insertSignedBatch,
   markBroadcast,
@@ -28,6 +28,7 @@ import {
   createBatch,
   type NewCharge,
   release,
+  reserveAndServe,
   reserveMany,
   serve,
   serveMany,
@@ -80,9 +81,14 @@ async function bulk(sql: ReturnType<typeof createSql>, n: number, status: string
  * One connection whose statements' plans come back as notices; `plans(table)` answers those of
  * the statements that read or wrote `table` since it was last asked.
  */
-async function planProbe(url: string) {
+async function planProbe(url: string, settings?: Record<string, string>) {
   const notices: string[] = [];
-  const sql = createSql(url, { max: 1, name: "plans", onnotice: (m) => notices.push(m) });
+  const sql = createSql(url, {
+    max: 1,
+    name: "plans",
+    settings,
+    onnotice: (m) => notices.push(m),
+  });
   await sql`load 'auto_explain'`;
   await sql`set auto_explain.log_min_duration = 0`;
   await sql`set auto_explain.log_level = notice`;
@@ -343,6 +349,51 @@ Deno.test("x402 group statements are planned for the table as it is, not as it w
     for (const plan of plans) {
       assert.doesNotMatch(plan, /Seq Scan on x402_gateway_charges /, plan);
     }
+  } finally {
+    await probe.sql.end();
+    await db.drop();
+  }
+});
+
+Deno.test("the paid path's writes, one prepared statement, stay on the indexes as the tables grow", async () => {
+  const db = await createTestDatabase();
+  // As the service's paid-path connection is (service.ts): no table scans.
+  const probe = await planProbe(db.url, NO_TABLE_SCANS);
+  try {
+    const now = new Date();
+    await db.sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
+      synced_at) values (${CHAIN}, ${PAYER}, 1000000, 1, ${now})`;
+    const fresh = new Date(now.getTime() - 60_000);
+    let last: NewCharge[] = [];
+    const round = async () => {
+      const group = [charge(now), charge(now)];
+      const marks = last.map((c) => ({ id: c.id, upstreamStatus: 200 }));
+      const out = await reserveAndServe(probe.sql, group, marks, fresh, now);
+      assert.deepEqual([...out.values()], ["reserved", "reserved"]);
+      last = group;
+    };
+    // Young: a few rows, run often enough on one connection for the prepared statement's plan to
+    // be cached generic (from the sixth run).
+    for (let i = 0; i < 8; i++) await round();
+    // Then the charges and the payers' mirrors grow, with no ANALYZE in between.
+    await bulk(db.sql, 20_000, "settled");
+    await db.sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
+      synced_at)
+      select ${CHAIN}, '0x' || lpad(to_hex(g), 40, '0'), 1, 1, ${now}
+      from generate_series(1, 20000) g`;
+    probe.plans("x402_gateway_charges");
+    const marked = last;
+    await round();
+    const plans = probe.plans("x402_gateway_charges");
+    assert.equal(plans.length, 1);
+    assert.doesNotMatch(plans[0], /Seq Scan on x402_gateway_(charges|accounts) /, plans[0]);
+    assert.match(plans[0], /Index Scan using x402_gateway_charges_pkey on x402_gateway_charges c/);
+    const rows = await db.sql`select status, upstream_status from x402_gateway_charges
+      where id in ${db.sql(marked.map((c) => c.id))}`;
+    assert.deepEqual(rows.map((r) => [r.status, r.upstreamStatus]), [
+      ["pending", 200],
+      ["pending", 200],
+    ]);
   } finally {
     await probe.sql.end();
     await db.drop();

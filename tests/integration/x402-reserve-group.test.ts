@@ -12,6 +12,7 @@ import {
   createBatch,
   type NewCharge,
   release,
+  reserveAndServe,
   reserveMany,
   serveMany,
   staleReserved,
@@ -132,6 +133,33 @@ Deno.test("x402 reservations: a group in one statement", async (t) => {
         where id = ${failed.id}`;
       assert.deepEqual({ ...f }, { status: "released", servedAt: null }, "released stays so");
       assert.equal(await held(p), 20n, "held: the served charge and the abandoned one");
+    });
+
+    await t.step("reservations and served marks in one statement", async () => {
+      const p = "0x" + "f".repeat(40);
+      await account(p, 30n);
+      const earlier = [1, 2, 3].map(() => charge(p, 10n, now));
+      await reserveMany(sql, earlier, fresh, now);
+      const [released] = [earlier[2]];
+      await release(sql, released.id, { error: "upstream: 502", upstreamStatus: 502, now });
+      // Two served, one released meanwhile (its mark changes nothing), and a reservation that
+      // does not fit: the marks are written whatever the reservations find.
+      const late = charge(p, 25n, now);
+      const marks = earlier.map((c, i) => ({ id: c.id, upstreamStatus: 200 + i }));
+      const out = await reserveAndServe(sql, [late], marks, fresh, now);
+      assert.equal(out.get(late.id), undefined, "no room: 30 less 20 held");
+      const rows = await sql`select id, status, upstream_status from x402_gateway_charges
+        where id in ${sql(earlier.map((c) => c.id))}`;
+      const byId = new Map(rows.map((r) => [r.id, [r.status, r.upstreamStatus]]));
+      assert.deepEqual(earlier.map((c) => byId.get(c.id)), [
+        ["pending", 200],
+        ["pending", 201],
+        ["released", 502],
+      ]);
+      const fits = charge(p, 10n, now);
+      const more = await reserveAndServe(sql, [fits], [], fresh, now);
+      assert.equal(more.get(fits.id), "reserved");
+      assert.equal(await held(p), 30n);
     });
 
     await t.step("several pools at once, balances running out, settlements racing", async () => {

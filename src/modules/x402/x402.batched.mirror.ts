@@ -26,33 +26,56 @@ export async function reserveCharge(
   if (first !== "no_funds") return first;
   await syncAccount(deps, p, c.payer as `0x${string}`);
   const now = deps.clock.now();
-  return await repo.reserve(deps.sql, { ...c, now }, freshSince(now));
+  return await repo.reserve(paidSql(deps), { ...c, now }, freshSince(now));
 }
 
 const freshSince = (now: Date) => new Date(now.getTime() - MIRROR_TTL_S * 1000);
 
 /**
- * The reservation as a group commit (src/db/group-commit.ts): the reservations that arrive while
- * one statement is in flight are written together by the next (repo.reserveMany: one statement,
- * one transaction; at most 256; never two with one (chain, payer, nonce), so a replay waits for
- * the next statement, which finds the nonce used). A group whose statement fails is tried again
- * one charge at a time, so one bad charge fails alone.
+ * The paid path's writes as one group commit (src/db/group-commit.ts): the reservations of calls
+ * arriving and the served marks of calls answered while one statement is in flight are written
+ * together by the next (repo.reserveAndServe: one statement, one transaction; at most 256 items;
+ * never two reservations with one (chain, payer, nonce), so a replay waits for the next
+ * statement, which finds the nonce used). A group whose statement fails is tried again one item
+ * at a time, so one bad item fails alone.
  */
-const reserveGroup = groupCommit<{ deps: Deps; charge: repo.NewCharge }, repo.Reservation>(
+type Write =
+  | { deps: Deps; charge: repo.NewCharge; mark?: undefined }
+  | { deps: Deps; mark: repo.Served; charge?: undefined };
+
+const writeGroup = groupCommit<Write, repo.Reservation | null>(
   async (group) => {
     const { deps } = group[0].item;
+    const sql = paidSql(deps);
     const now = deps.clock.now();
-    const charges = group.map((w) => w.item.charge);
-    const out = await repo.reserveMany(deps.sql, charges, freshSince(now), now);
-    for (const w of group) w.resolve(out.get(w.item.charge.id) ?? "no_funds");
+    const charges: repo.NewCharge[] = [];
+    const marks: repo.Served[] = [];
+    for (const w of group) {
+      if (w.item.charge) charges.push(w.item.charge);
+      else marks.push(w.item.mark);
+    }
+    if (!charges.length) {
+      await repo.serveMany(sql, marks, now);
+      for (const w of group) w.resolve(null);
+      return;
+    }
+    const out = await repo.reserveAndServe(sql, charges, marks, freshSince(now), now);
+    for (const w of group) {
+      w.resolve(w.item.charge ? out.get(w.item.charge.id) ?? "no_funds" : null);
+    }
   },
   {
     max: 256,
-    apart: ({ charge: c }) => `${c.chainId}:${c.payer}:${c.nonce}`,
+    apart: ({ charge: c, mark }) => c ? `${c.chainId}:${c.payer}:${c.nonce}` : `served:${mark.id}`,
     alone: {
-      write: ({ deps, charge }) => repo.reserve(deps.sql, charge, freshSince(deps.clock.now())),
+      write: async ({ deps, charge, mark }) => {
+        const sql = paidSql(deps);
+        if (charge) return await repo.reserve(sql, charge, freshSince(deps.clock.now()));
+        await repo.serve(sql, mark.id, mark.upstreamStatus, deps.clock.now());
+        return null;
+      },
       failed: (error, items) =>
-        items[0].deps.log.warn("x402 reservations: a group failed, tried one by one", {
+        items[0].deps.log.warn("x402 paid-path writes: a group failed, tried one by one", {
           size: items.length,
           error,
         }),
@@ -60,8 +83,11 @@ const reserveGroup = groupCommit<{ deps: Deps; charge: repo.NewCharge }, repo.Re
   },
 );
 
-const reserveGrouped = (deps: Deps, charge: repo.NewCharge) =>
-  reserveGroup(deps.sql, { deps, charge });
+const reserveGrouped = async (deps: Deps, charge: repo.NewCharge) =>
+  (await writeGroup(paidSql(deps), { deps, charge }))!;
+
+/** The paid path's own connection (service.ts), else the pool. */
+const paidSql = (deps: Deps) => deps.paidSql ?? deps.sql;
 
 /** Re-reads the payer's available vault balance into the mirror. */
 export async function syncAccount(deps: Deps, p: ProfileName, payer: `0x${string}`) {
@@ -104,19 +130,11 @@ export async function whileWithdrawing<T>(
   }
 }
 
-const serveGroup = groupCommit<{ deps: Deps; id: string; upstreamStatus: number }, void>(
-  async (group) => {
-    const { deps } = group[0].item;
-    await repo.serveMany(deps.sql, group.map((w) => w.item), deps.clock.now());
-    for (const w of group) w.resolve();
-  },
-);
-
 /**
  * Marks a charge served (reserved → pending) before its answer goes out, as a group commit
- * (src/db/group-commit.ts): the marks that arrive while one is in flight are written together by
- * the next statement. Each caller waits for its own row to be written.
+ * with the reservations (`writeGroup` above): the marks and reservations that arrive while one
+ * statement is in flight are written together by the next. Each caller waits for its own row.
  */
 export function serveCharge(deps: Deps, id: string, upstreamStatus: number): Promise<void> {
-  return serveGroup(deps.sql, { deps, id, upstreamStatus });
+  return writeGroup(paidSql(deps), { deps, mark: { id, upstreamStatus } }).then(() => {});
 }

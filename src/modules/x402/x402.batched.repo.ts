@@ -96,6 +96,29 @@ export async function reserveMany(
   freshAfter: Date,
   now: Date,
 ): Promise<Map<string, Exclude<Reservation, "no_funds">>> {
+  return await reserveAndServe(sql, cs, [], freshAfter, now);
+}
+
+/** A served mark: the upstream answered `upstreamStatus` (reserved → pending). */
+export interface Served {
+  id: string;
+  upstreamStatus: number;
+}
+
+/**
+ * `reserveMany` and `serveMany` in ONE statement and transaction: the paid path's group commit
+ * writes the reservations of calls arriving and the served marks of calls answered together
+ * (x402.batched.mirror.ts). They touch different charges (a call is served only once its
+ * reservation is committed). With marks, the statement is planned with its values each time
+ * (`planned`: the marks join the charges by id); reservations alone keep the prepared one.
+ */
+export async function reserveAndServe(
+  sql: Db,
+  cs: NewCharge[],
+  served: Served[],
+  freshAfter: Date,
+  now: Date,
+): Promise<Map<string, Exclude<Reservation, "no_funds">>> {
   // One JSON parameter, not fifteen arrays: postgres.js serializes an array parameter with a
   // serializer it learns per connection, and a connection's first statement can race that.
   const input = JSON.stringify(cs.map((c, ord) => ({
@@ -116,7 +139,16 @@ export async function reserveMany(
     agent_id: c.agentId,
     created_at: c.now.toISOString(),
   })));
-  const rows = await sql<{ id: string; reserved: boolean }[]>`
+  const marks = served.length
+    ? sql`, served as (
+      update x402_gateway_charges c set status = 'pending', upstream_status = s.status,
+        served_at = ${now}
+      from unnest(${served.map((i) => i.id)}::uuid[], ${served.map((i) => i.upstreamStatus)}::int[])
+        as s(id, status)
+      where c.id = s.id and ${statusIn(sql, "c.status", ["reserved"])}
+    )`
+    : sql``;
+  const query = sql<{ id: string; reserved: boolean }[]>`
     with inp as (
       select * from json_to_recordset(${input}::text::json) as i(ord int, id uuid,
         chain_id int, listing_id uuid, listing_slug text, merchant_id uuid, payer text,
@@ -140,9 +172,10 @@ export async function reserveMany(
       from (select chain_id, payer, sum(amount) as total from ins group by chain_id, payer) s
       where a.chain_id = s.chain_id and a.payer = s.payer
       returning 1
-    )
+    )${marks}
     select f.id, ins.id is not null as reserved
     from fits f left join ins on ins.id = f.id, ${asyncCommit(sql)}`;
+  const rows = await query;
   return new Map(rows.map((r) => [r.id, r.reserved ? "reserved" : "used"]));
 }
 
