@@ -264,7 +264,11 @@ async function claim(
   if (result === "no_funds") {
     await syncAccount(deps, profile, a.from);
     const now = deps.clock.now();
-    result = await repo.claimGatewayAttempt(deps.sql, attempt(now), freshSince(now));
+    result = await repo.claimGatewayAttempt(
+      deps.paidSql ?? deps.sql,
+      attempt(now),
+      freshSince(now),
+    );
   }
   if (result === "used") throw new DomainError("x402_proof_used");
   if (result === "no_funds") {
@@ -285,7 +289,8 @@ type ClaimResult = X402PaymentRecord | "no_funds" | "used";
  * Claims as a group commit (src/db/group-commit.ts): those that arrive while one statement is in
  * flight are written together by the next (repo.claimGatewayAttempts: one statement, at most 256;
  * a replay waits for the next statement, which finds it used, and one in the same statement would
- * be found used too). A group whose statement fails is tried again one attempt at a time.
+ * be found used too). A group whose statement fails is tried again one attempt at a time. On the
+ * paid path's connection (`deps.paidSql`: its prepared plan reads the payers' mirrors by key).
  */
 const claimGroup = groupCommit<{ deps: Deps; attempt: repo.NewAttempt }, ClaimResult>(
   async (group) => {
@@ -293,7 +298,7 @@ const claimGroup = groupCommit<{ deps: Deps; attempt: repo.NewAttempt }, ClaimRe
     const now = deps.clock.now();
     const ids = group.map(() => crypto.randomUUID());
     const out = await repo.claimGatewayAttempts(
-      deps.sql,
+      deps.paidSql ?? deps.sql,
       group.map((w, i) => ({ ...w.item.attempt, id: ids[i] })),
       freshSince(now),
       now,
@@ -305,7 +310,7 @@ const claimGroup = groupCommit<{ deps: Deps; attempt: repo.NewAttempt }, ClaimRe
     apart: ({ attempt: a }) => `${a.chainId}:${a.payer}:${a.nonce}`,
     alone: {
       write: ({ deps, attempt }) =>
-        repo.claimGatewayAttempt(deps.sql, attempt, freshSince(deps.clock.now())),
+        repo.claimGatewayAttempt(deps.paidSql ?? deps.sql, attempt, freshSince(deps.clock.now())),
       failed: (error, items) =>
         items[0].deps.log.warn("x402 claims: a group failed, tried one by one", {
           size: items.length,
