@@ -78,14 +78,12 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     }
     log.info("database", { url: describeUrl(databaseUrl), embedded: !!embedded });
 
-    const sql: Sql = createSql(databaseUrl, {
-      max: config.DATABASE_POOL_MAX,
-      backstops: {
-        lockTimeoutMs: config.DATABASE_LOCK_TIMEOUT_MS,
-        idleInTransactionTimeoutMs: config.DATABASE_IDLE_TX_TIMEOUT_MS,
-        statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
-      },
-    });
+    const backstops = {
+      lockTimeoutMs: config.DATABASE_LOCK_TIMEOUT_MS,
+      idleInTransactionTimeoutMs: config.DATABASE_IDLE_TX_TIMEOUT_MS,
+      statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    };
+    const sql: Sql = createSql(databaseUrl, { max: config.DATABASE_POOL_MAX, backstops });
     // Forced: every connection is closed now, failing what still waits on it.
     cleanups.add(
       "database pool",
@@ -97,11 +95,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     const paidSql: Sql = createSql(databaseUrl, {
       max: 1,
       name: "settlement-paid",
-      backstops: {
-        lockTimeoutMs: config.DATABASE_LOCK_TIMEOUT_MS,
-        idleInTransactionTimeoutMs: config.DATABASE_IDLE_TX_TIMEOUT_MS,
-        statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
-      },
+      backstops,
       settings: NO_TABLE_SCANS,
     });
     cleanups.add(

@@ -87,7 +87,7 @@ const reserveGrouped = async (deps: Deps, charge: repo.NewCharge) =>
   (await writeGroup(paidSql(deps), { deps, charge }))!;
 
 /** The paid path's own connection (service.ts), else the pool. */
-const paidSql = (deps: Deps) => deps.paidSql ?? deps.sql;
+export const paidSql = (deps: Deps) => deps.paidSql ?? deps.sql;
 
 /** Re-reads the payer's available vault balance into the mirror. */
 export async function syncAccount(deps: Deps, p: ProfileName, payer: `0x${string}`) {

@@ -109,8 +109,9 @@ export interface Served {
  * `reserveMany` and `serveMany` in ONE statement and transaction: the paid path's group commit
  * writes the reservations of calls arriving and the served marks of calls answered together
  * (x402.batched.mirror.ts). They touch different charges (a call is served only once its
- * reservation is committed). With marks, the statement is planned with its values each time
- * (`planned`: the marks join the charges by id); reservations alone keep the prepared one.
+ * reservation is committed); the marks are written whether or not any reservation fits. Prepared:
+ * on the paid path's connection (`NO_TABLE_SCANS`) its plan finds the marked charges and the
+ * payers' mirrors by key however the tables grew since it was made.
  */
 export async function reserveAndServe(
   sql: Db,
@@ -148,7 +149,7 @@ export async function reserveAndServe(
       where c.id = s.id and ${statusIn(sql, "c.status", ["reserved"])}
     )`
     : sql``;
-  const query = sql<{ id: string; reserved: boolean }[]>`
+  const rows = await sql<{ id: string; reserved: boolean }[]>`
     with inp as (
       select * from json_to_recordset(${input}::text::json) as i(ord int, id uuid,
         chain_id int, listing_id uuid, listing_slug text, merchant_id uuid, payer text,
@@ -175,7 +176,6 @@ export async function reserveAndServe(
     )${marks}
     select f.id, ins.id is not null as reserved
     from fits f left join ins on ins.id = f.id, ${asyncCommit(sql)}`;
-  const rows = await query;
   return new Map(rows.map((r) => [r.id, r.reserved ? "reserved" : "used"]));
 }
 

@@ -30,7 +30,7 @@ import type { Address, AgentPayments, X402PaymentRecord } from "./x402.types.ts"
 import { UPSTREAM_TIMEOUT_MS, type X402Deps, x402Profile, ZERO_ADDRESS } from "./x402.context.ts";
 import { cachedListing, paymentRequirements } from "./x402.listings.ts";
 import { settleOne } from "./x402.settler.ts";
-import { syncAccount } from "./x402.batched.mirror.ts";
+import { paidSql, syncAccount } from "./x402.batched.mirror.ts";
 import { MIRROR_TTL_S } from "./x402.batched.rules.ts";
 import { groupCommit } from "../../db/group-commit.ts";
 
@@ -264,11 +264,7 @@ async function claim(
   if (result === "no_funds") {
     await syncAccount(deps, profile, a.from);
     const now = deps.clock.now();
-    result = await repo.claimGatewayAttempt(
-      deps.paidSql ?? deps.sql,
-      attempt(now),
-      freshSince(now),
-    );
+    result = await repo.claimGatewayAttempt(paidSql(deps), attempt(now), freshSince(now));
   }
   if (result === "used") throw new DomainError("x402_proof_used");
   if (result === "no_funds") {
@@ -298,7 +294,7 @@ const claimGroup = groupCommit<{ deps: Deps; attempt: repo.NewAttempt }, ClaimRe
     const now = deps.clock.now();
     const ids = group.map(() => crypto.randomUUID());
     const out = await repo.claimGatewayAttempts(
-      deps.paidSql ?? deps.sql,
+      paidSql(deps),
       group.map((w, i) => ({ ...w.item.attempt, id: ids[i] })),
       freshSince(now),
       now,
@@ -310,7 +306,7 @@ const claimGroup = groupCommit<{ deps: Deps; attempt: repo.NewAttempt }, ClaimRe
     apart: ({ attempt: a }) => `${a.chainId}:${a.payer}:${a.nonce}`,
     alone: {
       write: ({ deps, attempt }) =>
-        repo.claimGatewayAttempt(deps.paidSql ?? deps.sql, attempt, freshSince(deps.clock.now())),
+        repo.claimGatewayAttempt(paidSql(deps), attempt, freshSince(deps.clock.now())),
       failed: (error, items) =>
         items[0].deps.log.warn("x402 claims: a group failed, tried one by one", {
           size: items.length,
