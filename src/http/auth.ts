@@ -57,7 +57,14 @@ export interface Auth {
   subject: string;
 }
 
-export type AuthEnv = { Variables: { auth: Auth; requestId: string } };
+export type AuthEnv = {
+  Variables: {
+    auth: Auth;
+    requestId: string;
+    /** Set by a handler whose request was paid for and charged (x402): see `paidUncounted`. */
+    paid?: boolean;
+  };
+};
 
 export interface GuardOptions {
   accept: Credential[];
@@ -69,6 +76,12 @@ export interface GuardOptions {
   scope?: string;
   /** An extra rate-limit group on top of the default bucket. */
   group?: RateBucket;
+  /**
+   * An open route whose paid requests are not counted (x402: a charged call is its own limit).
+   * Every other request is counted once it is answered, and one over the limit is answered 429
+   * instead; a client refused in a window is refused at once for the rest of it, paid or not.
+   */
+  paidUncounted?: boolean;
   /** Endpoint-specific texts. */
   messages?: {
     missing?: string;
@@ -97,6 +110,19 @@ export function guard(deps: Deps, opts: GuardOptions): MiddlewareHandler<AuthEnv
   const fail = (status: 401 | 403 | 404, text: string) =>
     new ApiError(status, text, { bare: opts.bare || opts.bareStatuses?.includes(status) });
 
+  if (opts.paidUncounted) {
+    return async (c, next) => {
+      const auth = await authenticate(c, deps, opts, kinds, msg, fail);
+      c.set("auth", auth);
+      const spent = deps.limiter.refused("anonymous", auth.subject);
+      if (spent) enforce(c, [spent], { bare: opts.bare });
+      await next();
+      if (c.get("paid") && !c.error) return;
+      // Answered and not paid for (a 402, a refused payment, an upstream failure): counted now;
+      // over the limit, the answer is the 429.
+      enforce(c, await deps.limiter.hitAll(["anonymous"], auth.subject), { bare: opts.bare });
+    };
+  }
   return async (c, next) => {
     const auth = await authenticate(c, deps, opts, kinds, msg, fail);
     c.set("auth", auth);

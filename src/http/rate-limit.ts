@@ -37,7 +37,15 @@ export interface RateLimiter {
     subject: string,
     opts?: { merchantId?: string },
   ): Promise<RateDecision[]>;
+  /**
+   * The refusal this process gave `subject` in `bucket` earlier in the current window, if any,
+   * without counting (a window's count only grows, so it would be refused again); else null.
+   */
+  refused(bucket: RateBucket, subject: string): RateDecision | null;
 }
+
+/** At most this many refusals remembered per process (the oldest are forgotten first). */
+const MAX_REMEMBERED = 10_000;
 
 export const RATE_WINDOW_MS = 60_000;
 
@@ -84,7 +92,35 @@ export function createRateLimiter(deps: { sql: Sql; clock: Clock; config: Config
       retryAfterSeconds: allowed ? 0 : Math.max(1, untilNextWindow),
     };
   };
+  // Refusals of the current window, by bucket and subject: the decision and the window's end.
+  const refusals = new Map<string, { decision: RateDecision; until: number }>();
+  const refusalKey = (bucket: RateBucket, subject: string) =>
+    `${bucket}\u0000${subject.slice(0, MAX_SUBJECT)}`;
+  const remember = (bucket: RateBucket, subject: string, d: RateDecision, now: number) => {
+    if (d.allowed) return;
+    if (refusals.size >= MAX_REMEMBERED) {
+      for (const [k, r] of refusals) if (r.until <= now) refusals.delete(k);
+      for (const k of refusals.keys()) {
+        if (refusals.size < MAX_REMEMBERED) break;
+        refusals.delete(k);
+      }
+    }
+    const until = (Math.floor(now / RATE_WINDOW_MS) + 1) * RATE_WINDOW_MS;
+    refusals.set(refusalKey(bucket, subject), { decision: d, until });
+  };
   return {
+    refused(bucket, subject) {
+      if (off) return null;
+      const key = refusalKey(bucket, subject);
+      const r = refusals.get(key);
+      if (!r) return null;
+      const now = clock.now().getTime();
+      if (now >= r.until) {
+        refusals.delete(key);
+        return null;
+      }
+      return { ...r.decision, retryAfterSeconds: Math.max(1, Math.ceil((r.until - now) / 1000)) };
+    },
     async hitAll(buckets, subject, opts = {}) {
       if (off) return buckets.map(() => UNLIMITED);
       if (buckets.length === 1) return [await this.hit(buckets[0], subject, opts)];
@@ -100,7 +136,9 @@ export function createRateLimiter(deps: { sql: Sql; clock: Clock; config: Config
       });
       return buckets.map((b) => {
         const r = rows.find((x) => x.bucket === b)!;
-        return decide(b, r.count, r.override, now);
+        const d = decide(b, r.count, r.override, now);
+        remember(b, subject, d, now);
+        return d;
       });
     },
     async hit(bucket, subject, opts = {}) {
@@ -116,15 +154,9 @@ export function createRateLimiter(deps: { sql: Sql; clock: Clock; config: Config
         windowStart: new Date(windowStart),
         merchantId: opts.merchantId ?? null,
       });
-      const limit = override ?? configuredLimit(bucket, config);
-      const allowed = count <= limit;
-      const untilNextWindow = Math.ceil((windowStart + RATE_WINDOW_MS - now) / 1000);
-      return {
-        allowed,
-        limit,
-        remaining: Math.max(0, limit - count),
-        retryAfterSeconds: allowed ? 0 : Math.max(1, untilNextWindow),
-      };
+      const d = decide(bucket, count, override, now);
+      remember(bucket, subject, d, now);
+      return d;
     },
   };
 }

@@ -50,6 +50,24 @@ Deno.test("rate limits: fixed windows counted in PostgreSQL", async (t) => {
       },
     );
 
+    await t.step("a refusal is remembered, uncounted, until its window ends", async () => {
+      assert.equal(limiter.refused("default", "key-r"), null, "never refused");
+      await hits(100, () => limiter.hit("default", "key-r"));
+      assert.equal(limiter.refused("default", "key-r"), null, "at the limit, not over it");
+      const [over] = await limiter.hitAll(["default"], "key-r");
+      assert.equal(over.allowed, false);
+      const remembered = limiter.refused("default", "key-r");
+      assert.deepEqual(remembered, { ...over, retryAfterSeconds: remembered!.retryAfterSeconds });
+      assert.equal(limiter.refused("anonymous", "key-r"), null, "per bucket");
+      const [row] = await db.sql`select count from rate_limit_counters
+        where bucket = 'default' and subject = 'key-r'`;
+      assert.equal(row.count, 101, "asking counts nothing");
+      const at = clock.now();
+      clock.advance(remembered!.retryAfterSeconds * 1000);
+      assert.equal(limiter.refused("default", "key-r"), null, "the next window");
+      clock.set(at);
+    });
+
     await t.step("another key is unaffected", async () => {
       const d = await limiter.hit("default", "key-b");
       assert.deepEqual(d, { allowed: true, limit: 100, remaining: 99, retryAfterSeconds: 0 });

@@ -42,6 +42,8 @@ const merchant = (accept: ("bearer" | "apiKey")[], write: boolean): RouteAuth =>
   write,
 });
 const anyone: RouteAuth = { accept: [] };
+/** POST /api/x402/pay: a paid call is its own rate limit; the rest count per client address. */
+const payer: RouteAuth = { accept: [], paidUncounted: true };
 const tag = "x402";
 const DEAD = "$dead";
 const NO_WALLET = "00000000-0000-0000-0000-000000000000";
@@ -112,7 +114,7 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
       path: "/api/x402/pay",
       summary: "Pay for one call of a listing and get the upstream's answer. " + PROOF_DOC,
       tag,
-      auth: anyone,
+      auth: payer,
       body: payBody,
       bodyExample: {
         slug: "weather",
@@ -172,6 +174,7 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
             payment: r.requirements,
           });
         }
+        c.set("paid", true);
         return { data: r.data, settlement: r.settlement };
       },
       fuzz: {

@@ -25,7 +25,8 @@ const EXPOSE = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE";
 export function x402StandardApi(x: X402Deps) {
   const deps: Deps = x;
   const app = new Hono<AuthEnv>();
-  const anyone = guard(deps, { accept: [] });
+  // A paid call is its own rate limit; 402s and refusals count per client address.
+  const anyone = guard(deps, { accept: [], paidUncounted: true });
 
   app.on([...METHODS], "/x402/:slug", anyone, async (c) => {
     const v2 = c.req.header("payment-signature")?.trim();
@@ -52,6 +53,7 @@ export function x402StandardApi(x: X402Deps) {
       c.header("PAYMENT-REQUIRED", encodeHeader(r.v2));
       return c.json(r.v1, 402);
     }
+    c.set("paid", true);
     c.header(
       r.version === 2 ? "PAYMENT-RESPONSE" : "X-PAYMENT-RESPONSE",
       encodeHeader(r.paymentResponse),
