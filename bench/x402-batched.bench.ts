@@ -108,7 +108,8 @@ export async function run(): Promise<number> {
   };
   const upstream = await upstreamProcess();
   const svc = await startTestService({
-    env: { RATE_LIMITS: "off", LOG_LEVEL: "error", DATABASE_POOL_MAX: "20" },
+    // Rate limits as a user has them (on): a paid call is not counted (docs/decisions.md).
+    env: { LOG_LEVEL: "error", DATABASE_POOL_MAX: "20" },
     modules: [...modules, bare],
   });
   try {
