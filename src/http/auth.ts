@@ -116,11 +116,17 @@ export function guard(deps: Deps, opts: GuardOptions): MiddlewareHandler<AuthEnv
       c.set("auth", auth);
       const spent = deps.limiter.refused("anonymous", auth.subject);
       if (spent) enforce(c, [spent], { bare: opts.bare });
-      await next();
-      if (c.get("paid") && !c.error) return;
+      let thrown: { error: unknown } | undefined;
+      try {
+        await next();
+      } catch (error) {
+        thrown = { error };
+      }
+      if (!thrown && c.get("paid") && !c.error) return;
       // Answered and not paid for (a 402, a refused payment, an upstream failure): counted now;
       // over the limit, the answer is the 429.
       enforce(c, await deps.limiter.hitAll(["anonymous"], auth.subject), { bare: opts.bare });
+      if (thrown) throw thrown.error;
     };
   }
   return async (c, next) => {

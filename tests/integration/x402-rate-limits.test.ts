@@ -63,6 +63,7 @@ Deno.test("x402 rate limits: paid calls are their own limit; the rest count per 
         body: { slug: "quotes", method: "GET", paymentProof },
       });
 
+    let used = "";
     await t.step("paid calls past the anonymous limit are served and not counted", async () => {
       for (let i = 0; i < 3 * LIMIT; i++) {
         const r = await paidCall("203.0.113.1");
@@ -72,6 +73,7 @@ Deno.test("x402 rate limits: paid calls are their own limit; the rest count per 
       }
       for (let i = 0; i < 2 * LIMIT; i++) {
         const { proof } = await gatewayProof(svc, account, { to: sellerAddr, value: PRICE });
+        used = proof;
         const r = await pay("203.0.113.1", proof);
         assert.equal(r.status, 200, `POST /api/x402/pay ${i + 1}: ${r.text}`);
         assert.ok((r.json.settlement as { txHash: string }).txHash);
@@ -83,12 +85,16 @@ Deno.test("x402 rate limits: paid calls are their own limit; the rest count per 
       "402s and refused payments count; over the limit a paid call waits too",
       async () => {
         const counted: (string | null)[] = [];
-        for (let i = 0; i < LIMIT - 1; i++) {
+        for (let i = 0; i < LIMIT - 2; i++) {
           const r = await fetch(resource, { headers: from("203.0.113.1") });
           assert.equal(r.status, 402);
           await r.body?.cancel();
           counted.push(r.headers.get("x-ratelimit-remaining"));
         }
+        // A refusal answered by an error (a proof already used) counts too.
+        const replay = await pay("203.0.113.1", used);
+        assert.equal(replay.status, 403, replay.text);
+        counted.push(replay.headers.get("x-ratelimit-remaining"));
         // A payment the vault would refuse (signed by another key) is answered 402 and counted.
         const stranger = privateKeyToAccount(generatePrivateKey());
         const forged = await fetch(resource, {
