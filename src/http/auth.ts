@@ -61,8 +61,8 @@ export type AuthEnv = {
   Variables: {
     auth: Auth;
     requestId: string;
-    /** Set by a handler whose request was paid for and charged (x402): see `paidUncounted`. */
-    paid?: boolean;
+    /** Set by a handler whose answer is not counted (x402's paid calls): see `countAnswered`. */
+    uncounted?: boolean;
   };
 };
 
@@ -77,11 +77,12 @@ export interface GuardOptions {
   /** An extra rate-limit group on top of the default bucket. */
   group?: RateBucket;
   /**
-   * An open route whose paid requests are not counted (x402: a charged call is its own limit).
-   * Every other request is counted once it is answered, and one over the limit is answered 429
-   * instead; a client refused in a window is refused at once for the rest of it, paid or not.
+   * An open route counted once answered, unless its handler marked the answer `uncounted` (x402:
+   * a charged call is its own limit, and so is the 402 offer before it). An answer counted over
+   * the limit is replaced by the 429; a client refused in a window is refused at once for the
+   * rest of it, whatever it sends.
    */
-  paidUncounted?: boolean;
+  countAnswered?: boolean;
   /** Endpoint-specific texts. */
   messages?: {
     missing?: string;
@@ -110,7 +111,7 @@ export function guard(deps: Deps, opts: GuardOptions): MiddlewareHandler<AuthEnv
   const fail = (status: 401 | 403 | 404, text: string) =>
     new ApiError(status, text, { bare: opts.bare || opts.bareStatuses?.includes(status) });
 
-  if (opts.paidUncounted) {
+  if (opts.countAnswered) {
     return async (c, next) => {
       const auth = await authenticate(c, deps, opts, kinds, msg, fail);
       c.set("auth", auth);
@@ -122,9 +123,9 @@ export function guard(deps: Deps, opts: GuardOptions): MiddlewareHandler<AuthEnv
       } catch (error) {
         thrown = { error };
       }
-      if (!thrown && c.get("paid") && !c.error) return;
-      // Answered and not paid for (a 402, a refused payment, an upstream failure): counted now;
-      // over the limit, the answer is the 429.
+      if (!thrown && c.get("uncounted") && !c.error) return;
+      // Answered and not marked (a refused payment, an upstream failure): counted now; over the
+      // limit, the answer is the 429.
       enforce(c, await deps.limiter.hitAll(["anonymous"], auth.subject), { bare: opts.bare });
       if (thrown) throw thrown.error;
     };

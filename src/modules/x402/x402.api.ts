@@ -42,8 +42,11 @@ const merchant = (accept: ("bearer" | "apiKey")[], write: boolean): RouteAuth =>
   write,
 });
 const anyone: RouteAuth = { accept: [] };
-/** POST /api/x402/pay: a paid call is its own rate limit; the rest count per client address. */
-const payer: RouteAuth = { accept: [], paidUncounted: true };
+/**
+ * POST /api/x402/pay: a paid call is its own rate limit, and so is the 402 offer to a call
+ * without a proof; refused proofs and failures count per client address.
+ */
+const payer: RouteAuth = { accept: [], countAnswered: true };
 const tag = "x402";
 const DEAD = "$dead";
 const NO_WALLET = "00000000-0000-0000-0000-000000000000";
@@ -168,13 +171,14 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
           agentSignature: c.req.header("x-agent-signature")?.trim() || undefined,
         });
         if (!r.paid) {
+          c.set("uncounted", true);
           return reply(402, {
             success: false,
             error: M.x402PaymentRequired,
             payment: r.requirements,
           });
         }
-        c.set("paid", true);
+        c.set("uncounted", true);
         return { data: r.data, settlement: r.settlement };
       },
       fuzz: {

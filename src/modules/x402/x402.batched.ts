@@ -13,7 +13,7 @@ import type { ProfileName } from "../../chain/profiles.ts";
 import type { Deps } from "../../deps.ts";
 import { decodeHeader, paymentPayloadSchema } from "./x402.exact.ts";
 import { UPSTREAM_TIMEOUT_MS, type X402Deps, x402Profile } from "./x402.context.ts";
-import { cachedListing, getListing } from "./x402.listings.ts";
+import { cachedListing } from "./x402.listings.ts";
 import type { ListingRow } from "./x402.repo.ts";
 import { authorizationTerms, nowSeconds } from "./x402.rules.ts";
 import { callUpstream } from "./x402.upstream.ts";
@@ -105,7 +105,7 @@ async function withBatchedOffer(
   out: Extract<StandardOutcome, { kind: "required" }>,
   error?: string,
 ): Promise<ChannelOutcome> {
-  const listing = await getListing(deps, input.slug);
+  const listing = await cachedListing(deps, input.slug);
   const offer = batchedRequirement(deps, x402Profile(deps), listing);
   const accepts = [...(out.v2.accepts as unknown[]), offer];
   return { ...out, v2: { ...out.v2, ...(error ? { error } : {}), accepts } };

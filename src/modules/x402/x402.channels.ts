@@ -14,7 +14,7 @@ import { decodeHeader } from "./x402.exact.ts";
 import type { ListingRow } from "./x402.repo.ts";
 import { type StandardCall, standardCall, type StandardOutcome } from "./x402.standard.ts";
 import { UPSTREAM_TIMEOUT_MS, type X402Deps, x402Profile } from "./x402.context.ts";
-import { getListing } from "./x402.listings.ts";
+import { cachedListing } from "./x402.listings.ts";
 import { callUpstream, upstreamRefusal } from "./x402.upstream.ts";
 import * as repo from "./x402.channels.repo.ts";
 import {
@@ -77,7 +77,7 @@ export async function channelAwareCall(
   if (isChannelEnvelope(decoded)) return await channelCall(deps, input, decoded);
   const out = await standardCall(deps, input);
   if (out.kind !== "required") return out;
-  const offer = await channelRequirement(deps, await getListing(deps, input.slug));
+  const offer = await channelRequirement(deps, await cachedListing(deps, input.slug));
   if (!offer) return out;
   const accepts = out.v2.accepts as unknown[];
   return { ...out, v2: { ...out.v2, accepts: [...accepts, offer] } };
@@ -98,7 +98,7 @@ async function channelCall(
   input: StandardCall,
   decoded: unknown,
 ): Promise<ChannelOutcome> {
-  const listing = await getListing(deps, input.slug);
+  const listing = await cachedListing(deps, input.slug);
   if (!listing.methods.includes(input.method)) {
     throw new DomainError("x402_method_not_allowed", {
       hint: `Allowed: ${listing.methods.join(", ")}`,

@@ -25,8 +25,9 @@ const EXPOSE = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE";
 export function x402StandardApi(x: X402Deps) {
   const deps: Deps = x;
   const app = new Hono<AuthEnv>();
-  // A paid call is its own rate limit; 402s and refusals count per client address.
-  const anyone = guard(deps, { accept: [], paidUncounted: true });
+  // A paid call is its own rate limit, and so is the 402 that a standard client asks for before
+  // each one; refused payments and failures count per client address.
+  const anyone = guard(deps, { accept: [], countAnswered: true });
 
   app.on([...METHODS], "/x402/:slug", anyone, async (c) => {
     const v2 = c.req.header("payment-signature")?.trim();
@@ -50,10 +51,12 @@ export function x402StandardApi(x: X402Deps) {
     c.header("Access-Control-Expose-Headers", EXPOSE);
     c.header("Cache-Control", "no-store");
     if (r.kind === "required") {
+      // An offer (no payment was sent) is not counted; a refused payment is.
+      if (!v2 && !v1) c.set("uncounted", true);
       c.header("PAYMENT-REQUIRED", encodeHeader(r.v2));
       return c.json(r.v1, 402);
     }
-    c.set("paid", true);
+    c.set("uncounted", true);
     c.header(
       r.version === 2 ? "PAYMENT-RESPONSE" : "X-PAYMENT-RESPONSE",
       encodeHeader(r.paymentResponse),

@@ -17,13 +17,8 @@ import {
   settleResponse,
   verifyExact,
 } from "./x402.exact.ts";
-import {
-  callForAttempt,
-  getListing,
-  settleAttempt,
-  type X402Deps,
-  x402Profile,
-} from "./x402.service.ts";
+import { cachedListing } from "./x402.listings.ts";
+import { callForAttempt, settleAttempt, type X402Deps, x402Profile } from "./x402.service.ts";
 import type { HttpMethod } from "./x402.rules.ts";
 
 export interface StandardCall {
@@ -59,7 +54,7 @@ export type StandardOutcome =
   };
 
 export async function standardCall(deps: X402Deps, input: StandardCall): Promise<StandardOutcome> {
-  const listing = await getListing(deps, input.slug);
+  const listing = await cachedListing(deps, input.slug);
   if (!listing.methods.includes(input.method)) {
     throw new DomainError("x402_method_not_allowed", {
       hint: `Allowed: ${listing.methods.join(", ")}`,
