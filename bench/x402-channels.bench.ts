@@ -51,10 +51,10 @@ export async function run() {
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     () => Response.json({ temperature: 21.5 }),
   );
-  // The claim job runs when the bench says.
+  // The claim job runs when the bench says. Rate limits as a user has them (on): the client's 402
+  // offers and its paid calls are not counted.
   const svc = await startTestService({
     env: {
-      RATE_LIMITS: "off",
       LOG_LEVEL: "error",
       DATABASE_POOL_MAX: "20",
       X402_CHANNEL_CLAIM_SECONDS: "3600",
