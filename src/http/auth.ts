@@ -61,7 +61,7 @@ export type AuthEnv = {
   Variables: {
     auth: Auth;
     requestId: string;
-    /** Set by a handler whose answer is not counted (x402's paid calls): see `countAnswered`. */
+    /** Set by a handler whose answer is not counted (x402's paid calls and offers): `countAnswered`. */
     uncounted?: boolean;
   };
 };

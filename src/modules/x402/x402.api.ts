@@ -170,15 +170,15 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
           agentId: body.agentId ?? (headerAgent || undefined),
           agentSignature: c.req.header("x-agent-signature")?.trim() || undefined,
         });
+        // An offer (no proof) or a paid call: not counted; a refused proof throws, and counts.
+        c.set("uncounted", true);
         if (!r.paid) {
-          c.set("uncounted", true);
           return reply(402, {
             success: false,
             error: M.x402PaymentRequired,
             payment: r.requirements,
           });
         }
-        c.set("uncounted", true);
         return { data: r.data, settlement: r.settlement };
       },
       fuzz: {
