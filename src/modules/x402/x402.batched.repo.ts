@@ -428,10 +428,29 @@ export async function pendingBatches(sql: Db, chainId: number): Promise<BatchRow
     order by created_at`;
 }
 
-/** The batch's charges still pending, in the order the batch lists them. */
-export async function batchCharges(sql: Db, batchId: string): Promise<ChargeRow[]> {
-  return await planned(sql<ChargeRow[]>`
-    select c.* from x402_gateway_batches b
+/** What a settlement transaction needs of a charge. */
+export type SettlingCharge = Pick<
+  ChargeRow,
+  | "id"
+  | "payer"
+  | "payee"
+  | "amount"
+  | "nonce"
+  | "validAfter"
+  | "validBefore"
+  | "domain"
+  | "signature"
+>;
+
+/**
+ * The batch's charges still pending, in the order the batch lists them: only what its
+ * transaction needs (500 whole rows, with their three timestamps, were ~2 ms more to read).
+ */
+export async function batchCharges(sql: Db, batchId: string): Promise<SettlingCharge[]> {
+  return await planned(sql<SettlingCharge[]>`
+    select c.id, c.payer, c.payee, c.amount, c.nonce, c.valid_after, c.valid_before, c.domain,
+      c.signature
+    from x402_gateway_batches b
     cross join unnest(b.charge_ids) with ordinality as i(id, ord)
     join x402_gateway_charges c on c.id = i.id
     where b.id = ${batchId} and c.status = 'pending'
@@ -472,17 +491,23 @@ export async function confirmBatch(sql: Sql, b: {
       const ids = b.paid.map((p) => p.id);
       const hashes = b.paid.map((p) => p.txHash);
       const blocks = b.paid.map((p) => p.block.toString());
+      // Summed per payer here, not per charge: a batch's few payers come back, not its 500 rows.
       const moved = await planned(
-        tx<{ chainId: number; payer: string; amount: bigint; block: bigint }[]>`
-        update x402_gateway_charges c set status = 'settled', tx_hash = p.tx_hash,
-          settled_at = ${b.now}, batch_id = ${b.id}
-        from unnest(${ids}::uuid[], ${hashes}::text[], ${blocks}::bigint[])
-          as p(id, tx_hash, block)
-        where c.id = p.id and ${statusIn(tx, "c.status", ["pending"])}
-        returning c.chain_id, c.payer, c.amount, p.block`,
+        tx<{ chainId: number; payer: string; amount: bigint; block: bigint; n: number }[]>`
+        with moved as (
+          update x402_gateway_charges c set status = 'settled', tx_hash = p.tx_hash,
+            settled_at = ${b.now}, batch_id = ${b.id}
+          from unnest(${ids}::uuid[], ${hashes}::text[], ${blocks}::bigint[])
+            as p(id, tx_hash, block)
+          where c.id = p.id and ${statusIn(tx, "c.status", ["pending"])}
+          returning c.chain_id, c.payer, c.amount, p.block
+        )
+        select chain_id, payer, sum(amount)::bigint as amount, min(block) as block,
+          count(*)::int as n
+        from moved group by chain_id, payer`,
       );
-      settled = moved.length;
       for (const m of moved) {
+        settled += m.n;
         const e = lower(m, true);
         e.block = m.block < e.block ? m.block : e.block;
       }
