@@ -59,5 +59,15 @@ export function createLogger(
   };
 }
 
-/** A logger that drops everything; for tests that do not look at logs. */
-export const silentLogger: Logger = createLogger({ sink: () => {} });
+const drop = () => {};
+/**
+ * A logger that drops everything, before building a line (the test service's, at every request:
+ * an access-log line built to be dropped was ~10 µs of each call in the benches).
+ */
+export const silentLogger: Logger = {
+  debug: drop,
+  info: drop,
+  warn: drop,
+  error: drop,
+  child: () => silentLogger,
+};
