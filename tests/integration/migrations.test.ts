@@ -72,34 +72,3 @@ Deno.test("migrations: file names must be numbered and unique", async () => {
     await Deno.remove(dir, { recursive: true });
   }
 });
-
-Deno.test("migrations: a transaction's signed bytes are never pglz-compressed (lz4, else stored plain)", async () => {
-  const db = await createTestDatabase();
-  try {
-    const cols = await db.sql<{ name: string; compression: string; storage: string }[]>`
-      select attname as name, attcompression::text as compression, attstorage::text as storage
-      from pg_attribute where attrelid = 'chain_transactions'::regclass
-        and attname in ('data', 'raw_tx') order by attname`;
-    assert.equal(cols.length, 2);
-    const [{ lz4 }] = await db.sql<{ lz4: boolean }[]>`
-      select exists(select 1 from pg_settings where name = 'default_toast_compression'
-        and 'lz4' = any(enumvals)) as lz4`;
-    for (const c of cols) {
-      // lz4 where the server has it (0030); else out of line, uncompressed (0034): pglz took
-      // ~28 ms of the database per 500-payment settlement batch.
-      if (lz4) assert.equal(c.compression, "l", c.name);
-      else assert.equal(c.storage, "e", c.name);
-    }
-    // A stored value reads back whole either way.
-    const bytes = `0x${"ab".repeat(200_000)}`;
-    await db.sql`insert into chain_transactions (chain_id, intent_key, from_address, nonce, data,
-      gas, max_fee_per_gas, max_priority_fee_per_gas, raw_tx, tx_hash, status)
-      values (1, 'storage-probe', '0x01', 0, ${bytes}, 21000, 1, 1, ${bytes}, '0x02', 'signed')`;
-    const [row] = await db.sql<{ data: string; rawTx: string }[]>`
-      select data, raw_tx from chain_transactions where intent_key = 'storage-probe'`;
-    assert.equal(row.data, bytes);
-    assert.equal(row.rawTx, bytes);
-  } finally {
-    await db.drop();
-  }
-});
