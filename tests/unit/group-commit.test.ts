@@ -108,3 +108,32 @@ Deno.test("group commit: with `alone`, a failed group's unanswered items are wri
   assert.deepEqual(errors, [["Error: one bad item spoils the statement", 3]]);
   assert.equal(await add(key, 5), 50, "the queue goes on");
 });
+
+Deno.test("group commit: `gather` waits one turn before a write that follows another, not before the first", async () => {
+  const w = gatedWriter<number, number>((n) => n);
+  const add = groupCommit(w.write, { gather: true });
+  const key = {};
+  const first = add(key, 1);
+  assert.deepEqual(w.groups, [[1]], "an item with no write in flight is written at once");
+  const second = add(key, 2);
+  await w.open(0);
+  assert.equal(await first, 1);
+  // The write is over; the next waits for a turn of the event loop, where more items join it.
+  assert.deepEqual(w.groups, [[1]]);
+  const third = add(key, 3);
+  await new Promise((r) => setTimeout(r, 0));
+  assert.deepEqual(w.groups, [[1], [2, 3]]);
+  await w.open(1);
+  assert.deepEqual([await second, await third], [2, 3]);
+  // Without it, the next write starts at once (the test above): only [2] would have gone.
+  const plain = gatedWriter<number, number>((n) => n);
+  const addPlain = groupCommit(plain.write);
+  const p1 = addPlain(key, 1);
+  const p2 = addPlain(key, 2);
+  await plain.open(0);
+  addPlain(key, 3);
+  assert.deepEqual(plain.groups, [[1], [2]]);
+  await plain.open(1);
+  await plain.open(2);
+  assert.deepEqual([await p1, await p2], [1, 2]);
+});

@@ -37,7 +37,9 @@ const freshSince = (now: Date) => new Date(now.getTime() - MIRROR_TTL_S * 1000);
  * together by the next (repo.reserveAndServe: one statement, one transaction; at most 256 items;
  * never two reservations with one (chain, payer, nonce), so a replay waits for the next
  * statement, which finds the nonce used). A group whose statement fails is tried again one item
- * at a time, so one bad item fails alone.
+ * at a time, so one bad item fails alone. Each statement after another waits one turn of the
+ * event loop (`gather`): the checks and upstream answers already received join it, ~15% fewer
+ * statements at 32 calls in flight, where PostgreSQL's cost is mostly per statement.
  */
 type Write =
   | { deps: Deps; charge: repo.NewCharge; mark?: undefined }
@@ -66,6 +68,7 @@ const writeGroup = groupCommit<Write, repo.Reservation | null>(
   },
   {
     max: 256,
+    gather: true,
     apart: ({ charge: c, mark }) => c ? `${c.chainId}:${c.payer}:${c.nonce}` : `served:${mark.id}`,
     alone: {
       write: async ({ deps, charge, mark }) => {
