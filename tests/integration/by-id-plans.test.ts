@@ -102,6 +102,16 @@ async function planProbe(url: string, settings?: Record<string, string>) {
   };
 }
 
+/** The lines of a plan's scan of the payers' mirrors, up to the next node. */
+function accountsLookup(plan: string): string {
+  const lines = plan.split("\n");
+  const at = lines.findIndex((l) => / on x402_gateway_accounts /.test(l) && /Scan/.test(l));
+  if (at < 0) return "";
+  const rest = lines.slice(at + 1);
+  const end = rest.findIndex((l) => l.includes("->"));
+  return [lines[at], ...rest.slice(0, end < 0 ? rest.length : end)].join("\n");
+}
+
 /** Each plan fetched its row(s) through `index` (the key, say), none through `partial`. */
 function byPrimaryKey(plans: string[], count: number, index: string, partial: string) {
   assert.equal(plans.length, count);
@@ -387,6 +397,9 @@ Deno.test("the paid path's writes, one prepared statement, stay on the indexes a
     const plans = probe.plans("x402_gateway_charges");
     assert.equal(plans.length, 1);
     assert.doesNotMatch(plans[0], /Seq Scan on x402_gateway_(charges|accounts) /, plans[0]);
+    // The payers' mirrors by their key, not a whole index read then joined: 20,000 rows here,
+    // every payer's row per statement (it was so until this assertion).
+    assert.match(accountsLookup(plans[0]), /Index Cond: .*chain_id = .*payer = /, plans[0]);
     assert.match(plans[0], /Index Scan using x402_gateway_charges_pkey on x402_gateway_charges c/);
     const rows = await db.sql`select status, upstream_status from x402_gateway_charges
       where id in ${db.sql(marked.map((c) => c.id))}`;

@@ -185,16 +185,25 @@ export async function reserveAndServe(
  * `amount`: the payers' mirror rows read no earlier than `freshAfter` and with no withdrawal in
  * flight, locked in (chain, payer) byte order (no deadlock with another group, nor with a
  * settlement's confirmation, which updates them in that order too), and the items whose running
- * total per payer, in arrival order, stays within the payer's room (`balance - held`).
+ * total per payer, in arrival order, stays within the payer's room (`balance - held`). Each
+ * payer's row is looked up by its key, one lateral lookup per payer of the group, in that order:
+ * a join of the group with the table let a cached plan read every payer's row per statement
+ * (a whole index scan, then a hash join: tests/integration/by-id-plans.test.ts).
  */
 export const fitsInRoom = (sql: Db, freshAfter: Date, now: Date) =>
   sql`acct as (
-      select a.chain_id, a.payer, a.balance - a.held as room from x402_gateway_accounts a
-      where (a.chain_id, a.payer) in (select chain_id, payer from inp)
-        and a.synced_at >= ${freshAfter}
-        and (a.withdrawing_until is null or a.withdrawing_until < ${now})
-      order by a.chain_id, a.payer collate "C"
-      for no key update of a
+      select a.chain_id, a.payer, a.room
+      from (
+        select chain_id, payer from inp group by chain_id, payer
+        order by chain_id, payer collate "C"
+      ) k
+      cross join lateral (
+        select a.chain_id, a.payer, a.balance - a.held as room from x402_gateway_accounts a
+        where a.chain_id = k.chain_id and a.payer = k.payer
+          and a.synced_at >= ${freshAfter}
+          and (a.withdrawing_until is null or a.withdrawing_until < ${now})
+        for no key update of a
+      ) a
     ), fits as (
       select c.* from (
         select inp.*, sum(inp.amount) over (partition by inp.chain_id, inp.payer
