@@ -34,6 +34,7 @@ import {
   serveMany,
 } from "../../src/modules/x402/x402.batched.repo.ts";
 import { claimAttempt } from "../../src/modules/webhooks/webhooks.repo.ts";
+import { claimGatewayAttempts, settleAttempts } from "../../src/modules/x402/x402.repo.ts";
 import { settleOwed } from "../helpers/x402-charges.ts";
 
 const CHAIN = 31337;
@@ -409,6 +410,73 @@ Deno.test("the paid path's writes, one prepared statement, stay on the indexes a
     ]);
   } finally {
     await probe.sql.end();
+    await db.drop();
+  }
+});
+
+Deno.test("the pay path's group statements stay on the indexes as the tables grow", async () => {
+  const db = await createTestDatabase();
+  // Claims go through the paid path's connection (no table scans), settled attempts through the
+  // pool (x402.service.ts): each is probed as it runs.
+  const claims = await planProbe(db.url, NO_TABLE_SCANS);
+  const settles = await planProbe(db.url);
+  try {
+    const now = new Date();
+    await db.sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
+      synced_at) values (${CHAIN}, ${PAYER}, 1000000000, 1, ${now})`;
+    const fresh = new Date(now.getTime() - 60_000);
+    const round = async () => {
+      const attempts = [0, 1].map(() => ({
+        id: crypto.randomUUID(),
+        listingId: null,
+        listingSlug: "lookups",
+        merchantId: null,
+        scheme: "gateway" as const,
+        chainId: CHAIN,
+        payer: PAYER,
+        payee: "0x" + "5".repeat(40),
+        amount: 10n,
+        nonce: hex(32),
+        validAfter: 0n,
+        validBefore: 4_000_000_000n,
+        agentId: null,
+        now,
+      }));
+      const claimed = await claimGatewayAttempts(claims.sql, attempts, fresh, now);
+      assert.equal([...claimed.values()].filter((c) => c !== "used").length, 2);
+      const settled = await settleAttempts(
+        settles.sql,
+        attempts.map((a) => ({ id: a.id, upstreamStatus: 200, txHash: hex(32) })),
+        now,
+      );
+      assert.deepEqual(settled.map((r) => r.status), ["SUCCESS", "SUCCESS"]);
+    };
+    // Young: run often enough on each connection for the prepared statements' plans to be
+    // cached generic (from the sixth run).
+    for (let i = 0; i < 8; i++) await round();
+    // Then the attempts and the payers' mirrors grow, with no ANALYZE in between.
+    await db.sql`
+      insert into x402_payments (scheme, chain_id, payer, payee, amount, nonce, valid_after,
+        valid_before, status, created_at)
+      select 'gateway', ${CHAIN}, '0x' || lpad(to_hex(g % 64), 40, '0'), ${PAYER}, 10,
+        '0x' || md5(random()::text) || md5(random()::text), 0, 4000000000, 'SUCCESS', now()
+      from generate_series(1, 20000) g`;
+    await db.sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
+      synced_at)
+      select ${CHAIN}, '0x' || lpad(to_hex(g), 40, '0'), 1, 1, ${now}
+      from generate_series(1, 20000) g`;
+    claims.plans("x402_gateway_accounts");
+    settles.plans("x402_gateway_accounts");
+    await round();
+    for (const plans of [claims.plans("x402_gateway_accounts"), settles.plans("x402_payments")]) {
+      assert.equal(plans.length, 1);
+      assert.doesNotMatch(plans[0], /Seq Scan on x402_(payments|gateway_accounts) /, plans[0]);
+      // The payers' mirrors by their key, not every payer's row per statement.
+      assert.match(accountsLookup(plans[0]), /Index Cond: .*chain_id = .*payer = /, plans[0]);
+    }
+  } finally {
+    await claims.sql.end();
+    await settles.sql.end();
     await db.drop();
   }
 });
