@@ -212,7 +212,15 @@ Deno.test({
       const many = Array.from({ length: SLOTS * 2 + 7 }, (_, i) => cases[i % cases.length]);
       const full = { ...recoveryLaneCounts };
       assert.deepEqual(await Promise.all(many.map(ask)), many.map((c) => c.expected));
-      assert.ok(recoveryLaneCounts.inline - full.inline >= many.length - SLOTS, "the rest inline");
+      // Each answered once, by the worker or inline. The lane holds SLOTS at once, so the rest
+      // were answered inline: all of them, unless the worker answered a check between this
+      // thread's two looks at its slot (preempted there under load), which frees the slot at
+      // once for the next; so only "some" is certain, not how many.
+      const byWorker = recoveryLaneCounts.worker - full.worker;
+      const inline = recoveryLaneCounts.inline - full.inline;
+      assert.equal(byWorker + inline, many.length);
+      assert.ok(inline > 0, "the lane full: the rest inline");
+      assert.ok(byWorker >= SLOTS, "the lane took what it could hold");
       // Stopped with checks in flight: each is answered still (by the worker or inline).
       const inFlight = cases.map(ask);
       stopRecoveryLane();
