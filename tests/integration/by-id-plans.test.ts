@@ -103,15 +103,21 @@ async function planProbe(url: string, settings?: Record<string, string>) {
   };
 }
 
-/** The lines of a plan's scan of the payers' mirrors, up to the next node. */
-function accountsLookup(plan: string): string {
+/** Each scan of `table` in a plan: its line and the lines under it, up to the next node. */
+function scansOf(plan: string, table: string): string[] {
   const lines = plan.split("\n");
-  const at = lines.findIndex((l) => / on x402_gateway_accounts /.test(l) && /Scan/.test(l));
-  if (at < 0) return "";
-  const rest = lines.slice(at + 1);
-  const end = rest.findIndex((l) => l.includes("->"));
-  return [lines[at], ...rest.slice(0, end < 0 ? rest.length : end)].join("\n");
+  const out: string[] = [];
+  lines.forEach((l, at) => {
+    if (!(l.includes(` on ${table} `) && /Scan/.test(l))) return;
+    const rest = lines.slice(at + 1);
+    const end = rest.findIndex((r) => r.includes("->"));
+    out.push([l, ...rest.slice(0, end < 0 ? rest.length : end)].join("\n"));
+  });
+  return out;
 }
+
+/** The first scan of the payers' mirrors in a plan. */
+const accountsLookup = (plan: string) => scansOf(plan, "x402_gateway_accounts")[0] ?? "";
 
 /** Each plan fetched its row(s) through `index` (the key, say), none through `partial`. */
 function byPrimaryKey(plans: string[], count: number, index: string, partial: string) {
@@ -416,10 +422,10 @@ Deno.test("the paid path's writes, one prepared statement, stay on the indexes a
 
 Deno.test("the pay path's group statements stay on the indexes as the tables grow", async () => {
   const db = await createTestDatabase();
-  // Claims go through the paid path's connection (no table scans), settled attempts through the
-  // pool (x402.service.ts): each is probed as it runs.
+  // Both go through the paid path's connection (no table scans: x402.service.ts), each probed
+  // on a connection of its own.
   const claims = await planProbe(db.url, NO_TABLE_SCANS);
-  const settles = await planProbe(db.url);
+  const settles = await planProbe(db.url, NO_TABLE_SCANS);
   try {
     const now = new Date();
     await db.sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
@@ -468,10 +474,19 @@ Deno.test("the pay path's group statements stay on the indexes as the tables gro
     claims.plans("x402_gateway_accounts");
     settles.plans("x402_gateway_accounts");
     await round();
-    for (const plans of [claims.plans("x402_gateway_accounts"), settles.plans("x402_payments")]) {
+    const claimed = claims.plans("x402_gateway_accounts");
+    const settled = settles.plans("x402_payments");
+    assert.ok(scansOf(settled[0] ?? "", "x402_payments").length > 0, "the attempts are read");
+    for (const plans of [claimed, settled]) {
       assert.equal(plans.length, 1);
       assert.doesNotMatch(plans[0], /Seq Scan on x402_(payments|gateway_accounts) /, plans[0]);
-      // The payers' mirrors by their key, not every payer's row per statement.
+      // Every row by its key: no scan of a whole index either (every attempt ever made, or every
+      // payer's row, per statement).
+      for (const table of ["x402_payments", "x402_gateway_accounts"]) {
+        for (const scan of scansOf(plans[0], table)) {
+          assert.match(scan, /(Index|Recheck) Cond: /, plans[0]);
+        }
+      }
       assert.match(accountsLookup(plans[0]), /Index Cond: .*chain_id = .*payer = /, plans[0]);
     }
   } finally {

@@ -1,6 +1,6 @@
 /** SQL for x402 listings and paid-call attempts. */
 import type { Db, Sql } from "../../db/client.ts";
-import { planned, statusIn } from "../../db/by-id.ts";
+import { statusIn } from "../../db/by-id.ts";
 import { claimNonces, fitsInRoom, openCharges } from "./x402.batched.repo.ts";
 import type { Address, X402PaymentRecord, X402PaymentStatus, X402Scheme } from "./x402.types.ts";
 import type { HttpMethod } from "./x402.rules.ts";
@@ -311,11 +311,12 @@ export async function finishAttempt(
  * given back and their amounts taken off the payers' mirrors. The mirror rows are locked first,
  * in (chain, payer) byte order as every multi-payer statement does (no deadlock with another
  * group or a batched reservation). An attempt no longer PENDING keeps its mirror as it is.
- * Planned each time it runs (`planned`), for the tables as they are: prepared, its plan was
- * cached while they were small and kept scanning every attempt ever made, twice per statement,
- * as they grew (tests/integration/by-id-plans.test.ts: 19–22 ms a statement at 20,000). The
- * attempts are found by their key (`id = any(array(…))`) and each payer's mirror by its own (a
- * lateral lookup), so a plan for the tables' size reads only the group's rows.
+ * Prepared, its plan is cached while the tables may be small: the attempts are found by their
+ * key (`id = any(array(…))`) and each payer's mirror by its own (a lateral lookup), and it runs
+ * on the paid path's connection, which plans no table scan (x402.service.ts), so the cached plan
+ * reads only the group's rows however the tables grow (tests/integration/by-id-plans.test.ts).
+ * Joined to the group on the pool, its cached plan scanned every attempt ever made, twice per
+ * statement: 19–22 ms at 20,000.
  *
  * It commits without waiting for its WAL flush (as the batched path's writes do): a kill -9 of
  * the service loses nothing, and should PostgreSQL itself crash before the flush, the attempts
@@ -332,7 +333,7 @@ export async function settleAttempts(
     upstream_status: i.upstreamStatus,
     tx_hash: i.txHash,
   })));
-  return await planned(sql<X402PaymentRecord[]>`
+  return await sql<X402PaymentRecord[]>`
     with inp as (
       select * from json_to_recordset(${input}::text::json)
         as i(id uuid, upstream_status int, tx_hash text)
@@ -370,7 +371,7 @@ export async function settleAttempts(
       returning 1
     )
     select ${PAYMENT_COLUMNS(sql)} from upd,
-      (select set_config('synchronous_commit', 'off', true)) as async_commit`);
+      (select set_config('synchronous_commit', 'off', true)) as async_commit`;
 }
 
 /** PENDING attempts created before `before`: abandoned by a crash or a settlement timeout. */

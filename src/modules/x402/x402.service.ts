@@ -364,7 +364,7 @@ export async function settleAttempt(
     }
     throw e;
   }
-  const row = await settledGroup(deps.sql, {
+  const row = await settledGroup(paidSql(deps), {
     deps,
     item: { id: attemptId, upstreamStatus: upstreamStatus ?? null, txHash },
   });
@@ -375,7 +375,9 @@ export async function settleAttempt(
 /**
  * Settled attempts as a group commit (src/db/group-commit.ts): those settled while one statement
  * is in flight (the calls one settlement transaction answers, say) are written together by the
- * next (repo.settleAttempts). A group whose statement fails is written one attempt at a time.
+ * next (repo.settleAttempts). A group whose statement fails is written one attempt at a time. On
+ * the paid path's connection (`deps.paidSql`, no table scans): the prepared statement's cached
+ * plan finds the attempts and the payers' mirrors by key however the tables grew.
  */
 const settledGroup = groupCommit<
   { deps: X402Deps; item: { id: string; upstreamStatus: number | null; txHash: string } },
@@ -383,7 +385,7 @@ const settledGroup = groupCommit<
 >(async (group) => {
   const { deps } = group[0].item;
   const rows = await repo.settleAttempts(
-    deps.sql,
+    paidSql(deps),
     group.map((w) => w.item.item),
     deps.clock.now(),
   );
@@ -393,7 +395,7 @@ const settledGroup = groupCommit<
   max: 256,
   alone: {
     write: async ({ deps, item: { id, upstreamStatus, txHash } }) =>
-      await repo.finishAttempt(deps.sql, id, {
+      await repo.finishAttempt(paidSql(deps), id, {
         status: "SUCCESS",
         upstreamStatus,
         txHash,
