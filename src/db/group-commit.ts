@@ -19,17 +19,17 @@ export interface GroupCommitOptions<I, O> {
   /** Items with the same key never share a write: the later one waits for the next. */
   apart?: (item: I) => string;
   /**
-   * A write of one item on its own: when a group's write throws, each waiter it did not answer
-   * is written alone (at once, all of them), so one bad item fails alone rather than its group;
-   * `failed` hears of the group's error first. Without it, those waiters are rejected.
-   */
-  /**
    * Before each write that follows another, one turn of the event loop (`setImmediate`): the I/O
    * already received (a signature's check, an upstream's answer) adds its items to that write
    * rather than to the one after. An item arriving with no write in flight is still written at
    * once. For writes whose cost is mostly per statement (x402.batched.mirror.ts).
    */
   gather?: boolean;
+  /**
+   * A write of one item on its own: when a group's write throws, each waiter it did not answer
+   * is written alone (at once, all of them), so one bad item fails alone rather than its group;
+   * `failed` hears of the group's error first. Without it, those waiters are rejected.
+   */
   alone?: {
     write: (item: I) => Promise<O>;
     failed?: (error: unknown, items: I[]) => void;
