@@ -67,6 +67,14 @@ function charge(now: Date): NewCharge {
   };
 }
 
+/** 20,000 more payers' mirrors, written straight into the table (no ANALYZE). */
+async function manyPayers(sql: ReturnType<typeof createSql>, now: Date) {
+  await sql`
+    insert into x402_gateway_accounts (chain_id, payer, balance, synced_block, synced_at)
+    select ${CHAIN}, '0x' || lpad(to_hex(g), 40, '0'), 1, 1, ${now}
+    from generate_series(1, 20000) g`;
+}
+
 /** Charges written straight into the table, `n` of them with `status`. */
 async function bulk(sql: ReturnType<typeof createSql>, n: number, status: string) {
   await sql`
@@ -394,10 +402,7 @@ Deno.test("the paid path's writes, one prepared statement, stay on the indexes a
     for (let i = 0; i < 8; i++) await round();
     // Then the charges and the payers' mirrors grow, with no ANALYZE in between.
     await bulk(db.sql, 20_000, "settled");
-    await db.sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
-      synced_at)
-      select ${CHAIN}, '0x' || lpad(to_hex(g), 40, '0'), 1, 1, ${now}
-      from generate_series(1, 20000) g`;
+    await manyPayers(db.sql, now);
     probe.plans("x402_gateway_charges");
     const marked = last;
     await round();
@@ -467,10 +472,7 @@ Deno.test("the pay path's group statements stay on the indexes as the tables gro
       select 'gateway', ${CHAIN}, '0x' || lpad(to_hex(g % 64), 40, '0'), ${PAYER}, 10,
         '0x' || md5(random()::text) || md5(random()::text), 0, 4000000000, 'SUCCESS', now()
       from generate_series(1, 20000) g`;
-    await db.sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
-      synced_at)
-      select ${CHAIN}, '0x' || lpad(to_hex(g), 40, '0'), 1, 1, ${now}
-      from generate_series(1, 20000) g`;
+    await manyPayers(db.sql, now);
     claims.plans("x402_gateway_accounts");
     settles.plans("x402_gateway_accounts");
     await round();
