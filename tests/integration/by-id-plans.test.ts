@@ -67,6 +67,12 @@ function charge(now: Date): NewCharge {
   };
 }
 
+/** PAYER's mirror with `balance`, read from the chain `now`. */
+async function payer(sql: ReturnType<typeof createSql>, balance: bigint, now: Date) {
+  await sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block, synced_at)
+    values (${CHAIN}, ${PAYER}, ${balance}, 1, ${now})`;
+}
+
 /** 20,000 more payers' mirrors, written straight into the table (no ANALYZE). */
 async function manyPayers(sql: ReturnType<typeof createSql>, now: Date) {
   await sql`
@@ -146,8 +152,7 @@ Deno.test("x402 charges are found by id whatever the statistics say", async (t) 
     await bulk(db.sql, 3000, "settled");
     await db.sql`analyze x402_gateway_charges`;
     await bulk(db.sql, 2000, "pending");
-    await db.sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
-      synced_at) values (${CHAIN}, ${PAYER}, 1000, 1, ${now})`;
+    await payer(db.sql, 1000n, now);
     const mine = [charge(now), charge(now), charge(now)];
     const [one, two] = [charge(now), charge(now)];
     // Ours first: the queue of charges not yet batched is taken oldest first.
@@ -353,8 +358,7 @@ Deno.test("x402 group statements are planned for the table as it is, not as it w
   const chargePlans = () => probe.plans("x402_gateway_charges");
   try {
     const now = new Date();
-    await db.sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
-      synced_at) values (${CHAIN}, ${PAYER}, 1000000, 1, ${now})`;
+    await payer(db.sql, 1000000n, now);
     const fresh = new Date(now.getTime() - 60_000);
     const round = async () => {
       const group = [charge(now), charge(now)];
@@ -386,8 +390,7 @@ Deno.test("the paid path's writes, one prepared statement, stay on the indexes a
   const probe = await planProbe(db.url, NO_TABLE_SCANS);
   try {
     const now = new Date();
-    await db.sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
-      synced_at) values (${CHAIN}, ${PAYER}, 1000000, 1, ${now})`;
+    await payer(db.sql, 1000000n, now);
     const fresh = new Date(now.getTime() - 60_000);
     let last: NewCharge[] = [];
     const round = async () => {
@@ -433,8 +436,7 @@ Deno.test("the pay path's group statements stay on the indexes as the tables gro
   const settles = await planProbe(db.url, NO_TABLE_SCANS);
   try {
     const now = new Date();
-    await db.sql`insert into x402_gateway_accounts (chain_id, payer, balance, synced_block,
-      synced_at) values (${CHAIN}, ${PAYER}, 1000000000, 1, ${now})`;
+    await payer(db.sql, 1000000000n, now);
     const fresh = new Date(now.getTime() - 60_000);
     const round = async () => {
       const attempts = [0, 1].map(() => ({
