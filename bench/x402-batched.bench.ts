@@ -17,6 +17,7 @@ import { type AppModule, modules } from "../src/modules/index.ts";
 import { settleRound } from "../src/modules/x402/x402.batched.settle.ts";
 import { cpuMs, type MachineCpu, machineCpu, machineCpuPer, percentile } from "./report.ts";
 import { upstreamProcess } from "./upstream-process.ts";
+import { DEPLOYED_POLLING } from "./deployed.ts";
 
 const WORKERS = Number(Deno.env.get("BENCH_X402_BATCHED_WORKERS") ?? "32");
 const CALLS = Number(Deno.env.get("BENCH_X402_BATCHED_CALLS") ?? "60");
@@ -109,7 +110,7 @@ export async function run(): Promise<number> {
   const upstream = await upstreamProcess();
   const svc = await startTestService({
     // Rate limits as a user has them (on): a paid call is not counted (docs/decisions.md).
-    env: { LOG_LEVEL: "error", DATABASE_POOL_MAX: "20" },
+    env: { LOG_LEVEL: "error", DATABASE_POOL_MAX: "20", ...DEPLOYED_POLLING },
     modules: [...modules, bare],
   });
   try {

@@ -20,6 +20,7 @@ import { api, createMerchant } from "../tests/helpers/accounts.ts";
 import { claimRound } from "../src/modules/x402/x402.channels.claims.ts";
 import { encodeHeader } from "../src/modules/x402/x402.exact.ts";
 import { percentile } from "./report.ts";
+import { DEPLOYED_POLLING } from "./deployed.ts";
 
 const BUYERS = Number(Deno.env.get("BENCH_X402_CHANNELS") ?? "20");
 const CALLS = Number(Deno.env.get("BENCH_X402_CHANNEL_CALLS") ?? "25");
@@ -58,6 +59,7 @@ export async function run() {
       LOG_LEVEL: "error",
       DATABASE_POOL_MAX: "20",
       X402_CHANNEL_CLAIM_SECONDS: "3600",
+      ...DEPLOYED_POLLING,
     },
   });
   try {

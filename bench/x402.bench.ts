@@ -12,6 +12,7 @@ import { percentile } from "./report.ts";
 import { loadavg } from "./payments.bench.ts";
 import { createApp } from "../src/app.ts";
 import { x402Module } from "../src/modules/x402/x402.module.ts";
+import { DEPLOYED_POLLING } from "./deployed.ts";
 
 const WORKERS = Number(Deno.env.get("BENCH_X402_WORKERS") ?? "8");
 const CALLS = Number(Deno.env.get("BENCH_X402_CALLS") ?? "25");
@@ -109,7 +110,7 @@ async function payAndVerify(): Promise<number> {
     () => Response.json({ temperature: 21.5 }),
   );
   const svc = await startTestService({
-    env: { RATE_LIMITS: "off", LOG_LEVEL: "error", DATABASE_POOL_MAX: "20" },
+    env: { RATE_LIMITS: "off", LOG_LEVEL: "error", DATABASE_POOL_MAX: "20", ...DEPLOYED_POLLING },
   });
   try {
     const call = api(svc);

@@ -200,6 +200,8 @@ export const DEFAULT_GAS_FLOOR_WEI = 10_000_000_000_000_000n;
 export const DEFAULT_GAS_TOPUP_WEI = 100_000_000_000_000_000n;
 /** 1 native: about ten top-ups left. */
 export const DEFAULT_OPERATOR_LOW_WEI = 1_000_000_000_000_000_000n;
+/** How often a deployment reads new logs from each chain (CHAIN_POLL_INTERVAL_MS). */
+export const DEFAULT_POLL_INTERVAL_MS = 500;
 
 export interface ChainConfig {
   profiles: ProfileConfig[];
@@ -319,7 +321,7 @@ export function parseChainConfig(
     sources,
     cctp,
     receiptTimeoutMs: int("CHAIN_RECEIPT_TIMEOUT_MS", 60_000, 1),
-    pollIntervalMs: int("CHAIN_POLL_INTERVAL_MS", 500, 10),
+    pollIntervalMs: int("CHAIN_POLL_INTERVAL_MS", DEFAULT_POLL_INTERVAL_MS, 10),
     localStateIntervalSeconds: int("LOCAL_CHAIN_STATE_INTERVAL", 1, 1),
   };
 }
