@@ -1,6 +1,6 @@
 /** SQL for chain_transactions. Every function takes `sql` (pool, transaction or reserved) first. */
 import type { Db } from "../db/client.ts";
-import { statusIn } from "../db/by-id.ts";
+import { planned, statusIn } from "../db/by-id.ts";
 
 export type TxStatus = "signed" | "broadcast" | "confirmed" | "reverted" | "failed";
 
@@ -224,7 +224,11 @@ const withoutBytes = (sql: Db, alias?: string) => {
 
 /**
  * Records several receipts in one statement; returns the updated rows without their signed
- * bytes (`data` and `rawTx` come back empty: the caller has them).
+ * bytes (`data` and `rawTx` come back empty: the caller has them). Planned on each run
+ * (`planned`): a prepared statement's generic plan, cached while the table was young, joined the
+ * receipts to a scan of every transaction ever sent (tests/integration/by-id-plans.test.ts).
+ * It costs a planning and one more round trip per record (receipts that arrive together share
+ * one: sender.ts `settle`).
  */
 export async function markMinedMany(
   sql: Db,
@@ -237,7 +241,7 @@ export async function markMinedMany(
   }>,
 ): Promise<Omit<TxRow, "data" | "rawTx">[]> {
   if (!items.length) return [];
-  return await sql<Omit<TxRow, "data" | "rawTx">[]>`
+  return await planned(sql<Omit<TxRow, "data" | "rawTx">[]>`
     update chain_transactions t
     set status = m.status, block_number = m.block_number, gas_used = m.gas_used,
         contract_address = m.contract_address, confirmed_at = now(), updated_at = now(),
@@ -248,7 +252,7 @@ export async function markMinedMany(
                 ${items.map((i) => i.contractAddress)}::text[])
       as m(id, status, block_number, gas_used, contract_address)
     where t.id = m.id
-    returning ${withoutBytes(sql, "t")}`;
+    returning ${withoutBytes(sql, "t")}`);
 }
 
 /** Transactions left open (signed or broadcast) for longer than `olderThanMs`. */

@@ -4,11 +4,12 @@
  * planner prefer scanning every open row through a partial index on status, per statement, a
  * cost that grows with a backlog. Checked for the gateway-balance charges (x402.batched.repo.ts:
  * the "served" marks, a release, a batch's charges, a settlement's confirmation; no index covers
- * their state any more, so what is checked is that none is read by scanning the table), the chain
- * transactions (the sender's broadcast, failed and withdrawn marks), the webhook deliveries (a
- * worker's claim of one: each claim scanning every due delivery made draining an outage's
- * backlog quadratic), a payment's failure and a stream's stop. The plans are the server's own, for the statements as
- * the repositories send them (auto_explain, answered as notices on one connection).
+ * their state any more, so what is checked is that none is read by scanning the table), the
+ * chain transactions (the sender's broadcast, failed and withdrawn marks, its receipts' record),
+ * the webhook deliveries (a worker's claim of one: each claim scanning every due delivery made
+ * draining an outage's backlog quadratic), a payment's failure and a stream's stop. The plans
+ * are the server's own, for the statements as the repositories send them (auto_explain,
+ * answered as notices on one connection).
  */
 import assert from "node:assert/strict";
 import { createTestDatabase } from "../helpers/db.ts";
@@ -18,6 +19,7 @@ import {
   markBroadcast,
   markBroadcastMany,
   markFailed,
+  markMinedMany,
   withdrawUnsent,
 } from "../../src/chain/transactions.repo.ts";
 import { markFailed as failPayment } from "../../src/modules/payments/payments.repo.ts";
@@ -262,6 +264,64 @@ Deno.test("chain transactions are found by id whatever the statistics say", asyn
       Object.fromEntries(status.map((r) => [r.id, r.status])),
       { [a]: "failed", [b]: "broadcast", [c]: "failed", [d]: "failed" },
     );
+  } finally {
+    await probe.sql.end();
+    await db.drop();
+  }
+});
+
+Deno.test("a receipt's record finds its transactions by id however the table grew", async () => {
+  const db = await createTestDatabase();
+  const probe = await planProbe(db.url);
+  let nonce = 0;
+  const mined = async () => {
+    const rows = await insertSignedBatch(
+      db.sql,
+      [1, 2].map(() => ({
+        chainId: CHAIN,
+        intentKey: crypto.randomUUID(),
+        fromAddress: "0x" + "9".repeat(40),
+        toAddress: null,
+        nonce: BigInt(nonce++),
+        value: 0n,
+        data: "0x",
+        gas: 21_000n,
+        maxFeePerGas: 1n,
+        maxPriorityFeePerGas: 1n,
+        rawTx: "0x",
+        txHash: hex(32),
+      })),
+    );
+    const out = await markMinedMany(
+      probe.sql,
+      rows.map((r) => ({
+        id: r.id,
+        status: "confirmed" as const,
+        blockNumber: 7n,
+        gasUsed: 21_000n,
+        contractAddress: null,
+      })),
+    );
+    assert.deepEqual(out.map((r) => [r.id, r.status]), rows.map((r) => [r.id, "confirmed"]));
+  };
+  try {
+    // Young: a few transactions, receipts recorded often enough on one connection for a prepared
+    // statement's plan to be cached generic (from the sixth run); then the table grows with no
+    // ANALYZE in between. The cached plan was a hash join over a scan of the whole table:
+    // 9.7 ms per record at 50,000 transactions, growing with every transaction ever sent.
+    for (let i = 0; i < 8; i++) await mined();
+    await db.sql`
+      insert into chain_transactions (chain_id, intent_key, from_address, nonce, value, data,
+        gas, max_fee_per_gas, max_priority_fee_per_gas, raw_tx, tx_hash, status)
+      select ${CHAIN}, 'old' || g, ${"0x" + "8".repeat(40)}, 100000 + g, 0, '0x', 21000,
+        1, 1, '0x', '0x' || md5('old' || g), 'confirmed'
+      from generate_series(1, 20000) g`;
+    probe.plans("chain_transactions");
+    await mined();
+    const plans = probe.plans("chain_transactions");
+    assert.equal(plans.length, 1);
+    assert.match(plans[0], /Index Scan using chain_transactions_pkey on chain_transactions t/);
+    assert.doesNotMatch(plans[0], /Seq Scan on chain_transactions /, plans[0]);
   } finally {
     await probe.sql.end();
     await db.drop();
