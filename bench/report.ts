@@ -134,3 +134,32 @@ export function machineCpuPer(a: MachineCpu, b: MachineCpu, ops: number): Machin
     steal: per("steal"),
   };
 }
+
+/**
+ * Runs `fn` under V8's sampling profiler (node:inspector) when `path` is set, and writes this
+ * thread's profile there as a `.cpuprofile` (open it in Chrome DevTools' Performance panel or
+ * speedscope): where a path's event-loop time goes, measured in the bench that times it. The
+ * sampling itself slows what it measures (~10%), so a profiled round's numbers are not the
+ * bench's. Without `path`, just `fn`.
+ */
+export async function profiled<T>(path: string | undefined, fn: () => Promise<T>): Promise<T> {
+  if (!path) return await fn();
+  const { Session } = await import("node:inspector");
+  const session = new Session();
+  session.connect();
+  const post = <R>(method: string, params: object = {}) =>
+    new Promise<R>((resolve, reject) =>
+      session.post(method, params, (e: Error | null, r: unknown) => e ? reject(e) : resolve(r as R))
+    );
+  try {
+    await post("Profiler.enable");
+    await post("Profiler.setSamplingInterval", { interval: 250 });
+    await post("Profiler.start");
+    const out = await fn();
+    const { profile } = await post<{ profile: unknown }>("Profiler.stop");
+    await Deno.writeTextFile(path, JSON.stringify(profile));
+    return out;
+  } finally {
+    session.disconnect();
+  }
+}

@@ -15,11 +15,23 @@ import { externalBuyer } from "../tests/helpers/x402.ts";
 import { batchedPayment } from "../tests/helpers/x402-batched.ts";
 import { type AppModule, modules } from "../src/modules/index.ts";
 import { settleRound } from "../src/modules/x402/x402.batched.settle.ts";
-import { cpuMs, type MachineCpu, machineCpu, machineCpuPer, percentile } from "./report.ts";
+import {
+  cpuMs,
+  type MachineCpu,
+  machineCpu,
+  machineCpuPer,
+  percentile,
+  profiled,
+} from "./report.ts";
 import { upstreamProcess } from "./upstream-process.ts";
 import { DEPLOYED_POLLING } from "./deployed.ts";
 
 const WORKERS = Number(Deno.env.get("BENCH_X402_BATCHED_WORKERS") ?? "32");
+/**
+ * A folder: each measured round of paid calls is profiled there (`profiled`, report.ts), this
+ * process's main thread: the service's event loop and the bench's fetch workers.
+ */
+const PROFILE = Deno.env.get("BENCH_CPU_PROFILE");
 const CALLS = Number(Deno.env.get("BENCH_X402_BATCHED_CALLS") ?? "60");
 const ROUNDS = Number(Deno.env.get("BENCH_X402_BATCHED_ROUNDS") ?? "3");
 
@@ -157,13 +169,17 @@ export async function run(): Promise<number> {
         )),
       );
       runs.paid.push(
-        await drive(headers.map((list) =>
-          list.map((header) => async () => {
-            const res = await fetch(resource, { headers: { "payment-signature": header } });
-            await res.body?.cancel();
-            return res.status === 200;
-          })
-        )),
+        await profiled(
+          r > 0 && PROFILE ? `${PROFILE}/x402-batched-paid-round-${r}.cpuprofile` : undefined,
+          () =>
+            drive(headers.map((list) =>
+              list.map((header) => async () => {
+                const res = await fetch(resource, { headers: { "payment-signature": header } });
+                await res.body?.cancel();
+                return res.status === 200;
+              })
+            )),
+        ),
       );
       runs.direct.push(
         await drive(headers.map((list) =>
