@@ -3,7 +3,7 @@
  * while one is in flight are written together by the next write. Each caller waits for its own
  * item's answer, which the write gives it (`resolve`/`reject` on each waiter); a write that
  * throws rejects the waiters it did not answer. One writer per key (a connection pool, say):
- * writes of one key never overlap.
+ * writes of one key never overlap, unless `pipeline` lets a second start while one is in flight.
  */
 import { setImmediate } from "node:timers";
 
@@ -26,6 +26,14 @@ export interface GroupCommitOptions<I, O> {
    */
   gather?: boolean;
   /**
+   * How many writes may be in flight at once (default 1). With 2, the items that arrive while a
+   * write is in flight are sent by a second write without waiting for the first's answer (on one
+   * connection, PostgreSQL runs it right after the first: the round trip and the event loop's
+   * turn to read the first's answer no longer hold the next group back). Only for writes whose
+   * groups do not depend on each other's outcome.
+   */
+  pipeline?: number;
+  /**
    * A write of one item on its own: when a group's write throws, each waiter it did not answer
    * is written alone (at once, all of them), so one bad item fails alone rather than its group;
    * `failed` hears of the group's error first. Without it, those waiters are rejected.
@@ -38,7 +46,8 @@ export interface GroupCommitOptions<I, O> {
 
 interface Queue<I, O> {
   waiting: Waiter<I, O>[];
-  writing: boolean;
+  /** Writers running (each writes its groups one after another). */
+  writers: number;
 }
 
 /**
@@ -73,12 +82,15 @@ export function groupCommit<I, O>(
     return group;
   };
 
-  const drain = async (q: Queue<I, O>) => {
-    q.writing = true;
+  const drain = async (q: Queue<I, O>, after: boolean) => {
+    q.writers++;
     try {
-      let after = false;
       while (q.waiting.length) {
-        if (after && opts.gather) await new Promise((r) => setImmediate(r));
+        if (after && opts.gather) {
+          await new Promise((r) => setImmediate(r));
+          // Another writer may have taken them meanwhile.
+          if (!q.waiting.length) break;
+        }
         after = true;
         const group = take(q).map(answerOnce);
         try {
@@ -95,7 +107,7 @@ export function groupCommit<I, O>(
         }
       }
     } finally {
-      q.writing = false;
+      q.writers--;
     }
   };
 
@@ -118,10 +130,11 @@ export function groupCommit<I, O>(
 
   return (key, item) => {
     let q = queues.get(key);
-    if (!q) queues.set(key, q = { waiting: [], writing: false });
+    if (!q) queues.set(key, q = { waiting: [], writers: 0 });
     const done = Promise.withResolvers<O>();
     q.waiting.push({ item, resolve: done.resolve, reject: done.reject });
-    if (!q.writing) void drain(q);
+    // A second writer starts as a follow-up of the first (it gathers first, with `gather`).
+    if (q.writers < (opts.pipeline ?? 1)) void drain(q, q.writers > 0);
     return done.promise;
   };
 }

@@ -137,3 +137,34 @@ Deno.test("group commit: `gather` waits one turn before a write that follows ano
   await plain.open(2);
   assert.deepEqual([await p1, await p2], [1, 2]);
 });
+
+Deno.test("group commit: `pipeline` 2 sends a second write while the first is in flight, never a third", async () => {
+  const w = gatedWriter<number, number>((n) => n);
+  const add = groupCommit(w.write, { gather: true, pipeline: 2 });
+  const key = {};
+  const turn = () => new Promise((r) => setTimeout(r, 0));
+  const answers = [add(key, 1)];
+  assert.deepEqual(w.groups, [[1]], "the first at once");
+  // While it is in flight, a second writer gathers one turn, then sends what came meanwhile.
+  answers.push(add(key, 2), add(key, 3));
+  assert.deepEqual(w.groups, [[1]]);
+  await turn();
+  assert.deepEqual(w.groups, [[1], [2, 3]], "two writes in flight");
+  // Both in flight: the next items wait for one of them to finish.
+  answers.push(add(key, 4), add(key, 5));
+  await turn();
+  assert.deepEqual(w.groups.length, 2, "never a third in flight");
+  await w.open(1); // the second finishes first: its writer takes what waited
+  await turn();
+  assert.deepEqual(w.groups, [[1], [2, 3], [4, 5]]);
+  // Both writers free at the same moment with one item waiting: one writes it, the other stops
+  // (no empty write).
+  answers.push(add(key, 6));
+  await w.open(0);
+  await w.open(2);
+  await turn();
+  assert.deepEqual(w.groups.slice(3), [[6]]);
+  await w.open(3);
+  assert.deepEqual(await Promise.all(answers), [1, 2, 3, 4, 5, 6]);
+  assert.ok(w.groups.every((g) => g.length > 0));
+});

@@ -39,7 +39,12 @@ const freshSince = (now: Date) => new Date(now.getTime() - MIRROR_TTL_S * 1000);
  * statement, which finds the nonce used). A group whose statement fails is tried again one item
  * at a time, so one bad item fails alone. Each statement after another waits one turn of the
  * event loop (`gather`): the checks and upstream answers already received join it, ~15% fewer
- * statements at 32 calls in flight, where PostgreSQL's cost is mostly per statement.
+ * statements at 32 calls in flight, where PostgreSQL's cost is mostly per statement. Two
+ * statements may be in flight (`pipeline`): what arrives while one runs is sent behind it on the
+ * connection, which runs it as soon as the first commits, rather than after the first's answer
+ * has come back and been read (~7% more paid calls at 32 in flight, the cores idle less). The
+ * groups do not depend on each other: a replayed nonce in the second finds the first's claim
+ * committed, and a call's served mark is only sent once its reservation has been answered.
  */
 type Write =
   | { deps: Deps; charge: repo.NewCharge; mark?: undefined }
@@ -69,6 +74,7 @@ const writeGroup = groupCommit<Write, repo.Reservation | null>(
   {
     max: 256,
     gather: true,
+    pipeline: 2,
     apart: ({ charge: c, mark }) => c ? `${c.chainId}:${c.payer}:${c.nonce}` : `served:${mark.id}`,
     alone: {
       write: async ({ deps, charge, mark }) => {
