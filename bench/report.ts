@@ -139,8 +139,9 @@ export function machineCpuPer(a: MachineCpu, b: MachineCpu, ops: number): Machin
  * Runs `fn` under V8's sampling profiler (node:inspector) when `path` is set, and writes this
  * thread's profile there as a `.cpuprofile` (open it in Chrome DevTools' Performance panel or
  * speedscope): where a path's event-loop time goes, measured in the bench that times it. The
- * sampling itself slows what it measures (~10%), so a profiled round's numbers are not the
- * bench's. Without `path`, just `fn`.
+ * sampling itself slows what it measures (the batched paid calls ran ~30% slower under it), so a
+ * profiled round's numbers are not the bench's; its shares are what to read. Without `path`, just
+ * `fn`.
  */
 export async function profiled<T>(path: string | undefined, fn: () => Promise<T>): Promise<T> {
   if (!path) return await fn();
