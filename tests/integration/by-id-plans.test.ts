@@ -96,6 +96,32 @@ async function bulk(sql: ReturnType<typeof createSql>, n: number, status: string
     from generate_series(1, ${n}) g`;
 }
 
+/** A signed transaction of CHAIN's sender to record (its bytes left empty). */
+const tx = (intentKey: string, nonce: number) => ({
+  chainId: CHAIN,
+  intentKey,
+  fromAddress: "0x" + "9".repeat(40),
+  toAddress: null,
+  nonce: BigInt(nonce),
+  value: 0n,
+  data: "0x",
+  gas: 21_000n,
+  maxFeePerGas: 1n,
+  maxPriorityFeePerGas: 1n,
+  rawTx: "0x",
+  txHash: hex(32),
+});
+
+/** Another sender's transactions written straight into the table, `n` of them with `status`. */
+async function bulkTxs(sql: ReturnType<typeof createSql>, n: number, status: string, from: number) {
+  await sql`
+    insert into chain_transactions (chain_id, intent_key, from_address, nonce, value, data,
+      gas, max_fee_per_gas, max_priority_fee_per_gas, raw_tx, tx_hash, status)
+    select ${CHAIN}, ${status} || g, ${"0x" + "8".repeat(40)}, ${from} + g, 0, '0x', 21000,
+      1, 1, '0x', '0x' || md5(${status} || g), ${status}
+    from generate_series(1, ${n}) g`;
+}
+
 /**
  * One connection whose statements' plans come back as notices; `plans(table)` answers those of
  * the statements that read or wrote `table` since it was last asked.
@@ -219,33 +245,11 @@ Deno.test("x402 charges are found by id whatever the statistics say", async (t) 
 Deno.test("chain transactions are found by id whatever the statistics say", async () => {
   const db = await createTestDatabase();
   const probe = await planProbe(db.url);
-  const tx = (intentKey: string, nonce: number) => ({
-    chainId: CHAIN,
-    intentKey,
-    fromAddress: "0x" + "9".repeat(40),
-    toAddress: null,
-    nonce: BigInt(nonce),
-    value: 0n,
-    data: "0x",
-    gas: 21_000n,
-    maxFeePerGas: 1n,
-    maxPriorityFeePerGas: 1n,
-    rawTx: "0x",
-    txHash: hex(32),
-  });
-  const bulkTxs = async (n: number, status: string, from: number) => {
-    await db.sql`
-      insert into chain_transactions (chain_id, intent_key, from_address, nonce, value, data,
-        gas, max_fee_per_gas, max_priority_fee_per_gas, raw_tx, tx_hash, status)
-      select ${CHAIN}, ${status} || g, ${"0x" + "8".repeat(40)}, ${from} + g, 0, '0x', 21000,
-        1, 1, '0x', '0x' || md5(${status} || g), ${status}
-      from generate_series(1, ${n}) g`;
-  };
   try {
     // Statistics read while every transaction was mined; then a backlog of open ones, unread.
-    await bulkTxs(3000, "confirmed", 0);
+    await bulkTxs(db.sql, 3000, "confirmed", 0);
     await db.sql`analyze chain_transactions`;
-    await bulkTxs(2000, "broadcast", 10_000);
+    await bulkTxs(db.sql, 2000, "broadcast", 10_000);
     const rows = await insertSignedBatch(db.sql, [1, 2, 3, 4].map((n) => tx(`mine:${n}`, n)));
     const [a, b, c, d] = rows.map((r) => r.id);
     const plans = () => probe.plans("chain_transactions");
@@ -278,20 +282,7 @@ Deno.test("the sender's statements over a list of transactions stay on the keys 
   let nonce = 0;
   /** What the sender does with a batch: looks its intents up, records, broadcasts, mines. */
   const send = async () => {
-    const txs = [1, 2].map(() => ({
-      chainId: CHAIN,
-      intentKey: crypto.randomUUID(),
-      fromAddress: "0x" + "9".repeat(40),
-      toAddress: null,
-      nonce: BigInt(nonce++),
-      value: 0n,
-      data: "0x",
-      gas: 21_000n,
-      maxFeePerGas: 1n,
-      maxPriorityFeePerGas: 1n,
-      rawTx: "0x",
-      txHash: hex(32),
-    }));
+    const txs = [1, 2].map(() => tx(crypto.randomUUID(), nonce++));
     const keys = txs.map((t) => t.intentKey);
     assert.equal((await findLiveByIntents(probe.sql, CHAIN, keys)).size, 0);
     const rows = await insertSignedBatch(db.sql, txs);
@@ -317,12 +308,7 @@ Deno.test("the sender's statements over a list of transactions stay on the keys 
     // the whole table, or every transaction of the chain, per statement: 28 to 33 ms each at
     // 50,000 transactions, and growing with every transaction ever sent.
     for (let i = 0; i < 8; i++) await send();
-    await db.sql`
-      insert into chain_transactions (chain_id, intent_key, from_address, nonce, value, data,
-        gas, max_fee_per_gas, max_priority_fee_per_gas, raw_tx, tx_hash, status)
-      select ${CHAIN}, 'old' || g, ${"0x" + "8".repeat(40)}, 100000 + g, 0, '0x', 21000,
-        1, 1, '0x', '0x' || md5('old' || g), 'confirmed'
-      from generate_series(1, 20000) g`;
+    await bulkTxs(db.sql, 20_000, "confirmed", 100_000);
     probe.plans("chain_transactions");
     await send();
     const plans = probe.plans("chain_transactions");
