@@ -51,24 +51,25 @@ const hex = (bytes: number) =>
     ).join("")
   }`;
 
+/** A payment of 10 from PAYER under a fresh nonce: what a charge and a pay attempt share. */
+const payment = (now: Date) => ({
+  id: crypto.randomUUID(),
+  chainId: CHAIN,
+  listingId: null,
+  listingSlug: "lookups",
+  merchantId: null,
+  payer: PAYER,
+  payee: "0x" + "5".repeat(40),
+  amount: 10n,
+  nonce: hex(32),
+  validAfter: 0n,
+  validBefore: 4_000_000_000n,
+  agentId: null,
+  now,
+});
+
 function charge(now: Date): NewCharge {
-  return {
-    id: crypto.randomUUID(),
-    chainId: CHAIN,
-    listingId: null,
-    listingSlug: "lookups",
-    merchantId: null,
-    payer: PAYER,
-    payee: "0x" + "5".repeat(40),
-    amount: 10n,
-    nonce: hex(32),
-    validAfter: 0n,
-    validBefore: 4_000_000_000n,
-    domain: "batched",
-    signature: hex(65),
-    agentId: null,
-    now,
-  };
+  return { ...payment(now), domain: "batched", signature: hex(65) };
 }
 
 /** PAYER's mirror with `balance`, read from the chain `now`. */
@@ -498,22 +499,7 @@ Deno.test("the pay path's group statements stay on the indexes as the tables gro
     await payer(db.sql, 1000000000n, now);
     const fresh = new Date(now.getTime() - 60_000);
     const round = async () => {
-      const attempts = [0, 1].map(() => ({
-        id: crypto.randomUUID(),
-        listingId: null,
-        listingSlug: "lookups",
-        merchantId: null,
-        scheme: "gateway" as const,
-        chainId: CHAIN,
-        payer: PAYER,
-        payee: "0x" + "5".repeat(40),
-        amount: 10n,
-        nonce: hex(32),
-        validAfter: 0n,
-        validBefore: 4_000_000_000n,
-        agentId: null,
-        now,
-      }));
+      const attempts = [0, 1].map(() => ({ ...payment(now), scheme: "gateway" as const }));
       const claimed = await claimGatewayAttempts(claims.sql, attempts, fresh, now);
       assert.equal([...claimed.values()].filter((c) => c !== "used").length, 2);
       const settled = await settleAttempts(
