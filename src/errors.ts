@@ -133,6 +133,11 @@ export const ERROR_CODES = [
   "x402_payer_wallet_not_found",
   "x402_payer_agent_not_found",
   "x402_payer_external",
+  "x402_relay_vault",
+  "x402_relay_minimum",
+  "x402_relay_window",
+  "x402_relay_signature",
+  "x402_relay_used",
   // Agentic commerce jobs (ERC-8183)
   "job_not_found",
   "job_client_mismatch",

@@ -8,6 +8,7 @@ import {
   type Hex,
   keccak256,
   parseSignature,
+  recoverTypedDataAddress,
   stringToHex,
 } from "viem";
 import { AgentAccount, GatewayVault, TestUSDC } from "./contracts/artifacts/index.ts";
@@ -18,6 +19,7 @@ import type { TxRow } from "./transactions.repo.ts";
 import type { GatewayBalance, GatewayChain } from "./gateway.ts";
 import { gatewayClient, gatewayVault } from "./gateway-authorization.ts";
 import { missingSettlers } from "./gateway-settlers.ts";
+import { hasHighS } from "./authorization-check.ts";
 
 /**
  * `account`'s available vault balance and the block it was read at (what the gateway-balance
@@ -140,6 +142,92 @@ export async function depositFromWallet(
       ],
     }),
     intentKey: req.intentKey,
+  });
+}
+
+/** An outside payer's EIP-3009 `ReceiveWithAuthorization` of USDC to the vault, as it signed it. */
+export interface SignedDeposit {
+  from: `0x${string}`;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: Hex;
+  signature: Hex;
+}
+
+/**
+ * Whether `d` is `d.from`'s own low-s ECDSA signature of its deposit to the vault, under the
+ * chain's USDC domain (what the token checks for an EOA; the vault takes only v, r, s, so an
+ * ERC-1271 account's signature cannot be relayed there).
+ */
+export async function signedDepositValid(
+  chain: GatewayChain,
+  p: ProfileName,
+  d: SignedDeposit,
+): Promise<boolean> {
+  if (d.signature.length !== 132 || hasHighS(d.signature)) return false;
+  try {
+    const { r, s, yParity } = parseSignature(d.signature);
+    const signer = await recoverTypedDataAddress({
+      domain: usdcDomain(chain.runtime(p)),
+      types: RECEIVE_WITH_AUTHORIZATION_TYPES,
+      primaryType: "ReceiveWithAuthorization",
+      message: { ...depositMessage(chain, p, d) },
+      signature: { r, s, yParity },
+    });
+    return signer.toLowerCase() === d.from.toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+function depositMessage(chain: GatewayChain, p: ProfileName, d: SignedDeposit) {
+  return {
+    from: d.from,
+    to: gatewayVault(chain, p),
+    value: d.value,
+    validAfter: d.validAfter,
+    validBefore: d.validBefore,
+    nonce: d.nonce,
+  };
+}
+
+/** Whether the token has already used (or cancelled) `nonce` of `from`'s authorizations. */
+export async function usdcAuthorizationUsed(
+  chain: GatewayChain,
+  p: ProfileName,
+  from: `0x${string}`,
+  nonce: Hex,
+): Promise<boolean> {
+  return await gatewayClient(chain, p).readContract({
+    address: chain.contract(p, "TestUSDC"),
+    abi: TestUSDC.abi,
+    functionName: "authorizationState",
+    args: [from, nonce],
+  });
+}
+
+/**
+ * Relays an outside payer's signed deposit (it needs no gas): one of the relayer pool submits
+ * `depositWithAuthorization`, once per `intentKey`. Waits for the receipt.
+ */
+export async function relaySignedDeposit(
+  chain: GatewayChain,
+  p: ProfileName,
+  d: SignedDeposit,
+  intentKey: string,
+): Promise<TxRow> {
+  const { r, s, yParity } = parseSignature(d.signature);
+  return await chain.send({
+    profile: p,
+    from: "relayer",
+    to: gatewayVault(chain, p),
+    data: encodeFunctionData({
+      abi: GatewayVault.abi,
+      functionName: "depositWithAuthorization",
+      args: [d.from, d.value, d.validAfter, d.validBefore, d.nonce, yParity + 27, r, s],
+    }),
+    intentKey,
   });
 }
 

@@ -29,8 +29,12 @@ import {
   depositFromAccount,
   depositFromWallet,
   gatewayBalance,
+  relaySignedDeposit,
   settlersMissing,
+  type SignedDeposit,
+  signedDepositValid,
   totalBalance,
+  usdcAuthorizationUsed,
   withdrawalDelay,
   withdrawFromAccount,
   withdrawFromVault,
@@ -100,6 +104,11 @@ export function gatewayOps(chain: GatewayChain) {
       settleAuthorizations(chain, p, req),
     depositFromWallet: (p: ProfileName, req: Parameters<typeof depositFromWallet>[2]) =>
       depositFromWallet(chain, p, req),
+    signedDepositValid: (p: ProfileName, d: SignedDeposit) => signedDepositValid(chain, p, d),
+    usdcAuthorizationUsed: (p: ProfileName, from: `0x${string}`, nonce: Hex) =>
+      usdcAuthorizationUsed(chain, p, from, nonce),
+    relaySignedDeposit: (p: ProfileName, d: SignedDeposit, intentKey: string) =>
+      relaySignedDeposit(chain, p, d, intentKey),
     signAuthorization: (p: ProfileName, req: Parameters<typeof signAuthorization>[2]) =>
       signAuthorization(chain, p, req),
     depositFromAccount: (p: ProfileName, req: Parameters<typeof depositFromAccount>[2]) =>

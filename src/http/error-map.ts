@@ -157,6 +157,12 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   x402_payer_wallet_not_found: { status: 404, text: M.x402PayerWalletNotFound },
   x402_payer_agent_not_found: { status: 404, text: M.x402PayerAgentNotFound },
   x402_payer_external: { status: 400, text: M.x402PayerExternal },
+  // A signed deposit the relayer would send only to see it revert: refused before anything is sent.
+  x402_relay_vault: { status: 400, text: M.x402RelayVault },
+  x402_relay_minimum: { status: 400, text: M.x402RelayMinimum },
+  x402_relay_window: { status: 400, text: M.x402RelayWindow },
+  x402_relay_signature: { status: 400, text: M.x402RelaySignature },
+  x402_relay_used: { status: 409, text: M.x402RelayUsed },
   // Jobs: the spec's 403 and 404 bodies are `{ error }` only; a contract refusal is 502.
   job_not_found: { status: 404, text: M.jobNotFound, bare: true },
   job_client_mismatch: { status: 403, text: M.jobClientMismatch, bare: true },

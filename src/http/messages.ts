@@ -193,6 +193,15 @@ export const M = {
   x402PayerExternal:
     "This is your external payout wallet: the service holds no key for it, so sign proofs and withdraw with that wallet yourself.",
   x402DepositInsufficient: "Insufficient USDC in the wallet for this deposit.",
+  x402RelayBody:
+    "authorization { from, to, value, validAfter, validBefore, nonce } and signature are required: a ReceiveWithAuthorization of USDC to the gateway vault, signed by from.",
+  x402RelayVault: "authorization.to must be the gateway vault: a deposit is received by the vault.",
+  x402RelayMinimum: "A relayed deposit is at least 1.000000 USDC.",
+  x402RelayWindow:
+    "The authorization must be valid now and for at least 60 more seconds (validAfter < now < validBefore - 60).",
+  x402RelaySignature:
+    "signature is not authorization.from's ReceiveWithAuthorization under the USDC domain (an EOA's 65-byte, low-s signature).",
+  x402RelayUsed: "This authorization was already used or cancelled.",
   dashListingCreated: "Listing created.",
   x402FacilitatorBody: "paymentPayload and paymentRequirements objects are required.",
 

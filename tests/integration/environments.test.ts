@@ -211,6 +211,7 @@ const RULES: Record<string, Rule> = {
   "GET /api/x402/gateway/balance": { free: X402 },
   "POST /api/x402/gateway/withdraw": { free: X402 },
   "GET /api/x402/payer/balance": { free: X402 },
+  "POST /api/x402/payer/deposit": { free: X402 },
   "GET /api/x402/seller/balance": { free: X402 },
   "POST /api/x402/seller/balance/withdraw": { free: X402 },
   "POST /api/payroll/run": { creates: "batch" },

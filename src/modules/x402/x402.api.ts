@@ -25,6 +25,7 @@ import {
   payBody,
   payerAddressQuery,
   payerBalanceQuery,
+  payerDepositBody,
   payerWithdrawBody,
   paymentRequirementsSchema,
   pendingBalances,
@@ -412,6 +413,65 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
       },
       handler: async (x) => await gateway.payerView(x.deps, x.query.address),
       fuzz: {},
+    }),
+    defineRoute({
+      method: "post",
+      path: "/api/x402/payer/deposit",
+      summary: "Relay a payer's signed deposit into its own gateway balance: an EIP-3009 " +
+        "ReceiveWithAuthorization of USDC to the vault (no credentials, and no gas needed)",
+      tag,
+      auth: anyone,
+      body: payerDepositBody,
+      bodyExample: {
+        authorization: {
+          from: "0xBuyer",
+          to: "0xGatewayVault",
+          value: "5000000",
+          validAfter: "0",
+          validBefore: "1767229200",
+          nonce: "0x<64 hex>",
+        },
+        signature: "0x<130 hex>",
+      },
+      responses: {
+        200: {
+          description: "Deposited on chain (a retry of the same signed deposit: its transaction)",
+          schema: z.object({
+            success: ok,
+            txHash: z.string(),
+            explorerUrl: z.string(),
+            amount: decimal,
+            payer: z.string(),
+            network: z.string().describe("eip155:<chain id> of the vault"),
+            gateway: gatewayBalances.describe("The payer's gateway balances after the deposit"),
+          }),
+        },
+        400: {
+          description: "Malformed, not to the vault, under 1 USDC, outside its window, not " +
+            "signed by `from`, or more than `from` holds (with `balance`); nothing is sent",
+          schema: balanceError,
+        },
+        409: {
+          description: "The authorization was already used or cancelled",
+          schema: balanceError,
+        },
+        ...errors([408, 429, 500, 502], balanceError),
+      },
+      handler: async (x) => await gateway.relayPayerDeposit(x.deps, x.body),
+      fuzz: {
+        sample: {
+          authorization: {
+            from: DEAD,
+            to: DEAD,
+            value: "1000000",
+            validAfter: "0",
+            validBefore: "99999999999",
+            nonce: `0x${"11".repeat(32)}`,
+          },
+          signature: `0x${"22".repeat(65)}`,
+        },
+        extra: ["balance"],
+      },
     }),
     defineRoute({
       method: "get",

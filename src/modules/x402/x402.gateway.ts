@@ -21,6 +21,8 @@ import * as bridge from "../bridge/bridge.service.ts";
 import { isSupportedSource } from "../bridge/bridge.rules.ts";
 import { SOURCE_CHAINS, type SourceChainName } from "../../chain/profiles.ts";
 import type { Address, MerchantAgent, X402AgentPort } from "./x402.types.ts";
+import { nowSeconds, relayTermsRefusal, relayWindowOpen } from "./x402.rules.ts";
+import type { PayerDepositInput } from "./x402.schemas.ts";
 
 /** The chain id withdrawals settle on today (the spec's `settleTestnet`). */
 export const SOURCE_CHAIN = "settleTestnet";
@@ -164,6 +166,56 @@ export async function payerView(deps: Deps, address: string) {
     gateway: gatewayFields(b),
     pending: { incoming: usdc(pending.incoming), outgoing: usdc(pending.outgoing) },
     spendable: usdc(spendable > 0n ? spendable : 0n),
+  };
+}
+
+/**
+ * POST /api/x402/payer/deposit: an outside payer's deposit into its gateway balance, which it
+ * signed (an EIP-3009 `ReceiveWithAuthorization` of USDC to the vault) and one of our relayers
+ * sends, so a wallet holding USDC and no gas can pay with the batched option. Public, like the
+ * payer's balance: the signature is the only credential, and it can only move the signer's USDC
+ * into the signer's own balance. Refused before anything is sent where the chain would revert
+ * (terms, signature, a used nonce, too little USDC), so the relayer pays gas only for deposits.
+ * Once per signed deposit: a retry, or a copy sent at the same time, answers its transaction.
+ */
+export async function relayPayerDeposit(deps: Deps, input: PayerDepositInput) {
+  const profile = x402Profile(deps);
+  const a = input.authorization;
+  const vault = deps.chain.contract(profile, "GatewayVault");
+  const d = { ...a, signature: input.signature };
+  const refused = relayTermsRefusal(a, vault);
+  if (refused) throw new DomainError(refused);
+  if (!(await deps.chain.gateway.signedDepositValid(profile, d))) {
+    throw new DomainError("x402_relay_signature");
+  }
+  const digest = createHash("sha256").update(input.signature).digest("hex");
+  const intentKey = `x402-payer-deposit:${a.from}:${a.nonce}:${digest}`;
+  // Under the payer's USDC claim: the balance checked is the one the deposit spends, and copies
+  // of one deposit take turns (the first sends; the rest find its transaction).
+  const tx = await withClaim(deps.sql, usdcClaim(deps, profile, a.from), async () => {
+    const earlier = await deps.chain.intent(profile, intentKey);
+    if (!earlier || earlier.status === "failed") {
+      if (!relayWindowOpen(a, nowSeconds(deps.clock.now()))) {
+        throw new DomainError("x402_relay_window");
+      }
+      const [used, balance] = await Promise.all([
+        deps.chain.gateway.usdcAuthorizationUsed(profile, a.from, a.nonce),
+        deps.chain.usdcBalance(profile, a.from),
+      ]);
+      if (used) throw new DomainError("x402_relay_used");
+      if (balance < a.value) {
+        throw new DomainError("x402_deposit_insufficient", { balance: usdc(balance) });
+      }
+    }
+    return await deps.chain.gateway.relaySignedDeposit(profile, d, intentKey);
+  });
+  return {
+    txHash: tx.txHash,
+    explorerUrl: deps.chain.explorerTxUrl(profile, tx.txHash),
+    amount: usdc(a.value),
+    payer: checksum(a.from),
+    network: `eip155:${deps.chain.chainId(profile)}`,
+    gateway: await gatewayView(deps, profile, a.from),
   };
 }
 

@@ -169,3 +169,29 @@ export function settlementIntent(
 ): string {
   return `x402:${scheme}:${payer.toLowerCase()}:${nonce.toLowerCase()}`;
 }
+
+/** The least a relayed deposit moves: the relayer pays its gas (~80,000). */
+export const RELAY_MIN_DEPOSIT = 1_000_000n;
+/** A relayed deposit must stay valid this long after it is taken: time to be sent and mined. */
+export const RELAY_MARGIN_SECONDS = 60n;
+
+/**
+ * Why a signed deposit would not be relayed, from its terms (null: they are fine): received by
+ * another contract than the vault, or under the minimum.
+ */
+export function relayTermsRefusal(
+  a: { to: string; value: bigint },
+  vault: string,
+): "x402_relay_vault" | "x402_relay_minimum" | null {
+  if (a.to.toLowerCase() !== vault.toLowerCase()) return "x402_relay_vault";
+  if (a.value < RELAY_MIN_DEPOSIT) return "x402_relay_minimum";
+  return null;
+}
+
+/**
+ * Whether a signed deposit is valid from now (the token wants its `validAfter` passed) until it
+ * is mined (`RELAY_MARGIN_SECONDS` before its `validBefore`).
+ */
+export function relayWindowOpen(a: { validAfter: bigint; validBefore: bigint }, now: bigint) {
+  return a.validAfter < now && now + RELAY_MARGIN_SECONDS < a.validBefore;
+}

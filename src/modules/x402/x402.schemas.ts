@@ -87,6 +87,40 @@ export const depositBody = z.object({
   { message: M.x402DepositSource, path: ["walletId"] },
 );
 
+/** A uint256 as the x402 payloads carry it: decimal digits (or a safe integer). */
+const uint256 = (text: string) =>
+  z.union([
+    z.string({ error: text }).regex(/^(0|[1-9][0-9]{0,77})$/, text),
+    z.number().int().min(0),
+  ], {
+    error: text,
+  }).transform((v, ctx) => {
+    const n = BigInt(v);
+    if (n < 2n ** 256n) return n;
+    ctx.addIssue({ code: "custom", message: text });
+    return z.NEVER;
+  });
+
+/**
+ * An outside payer's deposit, signed and relayed (it needs no gas): its EIP-3009
+ * `ReceiveWithAuthorization` of USDC to the vault, in the x402 payload's shape.
+ */
+export const payerDepositBody = z.object({
+  authorization: z.object({
+    from: address(M.x402RelayBody).describe("The payer: whose USDC, and whose gateway balance"),
+    to: address(M.x402RelayBody).describe("The gateway vault"),
+    value: uint256(M.x402RelayBody).describe("Base units (6 decimals), at least 1000000"),
+    validAfter: uint256(M.x402RelayBody).describe("Unix seconds"),
+    validBefore: uint256(M.x402RelayBody).describe("Unix seconds"),
+    nonce: z.string({ error: M.x402RelayBody }).regex(/^0x[0-9a-fA-F]{64}$/, M.x402RelayBody)
+      .transform((n) => n.toLowerCase() as `0x${string}`).describe("Random, 32 bytes"),
+  }, { error: M.x402RelayBody }),
+  signature: z.string({ error: M.x402RelayBody }).regex(/^0x[0-9a-fA-F]{130}$/, M.x402RelayBody)
+    .transform((s) => s as `0x${string}`)
+    .describe("EIP-712 ReceiveWithAuthorization over the USDC domain: 65 bytes (r, s, v)"),
+});
+export type PayerDepositInput = z.output<typeof payerDepositBody>;
+
 /** Who pays or withdraws: exactly one of the merchant's managed wallets or agents. */
 const payerFields = {
   walletId: z.string({ error: M.x402PayerWalletId }).min(1, M.x402PayerWalletId)
