@@ -1,10 +1,11 @@
 /**
  * Crash safety of the actions that lock funds in a contract (issue 23, item 3): a job's fund
- * (approve, then fund into AgenticCommerce) and a gateway deposit (into GatewayVault), each sent
- * through a second process of the deployment that SIGKILLs itself before the broadcast, after it
- * (anvil mines at once), or after the receipt was recorded. The surviving process (the chain's
- * transaction recovery, then the jobs' catch-up once the dead process's claim lapsed) ends every
- * case in a complete record, the money moved once, or in nothing locked.
+ * (approve, then fund into AgenticCommerce), a gateway deposit (into GatewayVault) and an outside
+ * payer's signed deposit relayed into it, each sent through a second process of the deployment
+ * that SIGKILLs itself before the broadcast, after it (anvil mines at once), or after the receipt
+ * was recorded. The surviving process (the chain's transaction recovery, then the jobs' catch-up
+ * once the dead process's claim lapsed) ends every case in a complete record, the money moved
+ * once, or in nothing locked.
  */
 import assert from "node:assert/strict";
 import { startTestService, type TestService } from "../helpers/service.ts";
@@ -12,6 +13,9 @@ import { startCrashWorker } from "../helpers/processes.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { catchUpPending, getJob, onChain } from "../../src/modules/commerce/commerce.service.ts";
 import { waitFor } from "../helpers/poll.ts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { randomNonce } from "../helpers/x402.ts";
+import { RECEIVE_WITH_AUTHORIZATION_TYPES, usdcDomain } from "../../src/chain/eip3009.ts";
 
 const USDC = 1_000_000n;
 const POINTS = ["record", "broadcast", "receipt"] as const;
@@ -241,6 +245,84 @@ Deno.test("gateway deposit: killed before broadcast, after it, after the receipt
         assert.equal(await chain.usdcBalance(profile, vault), vaultBefore + USDC);
       });
     }
+  } finally {
+    await svc.close();
+  }
+});
+
+Deno.test("relayed payer deposit: killed before broadcast, after it, after the receipt → once", async (t) => {
+  const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
+  const call = api(svc);
+  const chain = svc.deps.chain;
+  const profile = "testnet" as const;
+  try {
+    // An outside payer: USDC, no gas, its key never seen by the service.
+    const payer = privateKeyToAccount(generatePrivateKey());
+    const address = payer.address.toLowerCase() as `0x${string}`;
+    await chain.mintUsdc({ profile, to: address, amount: 20n * USDC });
+    const vault = chain.gateway.vaultAddress(profile);
+
+    for (const at of POINTS) {
+      await t.step(
+        `killed at ${at}: deposited once; the same signed deposit again finds it`,
+        async () => {
+          const now = BigInt(Math.floor(svc.clock.now().getTime() / 1000));
+          const message = {
+            from: payer.address,
+            to: vault,
+            value: USDC,
+            validAfter: now - 10n,
+            validBefore: now + 3600n,
+            nonce: randomNonce(),
+          };
+          const signature = await payer.signTypedData({
+            domain: usdcDomain(chain.runtime(profile)),
+            types: RECEIVE_WITH_AUTHORIZATION_TYPES,
+            primaryType: "ReceiveWithAuthorization",
+            message,
+          });
+          const body = {
+            authorization: {
+              ...message,
+              value: String(message.value),
+              validAfter: String(message.validAfter),
+              validBefore: String(message.validBefore),
+            },
+            signature,
+          };
+          const [gatewayBefore, vaultBefore] = await Promise.all([
+            chain.gateway.balance(profile, address),
+            chain.usdcBalance(profile, vault),
+          ]);
+          const intent = `x402-payer-deposit:${address}:${message.nonce}:`;
+          await throughDyingWorker(svc, {
+            intent: `^${intent}`,
+            at,
+            path: "/api/x402/payer/deposit",
+            headers: {},
+          }, body);
+          const [tx] = await svc.db.sql<{ intentKey: string }[]>`
+          select intent_key from chain_transactions where intent_key like ${`${intent}%`}`;
+          assert.ok(tx, "the deposit's intent was recorded before its broadcast");
+
+          await recover(svc, profile);
+          const mined = (await chain.intent(profile, tx.intentKey))!;
+          assert.equal(mined.status, "confirmed");
+          const gateway = await chain.gateway.balance(profile, address);
+          assert.equal(gateway.available, gatewayBefore.available + USDC, "in the gateway balance");
+          assert.equal(await chain.usdcBalance(profile, vault), vaultBefore + USDC);
+
+          await lapseClaims(svc);
+          const retry = await call("POST", "/api/x402/payer/deposit", { body });
+          assert.equal(retry.status, 200, retry.text);
+          assert.equal(retry.json.txHash, mined.txHash);
+          const after = await chain.gateway.balance(profile, address);
+          assert.equal(after.available, gatewayBefore.available + USDC, "deposited once");
+          assert.equal(await chain.usdcBalance(profile, vault), vaultBefore + USDC);
+        },
+      );
+    }
+    assert.equal(await chain.runtime(profile).client.getBalance({ address }), 0n, "never any gas");
   } finally {
     await svc.close();
   }
