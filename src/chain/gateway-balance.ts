@@ -192,21 +192,6 @@ function depositMessage(chain: GatewayChain, p: ProfileName, d: SignedDeposit) {
   };
 }
 
-/** Whether the token has already used (or cancelled) `nonce` of `from`'s authorizations. */
-export async function usdcAuthorizationUsed(
-  chain: GatewayChain,
-  p: ProfileName,
-  from: `0x${string}`,
-  nonce: Hex,
-): Promise<boolean> {
-  return await gatewayClient(chain, p).readContract({
-    address: chain.contract(p, "TestUSDC"),
-    abi: TestUSDC.abi,
-    functionName: "authorizationState",
-    args: [from, nonce],
-  });
-}
-
 /**
  * Relays an outside payer's signed deposit (it needs no gas): one of the relayer pool submits
  * `depositWithAuthorization`, once per `intentKey`. Waits for the receipt.

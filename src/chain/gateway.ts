@@ -34,7 +34,6 @@ import {
   type SignedDeposit,
   signedDepositValid,
   totalBalance,
-  usdcAuthorizationUsed,
   withdrawalDelay,
   withdrawFromAccount,
   withdrawFromVault,
@@ -105,8 +104,6 @@ export function gatewayOps(chain: GatewayChain) {
     depositFromWallet: (p: ProfileName, req: Parameters<typeof depositFromWallet>[2]) =>
       depositFromWallet(chain, p, req),
     signedDepositValid: (p: ProfileName, d: SignedDeposit) => signedDepositValid(chain, p, d),
-    usdcAuthorizationUsed: (p: ProfileName, from: `0x${string}`, nonce: Hex) =>
-      usdcAuthorizationUsed(chain, p, from, nonce),
     relaySignedDeposit: (p: ProfileName, d: SignedDeposit, intentKey: string) =>
       relaySignedDeposit(chain, p, d, intentKey),
     signAuthorization: (p: ProfileName, req: Parameters<typeof signAuthorization>[2]) =>

@@ -199,7 +199,7 @@ export async function relayPayerDeposit(deps: Deps, input: PayerDepositInput) {
         throw new DomainError("x402_relay_window");
       }
       const [used, balance] = await Promise.all([
-        deps.chain.gateway.usdcAuthorizationUsed(profile, a.from, a.nonce),
+        deps.chain.gateway.nonceUsed(profile, "usdc", a.from, a.nonce),
         deps.chain.usdcBalance(profile, a.from),
       ]);
       if (used) throw new DomainError("x402_relay_used");
