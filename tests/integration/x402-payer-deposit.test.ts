@@ -1,6 +1,7 @@
 /**
- * An outside payer with USDC and no gas (issue 27's batched option, from what a user has): it signs
- * an EIP-3009 ReceiveWithAuthorization to the vault, POST /api/x402/payer/deposit relays it, and
+ * An outside payer with USDC and no gas (issue 27's batched option, from what a user has): it reads
+ * the vault and USDC's EIP-712 domain off a listing's 402 (as the README says), signs an EIP-3009
+ * ReceiveWithAuthorization to the vault, POST /api/x402/payer/deposit relays it, and
  * Circle's unmodified GatewayClient then pays a listing from that balance. Refusals send nothing;
  * 50 copies of one signed deposit at once send one transaction and all answer it.
  */
@@ -27,19 +28,50 @@ interface DepositTerms {
   nonce?: Hex;
 }
 
+/** What a payer reads off a listing's 402, as the README says: the vault and USDC's domain. */
+interface Offer {
+  vault: `0x${string}`;
+  domain: { name: string; version: string; chainId: number; verifyingContract: `0x${string}` };
+}
+
+async function offerOf(resource: string): Promise<Offer> {
+  const r = await fetch(resource);
+  assert.equal(r.status, 402);
+  await r.body?.cancel();
+  const { accepts } = JSON.parse(atob(r.headers.get("payment-required")!));
+  const [exact] = accepts;
+  const batched = accepts.find((a: { extra?: { name?: string } }) =>
+    a.extra?.name === "GatewayWalletBatched"
+  );
+  return {
+    vault: batched.extra.verifyingContract,
+    domain: {
+      name: exact.extra.name,
+      version: exact.extra.version,
+      chainId: Number(exact.network.split(":")[1]),
+      verifyingContract: exact.asset,
+    },
+  };
+}
+
 /** `account`'s signed deposit, as the route takes it (values as decimal strings). */
-async function signedDeposit(svc: TestService, account: LocalAccount, t: DepositTerms) {
+async function signedDeposit(
+  svc: TestService,
+  offer: Offer,
+  account: LocalAccount,
+  t: DepositTerms,
+) {
   const now = BigInt(Math.floor(svc.clock.now().getTime() / 1000));
   const message = {
     from: account.address,
-    to: (t.to ?? svc.deps.chain.contract(X402_PROFILE, "GatewayVault")) as `0x${string}`,
+    to: (t.to ?? offer.vault) as `0x${string}`,
     value: t.value,
     validAfter: t.validAfter ?? now - 10n,
     validBefore: t.validBefore ?? now + 3600n,
     nonce: t.nonce ?? randomNonce(),
   };
   const signature = await account.signTypedData({
-    domain: usdcDomain(svc.deps.chain.runtime(X402_PROFILE)),
+    domain: offer.domain,
     types: RECEIVE_WITH_AUTHORIZATION_TYPES,
     primaryType: "ReceiveWithAuthorization",
     message,
@@ -81,43 +113,63 @@ Deno.test("x402 payer deposit: a wallet with USDC and no gas deposits, then pays
   try {
     await chain.mintUsdc({ profile: X402_PROFILE, to: address, amount: 5n * USDC });
     assert.equal(await client.getBalance({ address }), 0n, "the payer has no gas");
+    const seller = await createMerchant(svc);
+    const resource = await listApi(svc, seller, {
+      slug: "no-gas",
+      upstreamUrl: `http://127.0.0.1:${upstream.addr.port}/`,
+    });
+    const offer = await offerOf(resource);
+    assert.deepEqual(
+      {
+        vault: offer.vault.toLowerCase(),
+        domain: {
+          ...offer.domain,
+          verifyingContract: offer.domain.verifyingContract.toLowerCase(),
+        },
+      },
+      {
+        vault: chain.contract(X402_PROFILE, "GatewayVault").toLowerCase(),
+        domain: usdcDomain(chain.runtime(X402_PROFILE)),
+      },
+      "the 402 names the vault and USDC's EIP-712 domain",
+    );
 
     await t.step("refused before anything is sent", async () => {
       const now = BigInt(Math.floor(svc.clock.now().getTime() / 1000));
       const cases: [string, unknown, number, string][] = [
         [
           "not to the vault",
-          await signedDeposit(svc, payer, { value: USDC, to: address }),
+          await signedDeposit(svc, offer, payer, { value: USDC, to: address }),
           400,
           M.x402RelayVault,
         ],
         [
           "under the minimum",
-          await signedDeposit(svc, payer, { value: USDC - 1n }),
+          await signedDeposit(svc, offer, payer, { value: USDC - 1n }),
           400,
           M.x402RelayMinimum,
         ],
         [
           "expiring before it can be mined",
-          await signedDeposit(svc, payer, { value: USDC, validBefore: now + 30n }),
+          await signedDeposit(svc, offer, payer, { value: USDC, validBefore: now + 30n }),
           400,
           M.x402RelayWindow,
         ],
         [
           "not valid yet",
-          await signedDeposit(svc, payer, { value: USDC, validAfter: now + 600n }),
+          await signedDeposit(svc, offer, payer, { value: USDC, validAfter: now + 600n }),
           400,
           M.x402RelayWindow,
         ],
         [
           "more than the payer holds (with its balance)",
-          await signedDeposit(svc, payer, { value: 6n * USDC }),
+          await signedDeposit(svc, offer, payer, { value: 6n * USDC }),
           400,
           M.x402DepositInsufficient,
         ],
       ];
-      const forged = await signedDeposit(svc, payer, { value: USDC });
-      const other = await signedDeposit(svc, privateKeyToAccount(generatePrivateKey()), {
+      const forged = await signedDeposit(svc, offer, payer, { value: USDC });
+      const other = await signedDeposit(svc, offer, privateKeyToAccount(generatePrivateKey()), {
         value: USDC,
       });
       cases.push(
@@ -166,7 +218,7 @@ Deno.test("x402 payer deposit: a wallet with USDC and no gas deposits, then pays
       assert.equal(await usdcOf(), 5n * USDC);
     });
 
-    const deposit = await signedDeposit(svc, payer, { value: 2n * USDC });
+    const deposit = await signedDeposit(svc, offer, payer, { value: 2n * USDC });
     await t.step("50 copies at once: one transaction, every copy answers it", async () => {
       const answers = await Promise.all(
         Array.from({ length: 50 }, () => call("POST", PATH, { body: deposit })),
@@ -192,7 +244,7 @@ Deno.test("x402 payer deposit: a wallet with USDC and no gas deposits, then pays
         select tx_hash from chain_transactions
         where intent_key like ${`x402-payer-deposit:${address}:%`}`;
       assert.equal(again.json.txHash, first[0].txHash);
-      const sameNonce = await signedDeposit(svc, payer, {
+      const sameNonce = await signedDeposit(svc, offer, payer, {
         value: USDC,
         nonce: deposit.authorization.nonce,
       });
@@ -204,11 +256,6 @@ Deno.test("x402 payer deposit: a wallet with USDC and no gas deposits, then pays
     });
 
     await t.step("Circle's unmodified GatewayClient pays from that balance", async () => {
-      const seller = await createMerchant(svc);
-      const resource = await listApi(svc, seller, {
-        slug: "no-gas",
-        upstreamUrl: `http://127.0.0.1:${upstream.addr.port}/`,
-      });
       const circle = new GatewayClient({
         chain: "arcTestnet",
         privateKey: key,
