@@ -16,6 +16,7 @@ import {
   TestUSDC,
 } from "../../src/chain/contracts/artifacts/index.ts";
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/gateway.ts";
+import { RECEIVE_WITH_AUTHORIZATION_TYPES, usdcDomain } from "../../src/chain/eip3009.ts";
 import { AGENT_PAYMENT_TYPES } from "../../src/chain/agents.ts";
 import { encodeGatewayProof } from "../../src/modules/x402/x402.rules.ts";
 import assert from "node:assert/strict";
@@ -274,4 +275,79 @@ export function facilitatorClient(svc: TestService, apiKey: string): HTTPFacilit
         supported: {},
       }),
   });
+}
+
+export interface DepositTerms {
+  to?: string;
+  value: bigint;
+  validAfter?: bigint;
+  validBefore?: bigint;
+  nonce?: Hex;
+}
+
+/** What a payer reads off a listing's 402 to deposit: the vault and USDC's EIP-712 domain. */
+export interface DepositOffer {
+  vault: `0x${string}`;
+  domain: { name: string; version: string; chainId: number; verifyingContract: `0x${string}` };
+}
+
+/** The vault (the batched offer's verifyingContract) and USDC's domain (the exact offer's). */
+export async function offerOf(resource: string): Promise<DepositOffer> {
+  const r = await fetch(resource);
+  assert.equal(r.status, 402);
+  await r.body?.cancel();
+  const { accepts } = JSON.parse(atob(r.headers.get("payment-required")!));
+  const [exact] = accepts;
+  const batched = accepts.find((a: { extra?: { name?: string } }) =>
+    a.extra?.name === "GatewayWalletBatched"
+  );
+  return {
+    vault: batched.extra.verifyingContract,
+    domain: {
+      name: exact.extra.name,
+      version: exact.extra.version,
+      chainId: Number(exact.network.split(":")[1]),
+      verifyingContract: exact.asset,
+    },
+  };
+}
+
+/**
+ * `account`'s EIP-3009 ReceiveWithAuthorization of USDC to the vault, as
+ * POST /api/x402/payer/deposit takes it (values as decimal strings); `offer` defaults to the
+ * service's own vault and USDC domain.
+ */
+export async function signedDeposit(
+  svc: TestService,
+  account: LocalAccount,
+  t: DepositTerms,
+  offer: DepositOffer = {
+    vault: svc.deps.chain.contract(X402_PROFILE, "GatewayVault"),
+    domain: usdcDomain(svc.deps.chain.runtime(X402_PROFILE)),
+  },
+) {
+  const now = BigInt(Math.floor(svc.clock.now().getTime() / 1000));
+  const message = {
+    from: account.address,
+    to: (t.to ?? offer.vault) as `0x${string}`,
+    value: t.value,
+    validAfter: t.validAfter ?? now - 10n,
+    validBefore: t.validBefore ?? now + 3600n,
+    nonce: t.nonce ?? randomNonce(),
+  };
+  const signature = await account.signTypedData({
+    domain: offer.domain,
+    types: RECEIVE_WITH_AUTHORIZATION_TYPES,
+    primaryType: "ReceiveWithAuthorization",
+    message,
+  });
+  return {
+    authorization: {
+      ...message,
+      value: message.value.toString(),
+      validAfter: message.validAfter.toString(),
+      validBefore: message.validBefore.toString(),
+    },
+    signature,
+  };
 }

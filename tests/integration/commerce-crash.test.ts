@@ -14,8 +14,7 @@ import { api, createMerchant } from "../helpers/accounts.ts";
 import { catchUpPending, getJob, onChain } from "../../src/modules/commerce/commerce.service.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { randomNonce } from "../helpers/x402.ts";
-import { RECEIVE_WITH_AUTHORIZATION_TYPES, usdcDomain } from "../../src/chain/eip3009.ts";
+import { signedDeposit } from "../helpers/x402.ts";
 
 const USDC = 1_000_000n;
 const POINTS = ["record", "broadcast", "receipt"] as const;
@@ -266,35 +265,13 @@ Deno.test("relayed payer deposit: killed before broadcast, after it, after the r
       await t.step(
         `killed at ${at}: deposited once; the same signed deposit again finds it`,
         async () => {
-          const now = BigInt(Math.floor(svc.clock.now().getTime() / 1000));
-          const message = {
-            from: payer.address,
-            to: vault,
-            value: USDC,
-            validAfter: now - 10n,
-            validBefore: now + 3600n,
-            nonce: randomNonce(),
-          };
-          const signature = await payer.signTypedData({
-            domain: usdcDomain(chain.runtime(profile)),
-            types: RECEIVE_WITH_AUTHORIZATION_TYPES,
-            primaryType: "ReceiveWithAuthorization",
-            message,
-          });
-          const body = {
-            authorization: {
-              ...message,
-              value: String(message.value),
-              validAfter: String(message.validAfter),
-              validBefore: String(message.validBefore),
-            },
-            signature,
-          };
+          const body = await signedDeposit(svc, payer, { value: USDC });
+          const nonce = body.authorization.nonce;
           const [gatewayBefore, vaultBefore] = await Promise.all([
             chain.gateway.balance(profile, address),
             chain.usdcBalance(profile, vault),
           ]);
-          const intent = `x402-payer-deposit:${address}:${message.nonce}:`;
+          const intent = `x402-payer-deposit:${address}:${nonce}:`;
           await throughDyingWorker(svc, {
             intent: `^${intent}`,
             at,

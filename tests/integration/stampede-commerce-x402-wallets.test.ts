@@ -3,13 +3,17 @@
  * each money-moving endpoint of jobs, x402 and wallets, on a service with a pool of 5
  * connections. Every answer arrives within the bound, `/readyz` and another merchant's read are
  * served throughout (tests/helpers/stampede.ts), exactly one request moves money (checked on
- * chain), the rest are clean 400s decided before anything was signed, and no transaction reverts.
+ * chain), the rest are clean 400s decided before anything was signed (copies of one signed
+ * deposit relayed for an outside payer: one transaction, every copy answers it), and no
+ * transaction reverts.
  */
 import assert from "node:assert/strict";
 import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { stampede, type StampedeResult, succeeded } from "../helpers/stampede.ts";
 import { M } from "../../src/http/messages.ts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { signedDeposit } from "../helpers/x402.ts";
 
 const USDC = 1_000_000n;
 const address = () =>
@@ -153,6 +157,25 @@ Deno.test("50 identical requests at once, pool of 5: one moves money, the rest 4
       assert.equal(await chain.usdcBalance("testnet", to), 3n * USDC);
       assert.equal((await chain.gateway.balance("testnet", payer.address)).available, 2n * USDC);
     });
+
+    await t.step(
+      "x402 payer deposit ×50 of one signed deposit: sent once, all answer it",
+      async () => {
+        // An outside payer with USDC and no gas: the relayer sends its deposit once.
+        const outsider = privateKeyToAccount(generatePrivateKey());
+        const from = outsider.address.toLowerCase() as `0x${string}`;
+        await chain.mintUsdc({ profile: "testnet", to: from, amount: 3n * USDC });
+        const body = await signedDeposit(svc, outsider, { value: 2n * USDC });
+        const r = await stampede(svc, { method: "POST", path: "/api/x402/payer/deposit", body }, {
+          bystander,
+        });
+        assert.deepEqual(r.byStatus, { 200: r.answers.length }, "every copy answers the deposit");
+        assert.equal(new Set(r.answers.map((x) => x.json.txHash)).size, 1, "one transaction");
+        assert.equal(await sent(`x402-payer-deposit:${from}:%`), 1, "one deposit signed");
+        assert.equal((await chain.gateway.balance("testnet", from)).available, 2n * USDC);
+        assert.equal(await chain.usdcBalance("testnet", from), 1n * USDC);
+      },
+    );
 
     await t.step("x402 seller withdraw ×50: paid once, the rest 400", async () => {
       await post("/api/x402/gateway/deposit", { walletId: payoutId, amount: "5" });

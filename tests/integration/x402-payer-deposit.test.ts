@@ -6,86 +6,25 @@
  * 50 copies of one signed deposit at once send one transaction and all answer it.
  */
 import assert from "node:assert/strict";
-import type { Hex, LocalAccount } from "viem";
+import type { LocalAccount } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { GatewayClient } from "@circle-fin/x402-batching/client";
-import { startTestService, type TestService } from "../helpers/service.ts";
+import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
-import { listApi, randomNonce, X402_PROFILE } from "../helpers/x402.ts";
+import {
+  type DepositTerms,
+  listApi,
+  offerOf,
+  signedDeposit,
+  X402_PROFILE,
+} from "../helpers/x402.ts";
 import { highS } from "../helpers/signatures.ts";
 import { M, MF } from "../../src/http/messages.ts";
-import { RECEIVE_WITH_AUTHORIZATION_TYPES, usdcDomain } from "../../src/chain/eip3009.ts";
+import { usdcDomain } from "../../src/chain/eip3009.ts";
 import { settleRound } from "../../src/modules/x402/x402.batched.settle.ts";
 
 const USDC = 1_000_000n;
 const PATH = "/api/x402/payer/deposit";
-
-interface DepositTerms {
-  to?: string;
-  value: bigint;
-  validAfter?: bigint;
-  validBefore?: bigint;
-  nonce?: Hex;
-}
-
-/** What a payer reads off a listing's 402, as the README says: the vault and USDC's domain. */
-interface Offer {
-  vault: `0x${string}`;
-  domain: { name: string; version: string; chainId: number; verifyingContract: `0x${string}` };
-}
-
-async function offerOf(resource: string): Promise<Offer> {
-  const r = await fetch(resource);
-  assert.equal(r.status, 402);
-  await r.body?.cancel();
-  const { accepts } = JSON.parse(atob(r.headers.get("payment-required")!));
-  const [exact] = accepts;
-  const batched = accepts.find((a: { extra?: { name?: string } }) =>
-    a.extra?.name === "GatewayWalletBatched"
-  );
-  return {
-    vault: batched.extra.verifyingContract,
-    domain: {
-      name: exact.extra.name,
-      version: exact.extra.version,
-      chainId: Number(exact.network.split(":")[1]),
-      verifyingContract: exact.asset,
-    },
-  };
-}
-
-/** `account`'s signed deposit, as the route takes it (values as decimal strings). */
-async function signedDeposit(
-  svc: TestService,
-  offer: Offer,
-  account: LocalAccount,
-  t: DepositTerms,
-) {
-  const now = BigInt(Math.floor(svc.clock.now().getTime() / 1000));
-  const message = {
-    from: account.address,
-    to: (t.to ?? offer.vault) as `0x${string}`,
-    value: t.value,
-    validAfter: t.validAfter ?? now - 10n,
-    validBefore: t.validBefore ?? now + 3600n,
-    nonce: t.nonce ?? randomNonce(),
-  };
-  const signature = await account.signTypedData({
-    domain: offer.domain,
-    types: RECEIVE_WITH_AUTHORIZATION_TYPES,
-    primaryType: "ReceiveWithAuthorization",
-    message,
-  });
-  return {
-    authorization: {
-      ...message,
-      value: message.value.toString(),
-      validAfter: message.validAfter.toString(),
-      validBefore: message.validBefore.toString(),
-    },
-    signature,
-  };
-}
 
 Deno.test("x402 payer deposit: a wallet with USDC and no gas deposits, then pays", async (t) => {
   const svc = await startTestService({
@@ -119,6 +58,8 @@ Deno.test("x402 payer deposit: a wallet with USDC and no gas deposits, then pays
       upstreamUrl: `http://127.0.0.1:${upstream.addr.port}/`,
     });
     const offer = await offerOf(resource);
+    const sign = (account: LocalAccount, terms: DepositTerms) =>
+      signedDeposit(svc, account, terms, offer);
     assert.deepEqual(
       {
         vault: offer.vault.toLowerCase(),
@@ -139,37 +80,37 @@ Deno.test("x402 payer deposit: a wallet with USDC and no gas deposits, then pays
       const cases: [string, unknown, number, string][] = [
         [
           "not to the vault",
-          await signedDeposit(svc, offer, payer, { value: USDC, to: address }),
+          await sign(payer, { value: USDC, to: address }),
           400,
           M.x402RelayVault,
         ],
         [
           "under the minimum",
-          await signedDeposit(svc, offer, payer, { value: USDC - 1n }),
+          await sign(payer, { value: USDC - 1n }),
           400,
           M.x402RelayMinimum,
         ],
         [
           "expiring before it can be mined",
-          await signedDeposit(svc, offer, payer, { value: USDC, validBefore: now + 30n }),
+          await sign(payer, { value: USDC, validBefore: now + 30n }),
           400,
           M.x402RelayWindow,
         ],
         [
           "not valid yet",
-          await signedDeposit(svc, offer, payer, { value: USDC, validAfter: now + 600n }),
+          await sign(payer, { value: USDC, validAfter: now + 600n }),
           400,
           M.x402RelayWindow,
         ],
         [
           "more than the payer holds (with its balance)",
-          await signedDeposit(svc, offer, payer, { value: 6n * USDC }),
+          await sign(payer, { value: 6n * USDC }),
           400,
           M.x402DepositInsufficient,
         ],
       ];
-      const forged = await signedDeposit(svc, offer, payer, { value: USDC });
-      const other = await signedDeposit(svc, offer, privateKeyToAccount(generatePrivateKey()), {
+      const forged = await sign(payer, { value: USDC });
+      const other = await sign(privateKeyToAccount(generatePrivateKey()), {
         value: USDC,
       });
       cases.push(
@@ -218,7 +159,7 @@ Deno.test("x402 payer deposit: a wallet with USDC and no gas deposits, then pays
       assert.equal(await usdcOf(), 5n * USDC);
     });
 
-    const deposit = await signedDeposit(svc, offer, payer, { value: 2n * USDC });
+    const deposit = await sign(payer, { value: 2n * USDC });
     await t.step("50 copies at once: one transaction, every copy answers it", async () => {
       const answers = await Promise.all(
         Array.from({ length: 50 }, () => call("POST", PATH, { body: deposit })),
@@ -244,7 +185,7 @@ Deno.test("x402 payer deposit: a wallet with USDC and no gas deposits, then pays
         select tx_hash from chain_transactions
         where intent_key like ${`x402-payer-deposit:${address}:%`}`;
       assert.equal(again.json.txHash, first[0].txHash);
-      const sameNonce = await signedDeposit(svc, offer, payer, {
+      const sameNonce = await sign(payer, {
         value: USDC,
         nonce: deposit.authorization.nonce,
       });
