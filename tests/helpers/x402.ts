@@ -351,3 +351,11 @@ export async function signedDeposit(
     signature,
   };
 }
+
+/** An upstream API that answers every call 200 `{ ok: true }`, on a free loopback port. */
+export function okUpstream(): Deno.HttpServer<Deno.NetAddr> {
+  return Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () => Response.json({ ok: true }),
+  );
+}

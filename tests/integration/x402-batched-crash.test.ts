@@ -12,7 +12,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startTestService, type TestService } from "../helpers/service.ts";
 import { startCrashWorker } from "../helpers/processes.ts";
 import { createMerchant } from "../helpers/accounts.ts";
-import { externalBuyer, listApi, X402_PROFILE } from "../helpers/x402.ts";
+import { externalBuyer, listApi, okUpstream, X402_PROFILE } from "../helpers/x402.ts";
 import { batchedPayment } from "../helpers/x402-batched.ts";
 import { settleRound } from "../../src/modules/x402/x402.batched.settle.ts";
 import { STALE_RESERVATION_MS } from "../../src/modules/x402/x402.batched.rules.ts";
@@ -33,10 +33,7 @@ Deno.test("x402 batched settlement: a killed round is finished exactly once", as
     // Its rounds are the test's to run: no every-minute one beside them.
     crons: false,
   });
-  const upstream = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    () => Response.json({ ok: true }),
-  );
+  const upstream = okUpstream();
   const chain = svc.deps.chain;
   const sql = svc.db.sql;
   const vaultOf = async (a: string) =>

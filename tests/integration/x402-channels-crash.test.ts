@@ -15,7 +15,7 @@ import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/client";
 import { startTestService, type TestService } from "../helpers/service.ts";
 import { startCrashWorker } from "../helpers/processes.ts";
 import { createMerchant } from "../helpers/accounts.ts";
-import { listApi, X402_PROFILE } from "../helpers/x402.ts";
+import { listApi, okUpstream, X402_PROFILE } from "../helpers/x402.ts";
 import { X402BatchSettlement } from "../../src/chain/contracts/artifacts/index.ts";
 import { BATCH_SETTLEMENT_ADDRESS } from "../../src/chain/channels.ts";
 import { claimRound } from "../../src/modules/x402/x402.channels.claims.ts";
@@ -37,10 +37,7 @@ Deno.test("x402 channel claims: a killed claim round is finished once", async (t
     // Its rounds are the test's to run: no every-minute one beside them.
     crons: false,
   });
-  const upstream = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    () => Response.json({ ok: true }),
-  );
+  const upstream = okUpstream();
   const chain = svc.deps.chain;
   const rt = chain.runtime(X402_PROFILE);
   const pub = createPublicClient({ transport: http(rt.rpcUrl) });

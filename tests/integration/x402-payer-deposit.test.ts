@@ -15,6 +15,7 @@ import {
   type DepositTerms,
   listApi,
   offerOf,
+  okUpstream,
   signedDeposit,
   X402_PROFILE,
 } from "../helpers/x402.ts";
@@ -31,10 +32,7 @@ Deno.test("x402 payer deposit: a wallet with USDC and no gas deposits, then pays
     env: { RATE_LIMITS: "off", X402_BATCH_SECONDS: "3600" },
     crons: false,
   });
-  const upstream = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    () => Response.json({ ok: true }),
-  );
+  const upstream = okUpstream();
   const chain = svc.deps.chain;
   const client = chain.runtime(X402_PROFILE).client;
   const call = api(svc);
