@@ -174,6 +174,11 @@ Deno.test("x402 payer deposit: a wallet with USDC and no gas deposits, then pays
       assert.equal(await vaultOf(), 2n * USDC);
       assert.equal(await usdcOf(), 3n * USDC);
       assert.equal(await client.getBalance({ address }), 0n, "still no gas: the relayer paid");
+      // The payer's own view: what it still holds to deposit, and what it deposited.
+      const view = await call("GET", `/api/x402/payer/balance?address=${payer.address}`);
+      assert.equal(view.status, 200, view.text);
+      assert.deepEqual(view.json.wallet, { balance: "3.000000" });
+      assert.equal((view.json.gateway as { available: string }).available, "2.000000");
     });
 
     await t.step("a retry answers the same transaction; its nonce again is 409", async () => {

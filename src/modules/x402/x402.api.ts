@@ -402,6 +402,7 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
             success: ok,
             address: z.string(),
             network: z.string().describe("eip155:<chain id> of the vault"),
+            wallet: z.object({ balance: decimal }).describe("USDC the address holds: depositable"),
             gateway: gatewayBalances,
             pending: pendingBalances,
             spendable: decimal.describe(

@@ -149,20 +149,23 @@ export async function sellerBalance(deps: Deps, m: MerchantRow, sellerAddress?: 
  * GET /api/x402/payer/balance: any payer's gateway balance, for outside payers (an EOA whose key
  * we never see, paying with Circle's client): what is settled on the vault, what paid calls
  * accepted and not yet settled have promised, and what its next paid call can count on
- * (`spendable`: available less those promises). Public: the balance is on chain for anyone to
+ * (`spendable`: available less those promises); and the USDC its wallet holds (what it can still
+ * deposit, through POST /api/x402/payer/deposit when it has no gas). Public: the balance is on chain for anyone to
  * read, and each pending charge is on chain within one settlement interval.
  */
 export async function payerView(deps: Deps, address: string) {
   const profile = x402Profile(deps);
   const a = lower(address);
-  const [b, pending] = await Promise.all([
+  const [b, pending, wallet] = await Promise.all([
     deps.chain.gateway.balance(profile, a),
     pendingUnits(deps.sql, deps.chain.chainId(profile), a),
+    deps.chain.usdcBalance(profile, a),
   ]);
   const spendable = b.available - pending.outgoing;
   return {
     address: checksum(a),
     network: `eip155:${deps.chain.chainId(profile)}`,
+    wallet: { balance: usdc(wallet) },
     gateway: gatewayFields(b),
     pending: { incoming: usdc(pending.incoming), outgoing: usdc(pending.outgoing) },
     spendable: usdc(spendable > 0n ? spendable : 0n),
