@@ -172,24 +172,20 @@ export async function signedDepositValid(
       domain: usdcDomain(chain.runtime(p)),
       types: RECEIVE_WITH_AUTHORIZATION_TYPES,
       primaryType: "ReceiveWithAuthorization",
-      message: { ...depositMessage(chain, p, d) },
+      message: {
+        from: d.from,
+        to: gatewayVault(chain, p),
+        value: d.value,
+        validAfter: d.validAfter,
+        validBefore: d.validBefore,
+        nonce: d.nonce,
+      },
       signature: { r, s, yParity },
     });
     return signer.toLowerCase() === d.from.toLowerCase();
   } catch {
     return false;
   }
-}
-
-function depositMessage(chain: GatewayChain, p: ProfileName, d: SignedDeposit) {
-  return {
-    from: d.from,
-    to: gatewayVault(chain, p),
-    value: d.value,
-    validAfter: d.validAfter,
-    validBefore: d.validBefore,
-    nonce: d.nonce,
-  };
 }
 
 /**

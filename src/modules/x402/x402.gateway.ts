@@ -150,8 +150,8 @@ export async function sellerBalance(deps: Deps, m: MerchantRow, sellerAddress?: 
  * we never see, paying with Circle's client): what is settled on the vault, what paid calls
  * accepted and not yet settled have promised, and what its next paid call can count on
  * (`spendable`: available less those promises); and the USDC its wallet holds (what it can still
- * deposit, through POST /api/x402/payer/deposit when it has no gas). Public: the balance is on chain for anyone to
- * read, and each pending charge is on chain within one settlement interval.
+ * deposit, through POST /api/x402/payer/deposit when it has no gas). Public: the balance is on
+ * chain for anyone to read, and each pending charge is on chain within one settlement interval.
  */
 export async function payerView(deps: Deps, address: string) {
   const profile = x402Profile(deps);
