@@ -138,6 +138,8 @@ export const ERROR_CODES = [
   "x402_relay_window",
   "x402_relay_signature",
   "x402_relay_used",
+  "x402_withdraw_no_delay",
+  "x402_withdraw_start_exceeds",
   // Agentic commerce jobs (ERC-8183)
   "job_not_found",
   "job_client_mismatch",

@@ -98,6 +98,21 @@ export async function gatewayBalance(
   return { available: b.available, withdrawing: b.withdrawing, withdrawable };
 }
 
+/** When `account`'s withdrawing balance matures (Unix seconds; 0: it never started one). */
+export async function withdrawableAt(
+  chain: GatewayChain,
+  p: ProfileName,
+  account: `0x${string}`,
+): Promise<bigint> {
+  const b = await gatewayClient(chain, p).readContract({
+    address: gatewayVault(chain, p),
+    abi: GatewayVault.abi,
+    functionName: "balanceOf",
+    args: [account],
+  });
+  return BigInt(b.withdrawableAt);
+}
+
 /**
  * Deposits from a managed wallet: it signs a ReceiveWithAuthorization to the vault and the
  * operator relays it (the wallet needs no gas). Waits for the receipt.
@@ -330,6 +345,36 @@ export async function withdrawFromVault(
       functionName: "withdraw",
       args: [req.amount, req.to],
     }),
+    intentKey: req.intentKey,
+  });
+}
+
+/**
+ * Starts the withdrawal delay for `amount` of `account`'s available balance: the account's own
+ * `initiateWithdrawal` (`from` its signer), or, for an agent's smart account, its `execute` of
+ * one, sent by its owner wallet. Waits for the receipt.
+ */
+export async function initiateWithdrawal(
+  chain: GatewayChain,
+  p: ProfileName,
+  req: { from: Signer; account?: `0x${string}`; amount: bigint; intentKey: string },
+): Promise<TxRow> {
+  const call = encodeFunctionData({
+    abi: GatewayVault.abi,
+    functionName: "initiateWithdrawal",
+    args: [req.amount],
+  });
+  return await chain.send({
+    profile: p,
+    from: req.from,
+    to: req.account ?? gatewayVault(chain, p),
+    data: req.account
+      ? encodeFunctionData({
+        abi: AgentAccount.abi,
+        functionName: "execute",
+        args: [gatewayVault(chain, p), 0n, call],
+      })
+      : call,
     intentKey: req.intentKey,
   });
 }

@@ -29,11 +29,13 @@ import {
   depositFromAccount,
   depositFromWallet,
   gatewayBalance,
+  initiateWithdrawal,
   relaySignedDeposit,
   settlersMissing,
   type SignedDeposit,
   signedDepositValid,
   totalBalance,
+  withdrawableAt,
   withdrawalDelay,
   withdrawFromAccount,
   withdrawFromVault,
@@ -117,6 +119,9 @@ export function gatewayOps(chain: GatewayChain) {
       tx: { fromAddress: string; toAddress: string | null; data: string },
       account: `0x${string}`,
     ): bigint => withdrawnBy(chain, p, tx, account),
+    initiateWithdrawal: (p: ProfileName, req: Parameters<typeof initiateWithdrawal>[2]) =>
+      initiateWithdrawal(chain, p, req),
+    withdrawableAt: (p: ProfileName, account: `0x${string}`) => withdrawableAt(chain, p, account),
     withdraw: (
       p: ProfileName,
       req: { from: Signer; amount: bigint; to: `0x${string}`; intentKey: string },

@@ -163,6 +163,8 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   x402_relay_window: { status: 400, text: M.x402RelayWindow },
   x402_relay_signature: { status: 400, text: M.x402RelaySignature },
   x402_relay_used: { status: 409, text: M.x402RelayUsed },
+  x402_withdraw_no_delay: { status: 400, text: M.x402WithdrawNoDelay },
+  x402_withdraw_start_exceeds: { status: 400, text: M.x402WithdrawStartExceeds },
   // Jobs: the spec's 403 and 404 bodies are `{ error }` only; a contract refusal is 502.
   job_not_found: { status: 404, text: M.jobNotFound, bare: true },
   job_client_mismatch: { status: 403, text: M.jobClientMismatch, bare: true },

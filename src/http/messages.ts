@@ -202,6 +202,10 @@ export const M = {
   x402RelaySignature:
     "signature is not authorization.from's ReceiveWithAuthorization under the USDC domain (an EOA's 65-byte, low-s signature).",
   x402RelayUsed: "This authorization was already used or cancelled.",
+  x402WithdrawNoDelay:
+    "This vault has no withdrawal delay: the whole available balance is withdrawable now, so withdraw it directly.",
+  x402WithdrawStartExceeds:
+    "amount exceeds the available Gateway balance less the paid calls not yet settled.",
   dashListingCreated: "Listing created.",
   x402FacilitatorBody: "paymentPayload and paymentRequirements objects are required.",
 

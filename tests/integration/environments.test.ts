@@ -210,10 +210,12 @@ const RULES: Record<string, Rule> = {
   "POST /api/x402/proofs": { free: X402 },
   "GET /api/x402/gateway/balance": { free: X402 },
   "POST /api/x402/gateway/withdraw": { free: X402 },
+  "POST /api/x402/gateway/withdraw/start": { free: X402 },
   "GET /api/x402/payer/balance": { free: X402 },
   "POST /api/x402/payer/deposit": { free: X402 },
   "GET /api/x402/seller/balance": { free: X402 },
   "POST /api/x402/seller/balance/withdraw": { free: X402 },
+  "POST /api/x402/seller/balance/withdraw/start": { free: X402 },
   "POST /api/payroll/run": { creates: "batch" },
   "GET /api/payroll/run": {
     record: "batch",

@@ -12,6 +12,7 @@ import { M } from "../../http/messages.ts";
 import * as service from "./x402.service.ts";
 import * as gateway from "./x402.gateway.ts";
 import * as payers from "./x402.payers.ts";
+import * as withdrawals from "./x402.withdrawals.ts";
 import type { X402Deps } from "./x402.context.ts";
 import {
   balanceError,
@@ -27,12 +28,15 @@ import {
   payerBalanceQuery,
   payerDepositBody,
   payerWithdrawBody,
+  payerWithdrawStartBody,
   paymentRequirementsSchema,
   pendingBalances,
   PROOF_DOC,
   proofBody,
   sellerBalanceQuery,
+  sellerWithdrawStartBody,
   verifyBody,
+  withdrawalStarted,
   withdrawBody,
 } from "./x402.schemas.ts";
 
@@ -387,6 +391,42 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
       },
     }),
     defineRoute({
+      method: "post",
+      path: "/api/x402/gateway/withdraw/start",
+      summary: "Start withdrawing from one of your managed wallets' or agents' gateway balance " +
+        "on a vault with a withdrawal delay (then POST /api/x402/gateway/withdraw once it matures)",
+      tag,
+      auth: merchant(["bearer", "apiKey"], true),
+      idempotent: true,
+      body: payerWithdrawStartBody,
+      bodyExample: { walletId: "3f1c…", amount: "1.50" },
+      responses: {
+        200: {
+          description: "Started on chain: withdrawable at `withdrawableAt`",
+          schema: z.object({
+            ...withdrawalStarted,
+            payer: z.string().describe("The wallet, or the agent's smart account"),
+            walletId: z.string().optional(),
+            agentId: z.string().optional(),
+          }),
+        },
+        400: {
+          description: "Malformed input, a vault with no delay, more than available less " +
+            "unsettled paid calls (with `balance`), or your external payout wallet",
+          schema: balanceError,
+        },
+        404: { description: "Not your wallet or agent", schema: balanceError },
+        ...errors([401, 403, 408, 409, 429, 500, 502], balanceError),
+      },
+      handler: async (x) =>
+        await payers.startPayerWithdrawal(xOf(x.deps), x.merchant, x.body, x.idempotencyKey),
+      fuzz: {
+        sample: { walletId: NO_WALLET, amount: "1" },
+        as: "bearer",
+        extra: ["balance"],
+      },
+    }),
+    defineRoute({
       method: "get",
       path: "/api/x402/payer/balance",
       summary: "Any payer's gateway balance: settled, promised to paid calls not yet settled, " +
@@ -497,6 +537,32 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
       },
       handler: async (x) => await gateway.sellerBalance(x.deps, x.merchant, x.query.sellerAddress),
       fuzz: {},
+    }),
+    defineRoute({
+      method: "post",
+      path: "/api/x402/seller/balance/withdraw/start",
+      summary: "Start withdrawing from your payout wallet's gateway balance on a vault with a " +
+        "withdrawal delay (then POST /api/x402/seller/balance/withdraw once it matures)",
+      tag,
+      auth: merchant(["bearer"], true),
+      idempotent: true,
+      body: sellerWithdrawStartBody,
+      bodyExample: { amount: "1.50" },
+      responses: {
+        200: {
+          description: "Started on chain: withdrawable at `withdrawableAt`",
+          schema: z.object({ ...withdrawalStarted, sellerAddress: z.string() }),
+        },
+        400: {
+          description: "Malformed input, a vault with no delay, more than available less " +
+            "unsettled paid calls (with `balance`), or an external payout wallet",
+          schema: balanceError,
+        },
+        ...errors([401, 403, 408, 409, 429, 500, 502], balanceError),
+      },
+      handler: async (x) =>
+        await withdrawals.startSellerWithdrawal(x.deps, x.merchant, x.body, x.idempotencyKey),
+      fuzz: { sample: { amount: "1" }, extra: ["balance"] },
     }),
     defineRoute({
       method: "post",

@@ -33,7 +33,9 @@ export async function gatewayView(deps: Deps, profile: ProfileName, address: Add
   return gatewayFields(await deps.chain.gateway.balance(profile, address));
 }
 
-function gatewayFields(b: { available: bigint; withdrawing: bigint; withdrawable: bigint }) {
+export function gatewayFields(
+  b: { available: bigint; withdrawing: bigint; withdrawable: bigint },
+) {
   return {
     total: usdc(b.available + b.withdrawing),
     available: usdc(b.available),

@@ -20,6 +20,7 @@ import { payerClaim, withdrawableNow } from "./x402.claims.ts";
 import { withClaim } from "../../db/claims.ts";
 import { whileWithdrawing } from "./x402.batched.mirror.ts";
 import { pendingOf } from "./x402.batched.views.ts";
+import { startWithdrawal } from "./x402.withdrawals.ts";
 import type { Address, MerchantAgent, X402AgentPort } from "./x402.types.ts";
 
 /**
@@ -237,4 +238,30 @@ export async function withdrawPayer(
     ...payerFields(payer),
     gateway: await gatewayView(deps, profile, payer.address),
   };
+}
+
+/**
+ * POST /api/x402/gateway/withdraw/start: one of the merchant's payers starts withdrawing `amount`
+ * of its gateway balance on a vault with a delay (x402.withdrawals.ts); a wallet calls the vault
+ * itself, an agent's account through `execute`, sent by its owner wallet.
+ */
+export async function startPayerWithdrawal(
+  deps: PayerDeps,
+  m: MerchantRow,
+  input: PayerRef & { amount: bigint },
+  requestKey?: string,
+) {
+  const payer = await resolvePayer(deps, m, input);
+  const sender = payer.kind === "wallet" ? payer.walletId : payer.agent.ownerWalletId;
+  const started = await startWithdrawal(deps, {
+    address: payer.address,
+    from: { walletId: sender },
+    account: payer.kind === "agent" ? payer.address : undefined,
+    intentKey: requestIntent("x402-payer-withdraw-start", sender, requestKey, [
+      m.id,
+      payer.address,
+      input.amount,
+    ]),
+  }, input.amount);
+  return { ...started, payer: checksum(payer.address), ...payerFields(payer) };
 }

@@ -150,6 +150,30 @@ export const payerWithdrawBody = z.object({
     .describe("Default: the wallet itself, or the agent's smart account"),
 }).refine(onePayer, onePayerIssue);
 
+export const payerWithdrawStartBody = z.object({
+  ...payerFields,
+  amount: usdcAmount(M.x402WithdrawAmount),
+}).refine(onePayer, onePayerIssue);
+
+export const sellerWithdrawStartBody = z.object({ amount: usdcAmount(M.x402WithdrawAmount) });
+
+/** A started withdrawal: the vault's delay runs until `withdrawableAt`. */
+export const withdrawalStarted = {
+  success: z.literal(true),
+  txHash: z.string(),
+  explorerUrl: z.string(),
+  amount: z.string().describe("USDC with 6 decimal places"),
+  withdrawableAt: z.string().describe(
+    "ISO 8601: when the withdraw route can pay it (everything withdrawing matures together)",
+  ),
+  gateway: z.object({
+    total: z.string(),
+    available: z.string(),
+    withdrawing: z.string(),
+    withdrawable: z.string(),
+  }),
+};
+
 export const payerBalanceQuery = z.object(payerFields).refine(onePayer, onePayerIssue);
 
 export const payerAddressQuery = z.object({
