@@ -1,10 +1,11 @@
 /**
  * Withdrawals on a vault with a delay (the batched option's vaults on real chains): the service
- * holds the seller's and the payers' keys, so the API starts their withdrawals
- * (`initiateWithdrawal`), and the withdraw routes pay them once the delay has passed. Against a
- * GatewayVault deployed with a one-hour delay on the test's anvil, chain time moved forward: only
- * what no unsettled paid call needs is started, nothing is withdrawable before the delay, all of it
- * after, 50 identical starts start once, and a vault with no delay refuses the start.
+ * holds the keys of the seller, the payers and the agents' owners, so the API starts their
+ * withdrawals (`initiateWithdrawal`), and the withdraw routes pay them once the delay has passed.
+ * Against a GatewayVault deployed with a one-hour delay on the test's anvil, chain time moved
+ * forward: only what no unsettled paid call needs is started, nothing is withdrawable before the
+ * delay, all of it after, 50 identical starts start once, an agent's account starts through its
+ * owner, and a vault with no delay refuses the start.
  */
 import assert from "node:assert/strict";
 import { createWalletClient, http } from "viem";
@@ -34,6 +35,14 @@ Deno.test("x402 withdrawals on a vault with a delay: started, then paid once mat
     const created = await call("POST", "/api/wallets", { headers: bearer, body: {} });
     assert.equal(created.status, 201, created.text);
     const payer = created.json.wallet as { id: string; address: `0x${string}` };
+    const deployedAgent = await call("POST", "/api/agent/deploy", {
+      headers: bearer,
+      body: { name: "Saver", metadataURI: "ipfs://bafysaver" },
+    });
+    assert.equal(deployedAgent.status, 201, deployedAgent.text);
+    const agentId = deployedAgent.json.agentId as string;
+    const sca = (deployedAgent.json.agent as { scaAddress: string }).scaAddress
+      .toLowerCase() as `0x${string}`;
 
     await t.step("a vault with no delay: nothing to start, withdraw directly", async () => {
       const r = await call("POST", "/api/x402/seller/balance/withdraw/start", {
@@ -72,17 +81,17 @@ Deno.test("x402 withdrawals on a vault with a delay: started, then paid once mat
     await chain.mintUsdc({
       profile: X402_PROFILE,
       to: deployer.address.toLowerCase() as `0x${string}`,
-      amount: 10n * USDC,
+      amount: 15n * USDC,
     });
     await mined(
       await wallet.writeContract({
         address: usdc,
         abi: TestUSDC.abi,
         functionName: "approve",
-        args: [delayed, 10n * USDC],
+        args: [delayed, 15n * USDC],
       }),
     );
-    for (const to of [seller, payer.address]) {
+    for (const to of [seller, payer.address, sca]) {
       await mined(
         await wallet.writeContract({
           address: delayed,
@@ -185,6 +194,21 @@ Deno.test("x402 withdrawals on a vault with a delay: started, then paid once mat
       );
     });
 
+    await t.step("an agent's account: its owner has it start the withdrawal", async () => {
+      const r = await call("POST", "/api/x402/gateway/withdraw/start", {
+        headers: bearer,
+        body: { agentId, amount: "5" },
+      });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.json.agentId, agentId);
+      assert.equal((r.json.payer as string).toLowerCase(), sca);
+      assert.deepEqual(await balanceOf(sca), {
+        available: 0n,
+        withdrawing: 5n * USDC,
+        withdrawable: 0n,
+      });
+    });
+
     await t.step(
       "once the delay has passed, the withdraw routes pay what was started",
       async () => {
@@ -204,7 +228,13 @@ Deno.test("x402 withdrawals on a vault with a delay: started, then paid once mat
           body: { walletId: payer.id, amount: "3", destinationAddress: to },
         });
         assert.equal(payerPaid.status, 200, payerPaid.text);
-        assert.equal(await chain.usdcBalance(X402_PROFILE, to), 6n * USDC);
+        const agentPaid = await call("POST", "/api/x402/gateway/withdraw", {
+          headers: { ...bearer, "idempotency-key": "agent-late" },
+          body: { agentId, amount: "5", destinationAddress: to },
+        });
+        assert.equal(agentPaid.status, 200, agentPaid.text);
+        assert.equal(await chain.usdcBalance(X402_PROFILE, to), 11n * USDC);
+        assert.equal((await balanceOf(sca)).withdrawing, 0n);
         const [s, p] = await Promise.all([balanceOf(seller), balanceOf(payer.address)]);
         assert.equal(s.available + s.withdrawing, 2n * USDC, "the seller's unstarted rest stays");
         assert.equal(
