@@ -387,6 +387,9 @@ export const MF = {
   /** The spec's `Upstream API returned 503`. */
   x402Upstream: (status: number) => `Upstream API returned ${status}`,
   x402Withdrawn: (amount: string) => `Withdrew ${amount} USDC from the gateway.`,
+  /** The dashboard's notice for a started withdrawal (amount, when it matures). */
+  x402WithdrawalStarted: (amount: string, at: string) =>
+    `Withdrawal of ${amount} USDC started: withdrawable from ${at}.`,
   /** A payroll recipient's malformed field, by its 0-based index. */
   payrollRecipientAddress: (i: number) =>
     `recipients[${i}].recipientSCA must be a 0x address (40 hex characters).`,

@@ -2,7 +2,8 @@
  * The dashboard's x402 section in headless Chromium against the whole service: log in, list an
  * API (inline errors first), see paid calls and revenue after buyers pay through the API, and
  * withdraw from the gateway (too much refused inline; a reviewed withdrawal sent and the balance
- * updated on chain). Screenshots go to test-output/screenshots/dash-x402-*.png.
+ * updated on chain); on a vault with a withdrawal delay, start one (too much refused inline).
+ * Screenshots go to test-output/screenshots/dash-x402-*.png.
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
@@ -11,7 +12,13 @@ import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { browserTest, launchBrowser, screenshot, watchPage } from "../helpers/browser.ts";
-import { externalBuyer, gatewayProof, registerAgent, X402_PROFILE } from "../helpers/x402.ts";
+import {
+  externalBuyer,
+  gatewayProof,
+  registerAgent,
+  useDelayedVault,
+  X402_PROFILE,
+} from "../helpers/x402.ts";
 import { M } from "../../src/http/messages.ts";
 
 /** Expected in the console: the forms' 400 answers shown inline. */
@@ -133,7 +140,42 @@ Deno.test(browserTest("dashboard x402 in Chromium: list, calls, revenue, withdra
       );
       assert.equal(await page.locator("[data-balance=available]").innerText(), "0.050000 USDC");
       await screenshot(page, "dash-x402-05-withdrawn");
+      assert.equal(
+        await page.getByRole("form", { name: "Start a withdrawal" }).count(),
+        0,
+        "no delay: nothing to start",
+      );
     });
+
+    await t.step(
+      "a vault with a delay: a withdrawal started, too much refused inline",
+      async () => {
+        await useDelayedVault(svc, 3600n, [sellerAddr.toLowerCase() as `0x${string}`], 2_000_000n);
+        await page.goto(`${base}/dashboard/x402`);
+        await page.getByRole("form", { name: "Start a withdrawal" }).waitFor();
+        assert.equal(await page.locator("[data-balance=available]").innerText(), "2.000000 USDC");
+        await settled(page);
+        await page.getByLabel("Start withdrawing (USDC)").fill("3");
+        await page.getByRole("button", { name: "Start withdrawal" }).click();
+        await page.locator("#f-start-amount-error").waitFor();
+        assert.equal(
+          await page.locator("#f-start-amount-error").innerText(),
+          M.x402WithdrawStartExceeds,
+        );
+        await settled(page);
+        await page.getByLabel("Start withdrawing (USDC)").fill("1.5");
+        await page.getByRole("button", { name: "Start withdrawal" }).click();
+        await page.getByText(/Withdrawal of 1\.500000 USDC started: withdrawable from /).waitFor();
+        assert.equal(await page.locator("[data-balance=withdrawing]").innerText(), "1.500000 USDC");
+        assert.equal(await page.locator("[data-balance=available]").innerText(), "0.500000 USDC");
+        assert.equal(
+          await page.locator("[data-balance=withdrawable]").innerText(),
+          "0.000000 USDC",
+        );
+        await page.locator("[data-balance=withdrawable-at] time").waitFor();
+        await screenshot(page, "dash-x402-06-withdrawal-started");
+      },
+    );
 
     assert.deepEqual(problems, []);
     await context.close();

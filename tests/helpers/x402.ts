@@ -9,7 +9,7 @@ import {
   parseEventLogs,
   toHex,
 } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import {
   AgentIdentityRegistry,
   GatewayVault,
@@ -358,4 +358,65 @@ export function okUpstream(): Deno.HttpServer<Deno.NetAddr> {
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     () => Response.json({ ok: true }),
   );
+}
+
+/**
+ * Puts the service's x402 chain on a GatewayVault deployed with a withdrawal delay (what the
+ * batched option's vaults have on real chains; a local node's has none), each of `deposits`
+ * credited `amount` on it. Deployed from an account of the test's own, not the service's operator,
+ * whose nonces the service keeps. Returns the vault's address.
+ */
+export async function useDelayedVault(
+  svc: TestService,
+  delaySeconds: bigint,
+  deposits: `0x${string}`[],
+  amount: bigint,
+): Promise<`0x${string}`> {
+  const chain = svc.deps.chain;
+  const rt = chain.runtime(X402_PROFILE);
+  const deployer = privateKeyToAccount(generatePrivateKey());
+  const from = deployer.address.toLowerCase() as `0x${string}`;
+  await chain.grantGas(X402_PROFILE, from);
+  const wallet = createWalletClient({
+    account: deployer,
+    chain: rt.viemChain,
+    transport: http(rt.rpcUrl),
+  });
+  const mined = async (hash: Hex) => {
+    const r = await waitFor(() => rt.client.getTransactionReceipt({ hash }), {
+      what: `receipt of ${hash}`,
+    });
+    assert.equal(r.status, "success", `${hash} reverted`);
+    return r;
+  };
+  const usdc = chain.contract(X402_PROFILE, "TestUSDC");
+  const vault = (await mined(
+    await wallet.deployContract({
+      abi: GatewayVault.abi,
+      bytecode: GatewayVault.bytecode,
+      args: [usdc, delaySeconds, deployer.address, []],
+    }),
+  )).contractAddress!;
+  const total = amount * BigInt(deposits.length);
+  await chain.mintUsdc({ profile: X402_PROFILE, to: from, amount: total });
+  await mined(
+    await wallet.writeContract({
+      address: usdc,
+      abi: TestUSDC.abi,
+      functionName: "approve",
+      args: [vault, total],
+    }),
+  );
+  for (const to of deposits) {
+    await mined(
+      await wallet.writeContract({
+        address: vault,
+        abi: GatewayVault.abi,
+        functionName: "depositFor",
+        args: [to, amount],
+      }),
+    );
+  }
+  rt.contracts.GatewayVault = vault;
+  return vault;
 }

@@ -8,15 +8,12 @@
  * owner, and a vault with no delay refuses the start.
  */
 import assert from "node:assert/strict";
-import { createWalletClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
-import { okUpstream, randomNonce, X402_PROFILE } from "../helpers/x402.ts";
-import { waitFor } from "../helpers/poll.ts";
+import { okUpstream, randomNonce, useDelayedVault, X402_PROFILE } from "../helpers/x402.ts";
 import { stampede, succeeded } from "../helpers/stampede.ts";
 import { M } from "../../src/http/messages.ts";
-import { GatewayVault, TestUSDC } from "../../src/chain/contracts/artifacts/index.ts";
 import { claimAttempt } from "../../src/modules/x402/x402.repo.ts";
 
 const USDC = 1_000_000n;
@@ -53,55 +50,8 @@ Deno.test("x402 withdrawals on a vault with a delay: started, then paid once mat
       assert.equal(r.json.error, M.x402WithdrawNoDelay);
     });
 
-    // A vault with a one-hour delay, from an account of the test's own (not the service's
-    // operator, whose nonces the service keeps); the seller and the payer deposited on it.
-    const deployer = privateKeyToAccount(generatePrivateKey());
-    await chain.grantGas(X402_PROFILE, deployer.address.toLowerCase() as `0x${string}`);
-    const wallet = createWalletClient({
-      account: deployer,
-      chain: rt.viemChain,
-      transport: http(rt.rpcUrl),
-    });
-    const mined = async (hash: `0x${string}`) => {
-      const r = await waitFor(() => rt.client.getTransactionReceipt({ hash }), {
-        what: `receipt of ${hash}`,
-      });
-      assert.equal(r.status, "success", `${hash} reverted`);
-      return r;
-    };
-    const usdc = chain.contract(X402_PROFILE, "TestUSDC");
-    const deployed = await mined(
-      await wallet.deployContract({
-        abi: GatewayVault.abi,
-        bytecode: GatewayVault.bytecode,
-        args: [usdc, DELAY, deployer.address, []],
-      }),
-    );
-    const delayed = deployed.contractAddress!;
-    await chain.mintUsdc({
-      profile: X402_PROFILE,
-      to: deployer.address.toLowerCase() as `0x${string}`,
-      amount: 15n * USDC,
-    });
-    await mined(
-      await wallet.writeContract({
-        address: usdc,
-        abi: TestUSDC.abi,
-        functionName: "approve",
-        args: [delayed, 15n * USDC],
-      }),
-    );
-    for (const to of [seller, payer.address, sca]) {
-      await mined(
-        await wallet.writeContract({
-          address: delayed,
-          abi: GatewayVault.abi,
-          functionName: "depositFor",
-          args: [to, 5n * USDC],
-        }),
-      );
-    }
-    rt.contracts.GatewayVault = delayed;
+    // A vault with a one-hour delay; the seller, the payer and the agent deposited 5 on it.
+    await useDelayedVault(svc, DELAY, [seller, payer.address, sca], 5n * USDC);
     const balanceOf = (a: `0x${string}`) => chain.gateway.balance(X402_PROFILE, a);
 
     await t.step("the payer: only what no unsettled paid call needs is started", async () => {

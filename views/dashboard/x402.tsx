@@ -50,6 +50,13 @@ export interface X402Balances {
   withdrawable: string;
   /** Owed to the payout address by calls served, not yet settled on chain. */
   pending?: string;
+  /**
+   * The vault's withdrawal delay in seconds, when it has one: a withdrawal is started first
+   * (available → withdrawing) and withdrawable once the delay has passed.
+   */
+  delaySeconds?: number;
+  /** When what is withdrawing matures (ISO 8601), while something is. */
+  withdrawableAt?: string;
 }
 
 /** Paid calls accepted now and settled later: gateway-balance batches and channel claims. */
@@ -86,6 +93,7 @@ export interface X402ViewProps {
   notice?: NoticeData;
   listingForm?: X402Form;
   withdrawForm?: X402Form;
+  startForm?: X402Form;
   review?: { amount: string; destinationAddress: string };
 }
 
@@ -140,7 +148,16 @@ function Balances(props: X402ViewProps) {
               <dd data-balance="withdrawing">{b.withdrawing} USDC</dd>
               <dt>Withdrawable</dt>
               <dd data-balance="withdrawable">{b.withdrawable} USDC</dd>
+              {b.withdrawableAt && (
+                <>
+                  <dt>Withdrawing matures</dt>
+                  <dd data-balance="withdrawable-at">
+                    <Time iso={b.withdrawableAt} />
+                  </dd>
+                </>
+              )}
             </dl>
+            {b.delaySeconds !== undefined && <StartWithdrawal {...props} />}
             <form
               method="post"
               action="/dashboard/x402/withdraw/review"
@@ -179,6 +196,41 @@ function Balances(props: X402ViewProps) {
           </>
         )}
     </div>
+  );
+}
+
+/**
+ * On a vault with a withdrawal delay: moves an amount from available to withdrawing (paid calls
+ * not yet settled keep theirs), withdrawable by the form below once the delay has passed.
+ */
+function StartWithdrawal(props: X402ViewProps) {
+  const b = props.balances!;
+  const v = (props.startForm?.values ?? {}) as Record<string, string>;
+  const e = props.startForm?.errors ?? {};
+  const hours = Math.round(((b.delaySeconds ?? 0) / 3600) * 10) / 10;
+  return (
+    <form
+      method="post"
+      action="/dashboard/x402/withdraw/start"
+      hx-post="/dashboard/x402/withdraw/start"
+      hx-target="#main"
+      class="stack"
+      aria-label="Start a withdrawal"
+    >
+      <CsrfInput token={props.csrf} />
+      <Field
+        name="amount"
+        id="f-start-amount"
+        label="Start withdrawing (USDC)"
+        value={v.amount}
+        error={e.amount}
+        inputMode="decimal"
+        autocomplete="off"
+        maxLength={40}
+        hint={`This vault pays a withdrawal ${hours} h after it starts. At most ${b.available} USDC, less paid calls not yet settled.`}
+      />
+      <Submit busy="Starting…">Start withdrawal</Submit>
+    </form>
   );
 }
 

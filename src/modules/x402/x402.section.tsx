@@ -11,7 +11,8 @@ import { checksum } from "../../chain/address.ts";
 import { formatUsdc, parseUsdc } from "../../money.ts";
 import * as service from "./x402.service.ts";
 import * as gateway from "./x402.gateway.ts";
-import { createListingBody, withdrawBody } from "./x402.schemas.ts";
+import { createListingBody, sellerWithdrawStartBody, withdrawBody } from "./x402.schemas.ts";
+import * as withdrawals from "./x402.withdrawals.ts";
 import { merchantSettlement } from "./x402.batched.views.ts";
 import { type X402Balances, X402View, type X402ViewProps } from "../../../views/dashboard/x402.tsx";
 import {
@@ -57,6 +58,24 @@ export const x402Section: DashboardSection = {
         return render(c, deps, { listingForm: { values, errors: {} }, notice }, r.error.status);
       }
       return render(c, deps, { notice: { kind: "ok", text: M.dashListingCreated } });
+    });
+
+    app.post("/x402/withdraw/start", async (c) => {
+      const one = single(await formBody(c));
+      const values = { amount: (one.amount ?? "").trim() };
+      const parsed = parseFields(sellerWithdrawStartBody, values);
+      if (!parsed.ok) return render(c, deps, { startForm: { values, errors: parsed.errors } }, 400);
+      const r = await attempt(() =>
+        withdrawals.startSellerWithdrawal(deps, merchantOf(c), parsed.data)
+      );
+      if (!r.ok) {
+        const errors = { amount: r.error.message };
+        return render(c, deps, { startForm: { values, errors } }, r.error.status);
+      }
+      // The page's own time format (shell.tsx `Time`): minutes, UTC.
+      const at = `${r.value.withdrawableAt.slice(0, 16).replace("T", " ")} UTC`;
+      const text = MF.x402WithdrawalStarted(r.value.amount, at);
+      return render(c, deps, { notice: { kind: "ok", text } });
     });
 
     app.post("/x402/withdraw/review", async (c) => {
@@ -127,11 +146,20 @@ async function balancesOf(deps: Deps, m: Merchant): Promise<X402Balances | null>
   if (!m.walletAddress) return null;
   const r = await attempt(() => gateway.sellerBalance(deps, m));
   if (!r.ok) return null;
+  const delay = await attempt(() => withdrawals.vaultDelay(deps, m.walletAddress!));
   return {
     sellerAddress: r.value.sellerAddress,
     wallet: r.value.wallet.balance,
     ...r.value.gateway,
     pending: r.value.pending.incoming,
+    ...(delay.ok && delay.value.seconds > 0n
+      ? {
+        delaySeconds: Number(delay.value.seconds),
+        ...(r.value.gateway.withdrawing !== "0.000000" && delay.value.withdrawableAt
+          ? { withdrawableAt: delay.value.withdrawableAt }
+          : {}),
+      }
+      : {}),
   };
 }
 

@@ -101,3 +101,16 @@ export async function startSellerWithdrawal(
   }, input.amount);
   return { ...started, sellerAddress: checksum(seller) };
 }
+
+/**
+ * The vault's withdrawal delay (seconds; 0: everything available is withdrawable) and when what
+ * `address` has withdrawing matures (ISO 8601; null when it never started one).
+ */
+export async function vaultDelay(deps: Deps, address: string) {
+  const profile = x402Profile(deps);
+  const [seconds, at] = await Promise.all([
+    deps.chain.gateway.withdrawalDelay(profile),
+    deps.chain.gateway.withdrawableAt(profile, lower(address)),
+  ]);
+  return { seconds, withdrawableAt: at > 0n ? new Date(Number(at) * 1000).toISOString() : null };
+}
