@@ -85,7 +85,8 @@ export async function externalBuyer(svc: TestService, key: Hex, usdc: bigint) {
     });
     if (r.status !== "success") throw new Error(`${hash} reverted`);
   };
-  const vault = chain.contract(X402_PROFILE, "GatewayVault");
+  // The vault the service uses when the call is made (a test may move it: useDelayedVault).
+  const vault = () => chain.contract(X402_PROFILE, "GatewayVault");
   return {
     account,
     address: account.address,
@@ -98,12 +99,12 @@ export async function externalBuyer(svc: TestService, key: Hex, usdc: bigint) {
           address: chain.contract(X402_PROFILE, "TestUSDC"),
           abi: TestUSDC.abi,
           functionName: "approve",
-          args: [vault, amount],
+          args: [vault(), amount],
         }),
       );
       await mined(
         await wallet.writeContract({
-          address: vault,
+          address: vault(),
           abi: GatewayVault.abi,
           functionName: "depositFor",
           args: [forAccount, amount],
@@ -116,12 +117,12 @@ export async function externalBuyer(svc: TestService, key: Hex, usdc: bigint) {
           address: chain.contract(X402_PROFILE, "TestUSDC"),
           abi: TestUSDC.abi,
           functionName: "approve",
-          args: [vault, amount],
+          args: [vault(), amount],
         }),
       );
       await mined(
         await wallet.writeContract({
-          address: vault,
+          address: vault(),
           abi: GatewayVault.abi,
           functionName: "deposit",
           args: [amount],
@@ -372,51 +373,19 @@ export async function useDelayedVault(
   deposits: `0x${string}`[],
   amount: bigint,
 ): Promise<`0x${string}`> {
-  const chain = svc.deps.chain;
-  const rt = chain.runtime(X402_PROFILE);
-  const deployer = privateKeyToAccount(generatePrivateKey());
-  const from = deployer.address.toLowerCase() as `0x${string}`;
-  await chain.grantGas(X402_PROFILE, from);
-  const wallet = createWalletClient({
-    account: deployer,
-    chain: rt.viemChain,
-    transport: http(rt.rpcUrl),
+  const rt = svc.deps.chain.runtime(X402_PROFILE);
+  const funder = await externalBuyer(svc, generatePrivateKey(), amount * BigInt(deposits.length));
+  const hash = await funder.wallet.deployContract({
+    abi: GatewayVault.abi,
+    bytecode: GatewayVault.bytecode,
+    args: [rt.contracts.TestUSDC!, delaySeconds, funder.address, []],
   });
-  const mined = async (hash: Hex) => {
-    const r = await waitFor(() => rt.client.getTransactionReceipt({ hash }), {
-      what: `receipt of ${hash}`,
-    });
-    assert.equal(r.status, "success", `${hash} reverted`);
-    return r;
-  };
-  const usdc = chain.contract(X402_PROFILE, "TestUSDC");
-  const vault = (await mined(
-    await wallet.deployContract({
-      abi: GatewayVault.abi,
-      bytecode: GatewayVault.bytecode,
-      args: [usdc, delaySeconds, deployer.address, []],
-    }),
-  )).contractAddress!;
-  const total = amount * BigInt(deposits.length);
-  await chain.mintUsdc({ profile: X402_PROFILE, to: from, amount: total });
-  await mined(
-    await wallet.writeContract({
-      address: usdc,
-      abi: TestUSDC.abi,
-      functionName: "approve",
-      args: [vault, total],
-    }),
-  );
-  for (const to of deposits) {
-    await mined(
-      await wallet.writeContract({
-        address: vault,
-        abi: GatewayVault.abi,
-        functionName: "depositFor",
-        args: [to, amount],
-      }),
-    );
-  }
-  rt.contracts.GatewayVault = vault;
-  return vault;
+  const deployed = await waitFor(() => rt.client.getTransactionReceipt({ hash }), {
+    what: `the delayed vault's deployment ${hash}`,
+  });
+  assert.equal(deployed.status, "success", `${hash} reverted`);
+  rt.contracts.GatewayVault = deployed.contractAddress!;
+  // The buyer's deposits go to the vault the service now uses.
+  for (const to of deposits) await funder.depositFor(to, amount);
+  return deployed.contractAddress!;
 }
