@@ -1,11 +1,11 @@
 /**
  * Crash safety of the actions that lock funds in a contract (issue 23, item 3): a job's fund
- * (approve, then fund into AgenticCommerce), a gateway deposit (into GatewayVault) and an outside
- * payer's signed deposit relayed into it, each sent through a second process of the deployment
- * that SIGKILLs itself before the broadcast, after it (anvil mines at once), or after the receipt
- * was recorded. The surviving process (the chain's transaction recovery, then the jobs' catch-up
- * once the dead process's claim lapsed) ends every case in a complete record, the money moved
- * once, or in nothing locked.
+ * (approve, then fund into AgenticCommerce), a gateway deposit (into GatewayVault), an outside
+ * payer's signed deposit relayed into it, and a withdrawal started on a vault with a delay, each
+ * sent through a second process of the deployment that SIGKILLs itself before the broadcast,
+ * after it (anvil mines at once), or after the receipt was recorded. The surviving process (the
+ * chain's transaction recovery, then the jobs' catch-up once the dead process's claim lapsed)
+ * ends every case in a complete record, the money moved once, or in nothing locked.
  */
 import assert from "node:assert/strict";
 import { startTestService, type TestService } from "../helpers/service.ts";
@@ -14,7 +14,7 @@ import { api, createMerchant } from "../helpers/accounts.ts";
 import { catchUpPending, getJob, onChain } from "../../src/modules/commerce/commerce.service.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { signedDeposit } from "../helpers/x402.ts";
+import { signedDeposit, useDelayedVault } from "../helpers/x402.ts";
 
 const USDC = 1_000_000n;
 const POINTS = ["record", "broadcast", "receipt"] as const;
@@ -300,6 +300,67 @@ Deno.test("relayed payer deposit: killed before broadcast, after it, after the r
       );
     }
     assert.equal(await chain.runtime(profile).client.getBalance({ address }), 0n, "never any gas");
+  } finally {
+    await svc.close();
+  }
+});
+
+Deno.test("withdrawal start on a delayed vault: killed before broadcast, after it, after the receipt → once", async (t) => {
+  const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
+  const call = api(svc);
+  const chain = svc.deps.chain;
+  const profile = "testnet" as const;
+  try {
+    const a = await createMerchant(svc);
+    const seller = a.walletAddress!.toLowerCase() as `0x${string}`;
+    // The dying worker reads the deployment's vault from the database: both processes use the
+    // delayed one.
+    const vault = await useDelayedVault(svc, 3600n, [seller], 5n * USDC);
+    await svc.db.sql`
+      update chain_contracts set address = ${vault.toLowerCase()}
+      where chain_id = ${chain.chainId(profile)} and name = 'GatewayVault'`;
+    const walletId = ((await call("GET", "/api/merchant/wallet", { cookie: a.cookie })).json
+      .wallet as { managedWalletId: string }).managedWalletId;
+
+    for (const [i, at] of POINTS.entries()) {
+      await t.step(`killed at ${at}: started once; the retry with its key finds it`, async () => {
+        const headers = {
+          authorization: `Bearer ${a.apiKey}`,
+          "idempotency-key": `start-crash-${i}`,
+        };
+        const body = { amount: "1" };
+        const before = await chain.gateway.balance(profile, seller);
+        await throughDyingWorker(svc, {
+          intent: `^x402-withdraw-start:${walletId}:`,
+          at,
+          path: "/api/x402/seller/balance/withdraw/start",
+          headers,
+        }, body);
+        const [tx] = await svc.db.sql<{ intentKey: string }[]>`
+          select intent_key from chain_transactions
+          where intent_key like ${`x402-withdraw-start:${walletId}:%`}
+          order by created_at desc limit 1`;
+        assert.ok(tx, "the start's intent was recorded before its broadcast");
+
+        await recover(svc, profile);
+        const mined = (await chain.intent(profile, tx.intentKey))!;
+        assert.equal(mined.status, "confirmed");
+        const started = await chain.gateway.balance(profile, seller);
+        assert.equal(started.withdrawing, before.withdrawing + USDC, "started once");
+
+        await svc.db.sql`delete from idempotency_keys`;
+        await lapseClaims(svc);
+        const retry = await call("POST", "/api/x402/seller/balance/withdraw/start", {
+          headers,
+          body,
+        });
+        assert.equal(retry.status, 200, retry.text);
+        assert.equal(retry.json.txHash, mined.txHash);
+        const after = await chain.gateway.balance(profile, seller);
+        assert.equal(after.withdrawing, before.withdrawing + USDC, "still started once");
+        assert.equal(after.available, before.available - USDC);
+      });
+    }
   } finally {
     await svc.close();
   }
