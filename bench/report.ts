@@ -158,6 +158,9 @@ export async function profiled<T>(path: string | undefined, fn: () => Promise<T>
     await post("Profiler.start");
     const out = await fn();
     const { profile } = await post<{ profile: unknown }>("Profiler.stop");
+    // The folder named by BENCH_CPU_PROFILE is made if it is not there yet.
+    const dir = path.slice(0, path.lastIndexOf("/"));
+    if (dir) await Deno.mkdir(dir, { recursive: true });
     await Deno.writeTextFile(path, JSON.stringify(profile));
     return out;
   } finally {

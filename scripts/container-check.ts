@@ -114,6 +114,22 @@ async function logsOf(id: string, lines = 30): Promise<string> {
   return tail(r.out + r.err, lines);
 }
 
+/** A container's last error-level log lines, each cut short: what a 500 or a crash left. */
+async function errorsOf(id: string, lines = 6): Promise<string> {
+  const r = await run(["docker", "logs", "--tail", "2000", id]);
+  // Ours log JSON; PostgreSQL says a crash and its recovery in plain lines (not the refusals
+  // and their details it answers each client meanwhile).
+  const errors = (r.out + r.err).split("\n")
+    .filter((l) =>
+      /"level":"(error|fatal)"|PANIC|terminated by signal|server process|interrupted|redo |shutting down|No space|out of memory/
+        .test(l) &&
+      !/password authentication|DETAIL:|not yet accepting|is in recovery mode|is starting up/.test(
+        l,
+      )
+    );
+  return errors.slice(-lines).map((l) => `  ${l.slice(0, 600)}`).join("\n") || "  (none)";
+}
+
 /** Every role loads all its code with no network at all and gets as far as the database. */
 async function offlineRoles(): Promise<void> {
   const db = "postgres://check:check@127.0.0.1:9/check";
@@ -227,6 +243,9 @@ async function productionStart(postgres: string): Promise<void> {
   const vars: Record<string, string> = {
     APP_ENV: "production",
     DATABASE_URL: `postgres://settlement:${password}@postgres:5432/settlement`,
+    // Beside the whole suite, CI once saw the stand-in PostgreSQL in crash recovery for over two
+    // minutes here: the role waits for it (what is checked is that it starts), up to five.
+    DATABASE_STARTUP_WAIT_MS: "300000",
     JWT_SECRET: hex(),
     WALLET_MASTER_KEY: hex(),
     METRICS_TOKEN: hex(),
@@ -253,7 +272,7 @@ async function productionStart(postgres: string): Promise<void> {
     "web",
   ]);
   const web = http(`http://127.0.0.1:${(await published(PROD_CONTAINER)).port}`);
-  const ready = await until("the production web role ready", 180_000, async () => {
+  const ready = await until("the production web role ready", 360_000, async () => {
     const [s] = await inspect([PROD_CONTAINER]);
     if (s.status === "exited") throw new Error(`it exited ${s.exitCode}:\n${await logsOf(s.id)}`);
     return await web.call("GET", "/readyz").then(
@@ -313,6 +332,16 @@ async function main(): Promise<void> {
   } catch (e) {
     const ps = await run([...cmd, ...files, "-p", PROJECT, "ps"], { cwd: ROOT, env });
     console.error(ps.out + ps.err);
+    // CI keeps only the end of its output: the roles' last errors go just above the verdict.
+    for (const service of ["web", "worker", "postgres"]) {
+      const ids = await run([...cmd, ...files, "-p", PROJECT, "ps", "-q", service], {
+        cwd: ROOT,
+        env,
+      });
+      for (const id of ids.out.trim().split("\n").filter(Boolean)) {
+        console.error(`${service} ${id.slice(0, 12)}'s last errors:\n${await errorsOf(id)}`);
+      }
+    }
     throw e;
   } finally {
     if (Deno.env.get("CONTAINER_CHECK_KEEP") !== "1") {

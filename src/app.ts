@@ -55,6 +55,13 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
         error: err,
       });
     }
+    if (answer.unavailable) {
+      log.warn("request failed: the database cannot be reached", {
+        requestId: c.get("requestId"),
+        path: c.req.path,
+        error: err,
+      });
+    }
     if (!answer.unexpected) {
       for (const [k, v] of Object.entries(answer.headers)) c.header(k, v);
       return c.json(answer.body, answer.status);

@@ -37,6 +37,11 @@ const envSchema = z.object({
   DATABASE_IDLE_TX_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000)
     .default(15_000),
   DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  /**
+   * At start, how long to wait for a database that refuses connections or is still starting or
+   * recovering (a container's PostgreSQL coming up beside us) before giving up. 0: do not wait.
+   */
+  DATABASE_STARTUP_WAIT_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
   DATA_DIR: z.string().min(1).default("./.data"),
   JWT_SECRET: optionalString.pipe(
     z.string().min(32, "must be at least 32 characters").optional(),

@@ -140,6 +140,10 @@ export const ERROR_CODES = [
   "x402_relay_used",
   "x402_withdraw_no_delay",
   "x402_withdraw_start_exceeds",
+  "x402_relay_withdraw_minimum",
+  "x402_relay_deadline",
+  "x402_relay_withdraw_signature",
+  "x402_relay_unsupported",
   // Agentic commerce jobs (ERC-8183)
   "job_not_found",
   "job_client_mismatch",

@@ -5,7 +5,8 @@
  */
 import type { Config } from "./config.ts";
 import { type Clock, systemClock } from "./clock.ts";
-import { createSql, describeUrl, NO_TABLE_SCANS, type Sql } from "./db/client.ts";
+import { createSql, describeUrl, NO_TABLE_SCANS, ping, type Sql } from "./db/client.ts";
+import { waitForDatabase } from "./db/wait.ts";
 import { type EmbeddedDatabase, startEmbeddedPostgres } from "./db/embedded-loader.ts";
 import { migrate, readMigrations } from "./db/migrate.ts";
 import { type Queue, startQueue } from "./queue/queue.ts";
@@ -104,6 +105,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       { forcedMs: 1_000 },
     );
     const migrations = await readMigrations();
+    await waitForDatabase(() => ping(sql), { timeoutMs: config.DATABASE_STARTUP_WAIT_MS, log });
     await migrate(sql, { log });
 
     const chain = await Chain.start({

@@ -4,7 +4,7 @@
  * contract will), whether a nonce was used and which transaction paid with it, and a managed
  * wallet's signature of an authorization.
  */
-import { type Hex, type PublicClient, toFunctionSelector } from "viem";
+import { hashTypedData, type Hex, type PublicClient, toFunctionSelector } from "viem";
 import { addressWord, bytes32Word } from "./abi-words.ts";
 import { groupCommit } from "../db/group-commit.ts";
 import { GatewayVault, TestUSDC } from "./contracts/artifacts/index.ts";
@@ -51,6 +51,46 @@ export const gatewayDomain = (chain: GatewayChain, p: ProfileName, target: Autho
     verifyingContract: gatewayVault(chain, p),
   } as const;
 
+/** Whether `account` holds code (a contract, or an EOA that delegates its code: EIP-7702). */
+export async function hasCode(
+  chain: GatewayChain,
+  p: ProfileName,
+  account: `0x${string}`,
+): Promise<boolean> {
+  const code = await gatewayClient(chain, p).getCode({ address: account });
+  return (code ?? "0x") !== "0x";
+}
+
+const ERC1271_MAGIC = "0x1626ba7e";
+const ERC1271_ABI = [{
+  type: "function",
+  name: "isValidSignature",
+  stateMutability: "view",
+  inputs: [{ name: "hash", type: "bytes32" }, { name: "signature", type: "bytes" }],
+  outputs: [{ name: "", type: "bytes4" }],
+}] as const;
+
+/** What `account`'s code answers ERC-1271's `isValidSignature(hash, signature)`: accepted or not. */
+export async function codeAccepts(
+  chain: GatewayChain,
+  p: ProfileName,
+  account: `0x${string}`,
+  hash: Hex,
+  signature: Hex,
+): Promise<boolean> {
+  try {
+    const answer = await gatewayClient(chain, p).readContract({
+      address: account,
+      abi: ERC1271_ABI,
+      functionName: "isValidSignature",
+      args: [hash, signature],
+    });
+    return answer.toLowerCase() === ERC1271_MAGIC;
+  } catch {
+    return false;
+  }
+}
+
 /** Whether `signature` is `a.from`'s TransferWithAuthorization (EOA or ERC-1271). */
 export async function transferSignedBy(
   chain: GatewayChain,
@@ -81,6 +121,14 @@ export async function transferSigner(
     primaryType: "TransferWithAuthorization" as const,
     message: a,
   };
+  // The token (USDC v2.2, OpenZeppelin 5) asks an address with code only through ERC-1271, an
+  // EOA that delegates its code (EIP-7702) included: on its domain (`exact`, settled one call at
+  // a time) one eth_getCode first, and for an address with code its answer alone (the node's
+  // verifyTypedData would take the key's signature first). The vault takes a key's signature
+  // whatever code the address holds: its domains skip this.
+  if (target === "usdc" && await hasCode(chain, p, a.from).catch(() => false)) {
+    return await codeAccepts(chain, p, a.from, hashTypedData(typed), signature) ? "node" : null;
+  }
   // An EOA's signature is checked here (no RPC; authorization-threads.ts); anything else (an
   // ERC-1271 smart account) by the node, as the contract will: one eth_call.
   if (

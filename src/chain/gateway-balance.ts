@@ -5,10 +5,11 @@
 import {
   decodeFunctionData,
   encodeFunctionData,
+  hashTypedData,
   type Hex,
   keccak256,
   parseSignature,
-  recoverTypedDataAddress,
+  recoverAddress,
   stringToHex,
 } from "viem";
 import { AgentAccount, GatewayVault, TestUSDC } from "./contracts/artifacts/index.ts";
@@ -17,7 +18,7 @@ import type { ProfileName } from "./profiles.ts";
 import type { Signer } from "./sender.ts";
 import type { TxRow } from "./transactions.repo.ts";
 import type { GatewayBalance, GatewayChain } from "./gateway.ts";
-import { gatewayClient, gatewayVault } from "./gateway-authorization.ts";
+import { codeAccepts, gatewayClient, gatewayVault, hasCode } from "./gateway-authorization.ts";
 import { missingSettlers } from "./gateway-settlers.ts";
 import { hasHighS } from "./authorization-check.ts";
 
@@ -170,42 +171,55 @@ export interface SignedDeposit {
   signature: Hex;
 }
 
-/**
- * Whether `d` is `d.from`'s own low-s ECDSA signature of its deposit to the vault, under the
- * chain's USDC domain (what the token checks for an EOA; the vault takes only v, r, s, so an
- * ERC-1271 account's signature cannot be relayed there).
- */
-export async function signedDepositValid(
-  chain: GatewayChain,
-  p: ProfileName,
-  d: SignedDeposit,
-): Promise<boolean> {
+/** The EIP-712 digest of `d` under the chain's USDC domain (what the token checks). */
+function depositDigest(chain: GatewayChain, p: ProfileName, d: SignedDeposit): Hex {
+  return hashTypedData({
+    domain: usdcDomain(chain.runtime(p)),
+    types: RECEIVE_WITH_AUTHORIZATION_TYPES,
+    primaryType: "ReceiveWithAuthorization",
+    message: {
+      from: d.from,
+      to: gatewayVault(chain, p),
+      value: d.value,
+      validAfter: d.validAfter,
+      validBefore: d.validBefore,
+      nonce: d.nonce,
+    },
+  });
+}
+
+/** Whether `d.from`'s own key signed `hash` (65 bytes, low s: what the token's ECDSA takes). */
+async function signedByKey(d: SignedDeposit, hash: Hex): Promise<boolean> {
   if (d.signature.length !== 132 || hasHighS(d.signature)) return false;
   try {
-    const { r, s, yParity } = parseSignature(d.signature);
-    const signer = await recoverTypedDataAddress({
-      domain: usdcDomain(chain.runtime(p)),
-      types: RECEIVE_WITH_AUTHORIZATION_TYPES,
-      primaryType: "ReceiveWithAuthorization",
-      message: {
-        from: d.from,
-        to: gatewayVault(chain, p),
-        value: d.value,
-        validAfter: d.validAfter,
-        validBefore: d.validBefore,
-        nonce: d.nonce,
-      },
-      signature: { r, s, yParity },
-    });
-    return signer.toLowerCase() === d.from.toLowerCase();
+    return (await recoverAddress({ hash, signature: d.signature })).toLowerCase() ===
+      d.from.toLowerCase();
   } catch {
     return false;
   }
 }
 
 /**
+ * Whether the token will take `d`'s signature of its deposit to the vault, under the chain's USDC
+ * domain, asked as the token asks it (OpenZeppelin's SignatureChecker, and USDC v2.2's): an
+ * address without code by its own low-s ECDSA key; an address with code only by what its ERC-1271
+ * `isValidSignature` answers (one `eth_call`), even an EOA that delegates its code (EIP-7702),
+ * whose key's signature alone the token then refuses. One `eth_getCode` tells which.
+ */
+export async function signedDepositValid(
+  chain: GatewayChain,
+  p: ProfileName,
+  d: SignedDeposit,
+): Promise<boolean> {
+  const hash = depositDigest(chain, p, d);
+  if (!(await hasCode(chain, p, d.from))) return await signedByKey(d, hash);
+  return await codeAccepts(chain, p, d.from, hash, d.signature);
+}
+
+/**
  * Relays an outside payer's signed deposit (it needs no gas): one of the relayer pool submits
- * `depositWithAuthorization`, once per `intentKey`. Waits for the receipt.
+ * `depositWithAuthorization`, once per `intentKey`: with v, r, s for a key's signature (what
+ * every USDC takes), with the signature as bytes for a smart account's. Waits for the receipt.
  */
 export async function relaySignedDeposit(
   chain: GatewayChain,
@@ -213,16 +227,26 @@ export async function relaySignedDeposit(
   d: SignedDeposit,
   intentKey: string,
 ): Promise<TxRow> {
-  const { r, s, yParity } = parseSignature(d.signature);
+  const byKey = await signedByKey(d, depositDigest(chain, p, d));
+  const split = () => {
+    const { r, s, yParity } = parseSignature(d.signature);
+    return [yParity + 27, r, s] as const;
+  };
   return await chain.send({
     profile: p,
     from: "relayer",
     to: gatewayVault(chain, p),
-    data: encodeFunctionData({
-      abi: GatewayVault.abi,
-      functionName: "depositWithAuthorization",
-      args: [d.from, d.value, d.validAfter, d.validBefore, d.nonce, yParity + 27, r, s],
-    }),
+    data: byKey
+      ? encodeFunctionData({
+        abi: GatewayVault.abi,
+        functionName: "depositWithAuthorization",
+        args: [d.from, d.value, d.validAfter, d.validBefore, d.nonce, ...split()],
+      })
+      : encodeFunctionData({
+        abi: GatewayVault.abi,
+        functionName: "depositWithAuthorization",
+        args: [d.from, d.value, d.validAfter, d.validBefore, d.nonce, d.signature],
+      }),
     intentKey,
   });
 }
@@ -322,9 +346,15 @@ export function withdrawnBy(
         call.functionName !== "execute" || lower(call.args[0]) !== lower(gatewayVault(chain, p))
       ) return 0n;
       data = call.args[2];
-    } else if (!(to === lower(gatewayVault(chain, p)) && lower(tx.fromAddress) === own)) return 0n;
+    } else if (to !== lower(gatewayVault(chain, p))) return 0n;
     const call = decodeFunctionData({ abi: GatewayVault.abi, data });
-    return call.functionName === "withdraw" ? call.args[0] : 0n;
+    // Signed by the account and sent by anyone (a relayer: gateway-withdrawals.ts).
+    if (call.functionName === "withdrawWithAuthorization") {
+      return lower(call.args[0]) === own ? call.args[2] : 0n;
+    }
+    return call.functionName === "withdraw" && (to === own || lower(tx.fromAddress) === own)
+      ? call.args[0]
+      : 0n;
   } catch {
     return 0n; // not a call we know
   }

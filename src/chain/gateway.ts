@@ -4,7 +4,7 @@
  * checked the way the contract will (viem's verifyTypedData: ECDSA for an EOA, an
  * `isValidSignature` call for an ERC-1271 smart account), so a refusal here is one the chain
  * would give, found before anything is broadcast. The operations are named functions in
- * gateway-authorization.ts, gateway-settle.ts and gateway-balance.ts; `gatewayOps` binds them.
+ * gateway-authorization.ts, gateway-settle.ts, gateway-balance.ts and gateway-withdrawals.ts; `gatewayOps` binds them.
  */
 import type { Hex, LocalAccount } from "viem";
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "./eip3009.ts";
@@ -41,6 +41,12 @@ import {
   withdrawFromVault,
   withdrawnBy,
 } from "./gateway-balance.ts";
+import {
+  relaySignedWithdrawal,
+  type SignedWithdrawal,
+  signedWithdrawalValid,
+  withdrawalNonceUsed,
+} from "./gateway-withdrawals.ts";
 
 export { TRANSFER_WITH_AUTHORIZATION_TYPES };
 export {
@@ -122,6 +128,12 @@ export function gatewayOps(chain: GatewayChain) {
     initiateWithdrawal: (p: ProfileName, req: Parameters<typeof initiateWithdrawal>[2]) =>
       initiateWithdrawal(chain, p, req),
     withdrawableAt: (p: ProfileName, account: `0x${string}`) => withdrawableAt(chain, p, account),
+    signedWithdrawalValid: (p: ProfileName, w: SignedWithdrawal) =>
+      signedWithdrawalValid(chain, p, w),
+    withdrawalNonceUsed: (p: ProfileName, account: `0x${string}`, nonce: Hex) =>
+      withdrawalNonceUsed(chain, p, account, nonce),
+    relaySignedWithdrawal: (p: ProfileName, w: SignedWithdrawal, intentKey: string) =>
+      relaySignedWithdrawal(chain, p, w, intentKey),
     withdraw: (
       p: ProfileName,
       req: { from: Signer; amount: bigint; to: `0x${string}`; intentKey: string },

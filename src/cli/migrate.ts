@@ -1,7 +1,8 @@
 /** `deno task migrate`: apply pending migrations to DATABASE_URL (or the embedded database). */
 import { type Config, ConfigError, loadServiceConfig } from "../config.ts";
 import { createLogger } from "../log.ts";
-import { createSql } from "../db/client.ts";
+import { createSql, ping } from "../db/client.ts";
+import { waitForDatabase } from "../db/wait.ts";
 import { startEmbeddedPostgres } from "../db/embedded-loader.ts";
 import { migrate } from "../db/migrate.ts";
 
@@ -19,6 +20,7 @@ const embedded = config.DATABASE_URL
   : await startEmbeddedPostgres({ dataDir: config.DATA_DIR, log });
 const sql = createSql(config.DATABASE_URL ?? embedded!.url, { max: 1 });
 try {
+  await waitForDatabase(() => ping(sql), { timeoutMs: config.DATABASE_STARTUP_WAIT_MS, log });
   const result = await migrate(sql, { log });
   console.log(
     result.applied.length

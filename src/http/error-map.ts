@@ -9,6 +9,7 @@ import { DomainError, type ErrorCode } from "../errors.ts";
 import { ApiError, type ErrorBody } from "./errors.ts";
 import { M, MF } from "./messages.ts";
 import { isBackstopError } from "../db/client.ts";
+import { databaseNotReady } from "../db/wait.ts";
 
 export interface ErrorEntry {
   status: ContentfulStatusCode;
@@ -165,6 +166,11 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   x402_relay_used: { status: 409, text: M.x402RelayUsed },
   x402_withdraw_no_delay: { status: 400, text: M.x402WithdrawNoDelay },
   x402_withdraw_start_exceeds: { status: 400, text: M.x402WithdrawStartExceeds },
+  // A signed withdrawal, likewise refused before anything is sent.
+  x402_relay_withdraw_minimum: { status: 400, text: M.x402RelayWithdrawMinimum },
+  x402_relay_deadline: { status: 400, text: M.x402RelayDeadline },
+  x402_relay_withdraw_signature: { status: 400, text: M.x402RelayWithdrawSignature },
+  x402_relay_unsupported: { status: 409, text: M.x402RelayUnsupported },
   // Jobs: the spec's 403 and 404 bodies are `{ error }` only; a contract refusal is 502.
   job_not_found: { status: 404, text: M.jobNotFound, bare: true },
   job_client_mismatch: { status: 403, text: M.jobClientMismatch, bare: true },
@@ -203,20 +209,22 @@ export interface ErrorAnswer {
   unexpected: boolean;
   /** Cut off by a database backstop (lock wait, idle transaction, statement time): logged. */
   backstop?: boolean;
+  /** The database could not be reached: logged. */
+  unavailable?: boolean;
 }
 
 export function answerFor(err: unknown): ErrorAnswer {
   if (err instanceof DomainError) return domainAnswer(err);
   // Cut off by a pool backstop (src/db/client.ts): its transaction was rolled back; try again.
   if (isBackstopError(err)) {
+    return { ...retryLater(M.databaseBusy, M.databaseBusyHint, 1), backstop: true };
+  }
+  // The database cannot be reached (down, restarting, recovering, out of connections): nothing
+  // was done, and it is worth trying again shortly.
+  if (databaseNotReady(err)) {
     return {
-      status: 503,
-      message: M.databaseBusy,
-      hint: M.databaseBusyHint,
-      body: { success: false, error: M.databaseBusy, hint: M.databaseBusyHint },
-      headers: { "retry-after": "1" },
-      unexpected: false,
-      backstop: true,
+      ...retryLater(M.databaseUnavailable, M.databaseUnavailableHint, 2),
+      unavailable: true,
     };
   }
   if (err instanceof ApiError) {
@@ -235,6 +243,18 @@ export function answerFor(err: unknown): ErrorAnswer {
     body: { success: false, error: M.internal },
     headers: {},
     unexpected: true,
+  };
+}
+
+/** A 503 that nothing was done for, to be tried again after `seconds`. */
+function retryLater(message: string, hint: string, seconds: number): ErrorAnswer {
+  return {
+    status: 503,
+    message,
+    hint,
+    body: { success: false, error: message, hint },
+    headers: { "retry-after": String(seconds) },
+    unexpected: false,
   };
 }
 

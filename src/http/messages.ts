@@ -11,6 +11,8 @@ export const M = {
   bodyNotObject: "The request body must be a JSON object.",
   internal: "Internal server error.",
   databaseBusy: "The service is busy. Retry shortly.",
+  databaseUnavailable: "The service is temporarily unavailable. Retry shortly.",
+  databaseUnavailableHint: "The database could not be reached; nothing was done.",
   databaseBusyHint:
     "The request waited too long for the database and was stopped; nothing was done.",
   methodNotAllowed: "Method not allowed.",
@@ -200,12 +202,21 @@ export const M = {
   x402RelayWindow:
     "The authorization must be valid now and for at least 60 more seconds (validAfter < now < validBefore - 60).",
   x402RelaySignature:
-    "signature is not authorization.from's ReceiveWithAuthorization under the USDC domain (an EOA's 65-byte, low-s signature).",
+    "signature is not authorization.from's ReceiveWithAuthorization under the USDC domain (its key's 65-byte, low-s signature; for an address with code, a smart account or an EIP-7702 delegated key, one its ERC-1271 code accepts: USDC asks the code).",
   x402RelayUsed: "This authorization was already used or cancelled.",
   x402WithdrawNoDelay:
     "This vault has no withdrawal delay: the whole available balance is withdrawable now, so withdraw it directly.",
   x402WithdrawStartExceeds:
     "amount exceeds the available Gateway balance less the paid calls not yet settled.",
+  x402RelayWithdrawBody:
+    "authorization { account, value, validBefore, nonce } (and to, for a withdrawal) and signature are required: an InitiateWithdrawal or Withdraw under the gateway vault's domain, signed by account.",
+  x402RelayWithdrawMinimum:
+    "A relayed withdrawal is at least 1.000000 USDC, or everything the account can take now.",
+  x402RelayDeadline: "authorization.validBefore must be at least 60 seconds from now.",
+  x402RelayWithdrawSignature:
+    "signature is not authorization.account's InitiateWithdrawal or Withdraw under the gateway vault's domain (its key's 65-byte, low-s signature, or one its ERC-1271 code accepts).",
+  x402RelayUnsupported:
+    "This gateway vault predates signed withdrawals: the account withdraws with its own transaction.",
   dashListingCreated: "Listing created.",
   x402FacilitatorBody: "paymentPayload and paymentRequirements objects are required.",
 
@@ -361,6 +372,9 @@ export const M = {
     "No browser wallet was found. Install a wallet extension, or open this page in your wallet's browser.",
   dashWalletRejected: "The request was rejected in your wallet.",
   dashWalletFailed: "The wallet could not complete the request.",
+  dashWalletNotPayout:
+    "The connected wallet is not your payout wallet: switch to it in your wallet, then try again.",
+  dashSignedAmount: "Enter an amount in USDC greater than 0, with at most 6 decimal places.",
   dashWalletLinked: "Your wallet is linked: payouts go to it from now on.",
   dashVerifiedLogIn: "Account verified. Log in with your password to continue.",
   dashSecretRolled: "A new signing secret is active; deliveries are signed with it from now on.",

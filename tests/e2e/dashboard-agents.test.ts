@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import type { Locator, Page } from "playwright-core";
-import { startTestService } from "../helpers/service.ts";
+import { catchUpClock, startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { rpc } from "../helpers/chain.ts";
@@ -88,6 +88,7 @@ Deno.test(browserTest("dashboard agents and jobs in Chromium, live and test mode
       await page.getByRole("button", { name: "Review the job" }).click();
     };
     const createJob = async (budget: string, seconds: string, d: string) => {
+      await catchUpClock(svc);
       await fillJob({ provider: provider.address, budget, seconds, d });
       await confirm(new RegExp(`budget of ${budget}\\.000000 USDC`), /Job \d+ created/);
       return /Job (\d+) created/.exec(await page.locator(".notice.ok").innerText())![1];

@@ -6,7 +6,7 @@
  *   never shows a live record and a live-mode page never a test one; test mode's payments are
  *   exactly what a test key sees through the API.
  * - axe-core (its source injected into the page) over every dashboard page in both modes, plus
- *   checkout, login, signup, verify, /bridge and the 404 pages: 0 violations.
+ *   checkout, login, signup, verify, /bridge, /gateway and the 404 pages: 0 violations.
  */
 import assert from "node:assert/strict";
 import axe from "axe-core";
@@ -211,7 +211,7 @@ Deno.test(
         }
       });
 
-      await t.step("axe: checkout, entry pages, /bridge and the 404 page", async () => {
+      await t.step("axe: checkout, entry pages, /bridge, /gateway and the 404 page", async () => {
         const anon = await (await browser.newContext()).newPage();
         anon.setDefaultTimeout(20_000);
         violations.push(...await audit(anon, base, `/checkout/${liveRef}`, "main"));
@@ -219,6 +219,7 @@ Deno.test(
         violations.push(...await audit(anon, base, "/dashboard/signup"));
         violations.push(...await audit(anon, base, "/dashboard/verify"));
         violations.push(...await audit(anon, base, "/bridge", "main"));
+        violations.push(...await audit(anon, base, "/gateway", "main"));
         const missing = await anon.goto(`${base}/no-such-page`);
         assert.equal(missing?.status(), 404);
         assert.equal(await anon.title(), "Not found · Settlement");
@@ -233,8 +234,8 @@ Deno.test(
 
       assert.deepEqual(violations, [], "axe-core: no violations");
       // 12 sections + a payment in each mode, the dashboard's 404, checkout, 3 entry pages,
-      // /bridge and the site's 404.
-      assert.equal(audited.length, 2 * (sections.length + 1) + 1 + 6, audited.join(" "));
+      // /bridge, /gateway and the site's 404.
+      assert.equal(audited.length, 2 * (sections.length + 1) + 1 + 7, audited.join(" "));
     } finally {
       await browser.close();
       await svc.close();

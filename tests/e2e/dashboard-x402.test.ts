@@ -2,14 +2,17 @@
  * The dashboard's x402 section in headless Chromium against the whole service: log in, list an
  * API (inline errors first), see paid calls and revenue after buyers pay through the API, and
  * withdraw from the gateway (too much refused inline; a reviewed withdrawal sent and the balance
- * updated on chain); on a vault with a withdrawal delay, start one (too much refused inline).
+ * updated on chain); on a vault with a withdrawal delay, start one (too much refused inline); and
+ * a merchant whose payout wallet is its own (external) withdraws by signing in its browser wallet,
+ * starting and then withdrawing on that vault without ever holding gas.
  * Screenshots go to test-output/screenshots/dash-x402-*.png.
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startTestService } from "../helpers/service.ts";
-import { api, createMerchant } from "../helpers/accounts.ts";
+import { api, cookieFrom, createMerchant } from "../helpers/accounts.ts";
+import { installWallet, normaliseChainId } from "../helpers/wallet-provider.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { browserTest, launchBrowser, screenshot, watchPage } from "../helpers/browser.ts";
 import {
@@ -19,7 +22,7 @@ import {
   useDelayedVault,
   X402_PROFILE,
 } from "../helpers/x402.ts";
-import { M } from "../../src/http/messages.ts";
+import { M, MF } from "../../src/http/messages.ts";
 
 /** Expected in the console: the forms' 400 answers shown inline. */
 const EXPECTED = [/status of 400 \(Bad Request\)/];
@@ -55,6 +58,11 @@ Deno.test(browserTest("dashboard x402 in Chromium: list, calls, revenue, withdra
       await page.getByRole("heading", { name: "x402 pay-per-call" }).waitFor();
       assert.equal(await page.locator('nav a[aria-current="page"]').innerText(), "x402");
       await page.getByText("No listings yet.").waitFor();
+      assert.equal(
+        await page.getByRole("link", { name: "/gateway" }).getAttribute("href"),
+        "/gateway",
+        "buyers are pointed at their own page",
+      );
       assert.equal(await page.locator("[data-balance=available]").innerText(), "0.000000 USDC");
       await screenshot(page, "dash-x402-01-empty");
     });
@@ -174,6 +182,83 @@ Deno.test(browserTest("dashboard x402 in Chromium: list, calls, revenue, withdra
         );
         await page.locator("[data-balance=withdrawable-at] time").waitFor();
         await screenshot(page, "dash-x402-06-withdrawal-started");
+      },
+    );
+
+    await t.step(
+      "an external payout wallet withdraws by signature, with no gas: start, then withdraw",
+      async () => {
+        const call = api(svc);
+        const chain = svc.deps.chain;
+        const rt = chain.runtime(X402_PROFILE);
+        const e = await createMerchant(svc);
+        const key = generatePrivateKey();
+        const wallet = privateKeyToAccount(key);
+        const ch = await call("GET", `/api/merchant/wallet/connect?address=${wallet.address}`, {
+          cookie: e.cookie,
+        });
+        const linked = await call("POST", "/api/merchant/wallet/connect", {
+          cookie: `${e.cookie}; ${cookieFrom(ch.headers, "wallet_connect_nonce")}`,
+          body: {
+            address: wallet.address,
+            message: ch.json.message,
+            signature: await wallet.signMessage({ message: ch.json.message as string }),
+            walletKind: "EXTENSION_WALLET",
+          },
+        });
+        assert.equal(linked.status, 200, linked.text);
+        const payout = wallet.address.toLowerCase() as `0x${string}`;
+        const buyer = await externalBuyer(svc, generatePrivateKey(), 3_000_000n);
+        await buyer.depositFor(payout, 3_000_000n); // on the vault with a delay, from above
+
+        const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+        const p = await ctx.newPage();
+        p.setDefaultTimeout(20_000);
+        const seen = watchPage(p, { ignore: EXPECTED });
+        const testnet = normaliseChainId(chain.chainId(X402_PROFILE));
+        await installWallet(p, {
+          privateKey: key,
+          chains: { [testnet]: rt.rpcUrl },
+          initialChainId: testnet,
+        });
+        await p.goto(`${base}/dashboard/x402`);
+        await p.getByLabel("Email", { exact: true }).fill(e.email);
+        await p.getByLabel("Password", { exact: true }).fill(e.password);
+        await p.getByRole("button", { name: "Log in" }).click();
+        await p.getByRole("group", { name: "Withdraw with your wallet" }).waitFor();
+        assert.equal(await p.getByRole("button", { name: "Review withdrawal" }).count(), 0);
+        assert.equal(await p.locator("[data-balance=available]").innerText(), "3.000000 USDC");
+        const amount = p.getByLabel("Amount to withdraw (USDC)");
+        const status = p.locator("[data-x402-signed-status]");
+
+        await amount.fill("1.1234567");
+        await p.getByRole("button", { name: "Sign and start withdrawal" }).click();
+        await status.getByText(M.dashSignedAmount).waitFor();
+        await amount.fill("4");
+        await p.getByRole("button", { name: "Sign and start withdrawal" }).click();
+        await p.getByText(M.x402WithdrawStartExceeds).waitFor();
+        await settled(p);
+        await p.getByLabel("Amount to withdraw (USDC)").fill("2");
+        await p.getByRole("button", { name: "Sign and start withdrawal" }).click();
+        await p.getByText(/Withdrawal of 2\.000000 USDC started: withdrawable from /).waitFor();
+        assert.equal(await p.locator("[data-balance=withdrawing]").innerText(), "2.000000 USDC");
+        await screenshot(p, "dash-x402-07-signed-start");
+
+        await rt.client.request({ method: "evm_increaseTime" as never, params: [3601] as never });
+        await rt.client.request({ method: "evm_mine" as never, params: [] as never });
+        await p.goto(`${base}/dashboard/x402`);
+        assert.equal(await p.locator("[data-balance=withdrawable]").innerText(), "2.000000 USDC");
+        await settled(p);
+        await p.getByLabel("Amount to withdraw (USDC)").fill("2");
+        await p.getByRole("button", { name: "Sign and withdraw" }).click();
+        await p.getByText(MF.x402Withdrawn("2.000000")).waitFor();
+        assert.equal(await p.locator("[data-balance=withdrawing]").innerText(), "0.000000 USDC");
+        assert.equal(await p.locator("[data-balance=available]").innerText(), "1.000000 USDC");
+        assert.equal(await chain.usdcBalance(X402_PROFILE, payout), 2_000_000n);
+        assert.equal(await rt.client.getBalance({ address: payout }), 0n, "never any gas");
+        await screenshot(p, "dash-x402-08-signed-withdrawn");
+        assert.deepEqual(seen, []);
+        await ctx.close();
       },
     );
 

@@ -120,9 +120,24 @@ async function spawnProcess(
 /**
  * A fixture process (`tests/fixtures/<name>.ts`) serving the primary's database and chains on its
  * own port, which kills itself at a point its environment names: resolves once it printed
- * "ready", with its base URL.
+ * "ready", with its base URL. A port another test's process took between our check and the
+ * worker's bind (test files run side by side) is another try on another port.
  */
 export async function startCrashWorker(
+  primary: TestService,
+  fixture: string,
+  extra: Record<string, string>,
+): Promise<{ child: Deno.ChildProcess; baseUrl: string }> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await spawnCrashWorker(primary, fixture, extra);
+    } catch (e) {
+      if (!(e instanceof PortTaken) || attempt >= 5) throw e;
+    }
+  }
+}
+
+async function spawnCrashWorker(
   primary: TestService,
   fixture: string,
   extra: Record<string, string>,
@@ -132,15 +147,35 @@ export async function startCrashWorker(
     args: ["run", "--allow-all", `tests/fixtures/${fixture}.ts`],
     env: { ...deploymentEnv(primary), PORT: String(port), ...extra },
     stdout: "piped",
-    stderr: "inherit",
+    stderr: "piped",
   }).spawn();
+  // Passed through as it comes (as when inherited), and kept until "ready" to tell a taken port.
+  let errors = "";
+  let ready = false;
+  const passed = child.stderr.pipeTo(
+    new WritableStream({
+      write: async (chunk) => {
+        if (!ready) errors += new TextDecoder().decode(chunk);
+        await Deno.stderr.write(chunk);
+      },
+    }),
+  ).catch(() => {});
   const reader = child.stdout.getReader();
   let out = "";
   while (!out.includes("ready")) {
     const { value, done } = await reader.read();
-    if (done) throw new Error(`the worker exited before it was ready: ${out}`);
+    if (done) {
+      await child.status;
+      await passed;
+      if (/AddrInUse|address already in use/i.test(errors)) {
+        throw new PortTaken(`port ${port} taken`);
+      }
+      throw new Error(`the worker exited before it was ready: ${out}\n${errors}`);
+    }
     out += new TextDecoder().decode(value);
   }
+  ready = true;
+  errors = "";
   reader.releaseLock();
   return { child, baseUrl: `http://127.0.0.1:${port}` };
 }

@@ -24,6 +24,22 @@ export interface TestService extends Service {
 }
 
 /**
+ * Brings the service's manual clock up to the chains' time and the wall clock's. It stands still
+ * while the chains' blocks keep time, so a deadline counted from it and checked on chain (a job's
+ * or an escrow's expiry) falls behind the chain after a slow machine's minutes. Call before
+ * making such a deadline; tests that move time on move both (evm_increaseTime and `advance`).
+ */
+export async function catchUpClock(svc: TestService): Promise<void> {
+  let ms = Math.max(svc.clock.now().getTime(), Date.now());
+  for (const p of ["production", "testnet"] as const) {
+    if (!svc.deps.chain.has(p)) continue;
+    const head = await svc.deps.chain.runtime(p).client.getBlock();
+    ms = Math.max(ms, Number(head.timestamp) * 1000);
+  }
+  svc.clock.set(new Date(ms));
+}
+
+/**
  * A port for a server a test is about to start. Drawn at random below Linux's ephemeral range
  * (32768–60999): a port the kernel hands out for `port: 0` is also where it puts the client end
  * of outgoing connections, so one probed there and closed could be taken by any fetch before the

@@ -18,6 +18,7 @@ import {
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../../src/chain/gateway.ts";
 import { RECEIVE_WITH_AUTHORIZATION_TYPES, usdcDomain } from "../../src/chain/eip3009.ts";
 import { AGENT_PAYMENT_TYPES } from "../../src/chain/agents.ts";
+import { SIGNED_WITHDRAWAL_TYPES } from "../../src/chain/gateway-withdrawals.ts";
 import { encodeGatewayProof } from "../../src/modules/x402/x402.rules.ts";
 import assert from "node:assert/strict";
 import { HTTPFacilitatorClient } from "@x402/core/server";
@@ -279,11 +280,66 @@ export function facilitatorClient(svc: TestService, apiKey: string): HTTPFacilit
 }
 
 export interface DepositTerms {
+  /** Whose USDC (default: the signer's address; an ERC-1271 account its owner signs for). */
+  from?: `0x${string}`;
   to?: string;
   value: bigint;
   validAfter?: bigint;
   validBefore?: bigint;
   nonce?: Hex;
+}
+
+/** A signed withdrawal's terms: `to` makes it a `Withdraw`, without it an `InitiateWithdrawal`. */
+export interface WithdrawalTerms {
+  value: bigint;
+  to?: `0x${string}`;
+  validBefore?: bigint;
+  nonce?: Hex;
+  /** Whose balance (default: the signer's address; an ERC-1271 account its owner signs for). */
+  account?: `0x${string}`;
+}
+
+/**
+ * `signer`'s InitiateWithdrawal or Withdraw under the vault's domain (the vault the service uses
+ * now), as POST /api/x402/payer/withdraw/start and /api/x402/payer/withdraw take it.
+ */
+export async function signedWithdrawal(svc: TestService, signer: LocalAccount, t: WithdrawalTerms) {
+  const chain = svc.deps.chain;
+  const now = BigInt(Math.floor(svc.clock.now().getTime() / 1000));
+  const base = {
+    account: t.account ?? signer.address,
+    value: t.value,
+    validBefore: t.validBefore ?? now + 3600n,
+    nonce: t.nonce ?? randomNonce(),
+  };
+  const domain = {
+    name: "GatewayVault",
+    version: "1",
+    chainId: chain.chainId(X402_PROFILE),
+    verifyingContract: chain.contract(X402_PROFILE, "GatewayVault"),
+  };
+  const signature = t.to
+    ? await signer.signTypedData({
+      domain,
+      types: { Withdraw: SIGNED_WITHDRAWAL_TYPES.Withdraw },
+      primaryType: "Withdraw",
+      message: { ...base, to: t.to },
+    })
+    : await signer.signTypedData({
+      domain,
+      types: { InitiateWithdrawal: SIGNED_WITHDRAWAL_TYPES.InitiateWithdrawal },
+      primaryType: "InitiateWithdrawal",
+      message: base,
+    });
+  return {
+    authorization: {
+      ...base,
+      ...(t.to ? { to: t.to } : {}),
+      value: base.value.toString(),
+      validBefore: base.validBefore.toString(),
+    },
+    signature,
+  };
 }
 
 /** What a payer reads off a listing's 402 to deposit: the vault and USDC's EIP-712 domain. */
@@ -329,7 +385,7 @@ export async function signedDeposit(
 ) {
   const now = BigInt(Math.floor(svc.clock.now().getTime() / 1000));
   const message = {
-    from: account.address,
+    from: t.from ?? account.address,
     to: (t.to ?? offer.vault) as `0x${string}`,
     value: t.value,
     validAfter: t.validAfter ?? now - 10n,

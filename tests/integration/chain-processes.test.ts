@@ -88,6 +88,12 @@ Deno.test("sender: killed after broadcast, recovery completes the record; money 
     const [before] = await s.db
       .sql`select status, tx_hash from chain_transactions where intent_key = 'crash:0'`;
     assert.equal(before.status, "signed", "the process died before its bookkeeping");
+    // The node mines a moment after it answers the broadcast: the survivor comes later.
+    await s.chain.runtime("testnet").client.waitForTransactionReceipt({
+      hash: before.txHash,
+      pollingInterval: 50,
+      timeout: 20_000,
+    });
 
     const report = await s.chain.recover("testnet", { minAgeMs: 0 });
     assert.equal(report.confirmed, 1);

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { keccak256, stringToHex } from "viem";
-import { startTestService } from "../helpers/service.ts";
+import { catchUpClock, startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { rpc } from "../helpers/chain.ts";
 import { M } from "../../src/http/messages.ts";
@@ -347,6 +347,7 @@ Deno.test("jobs API: lifecycle, reject, refund, refusals, database = contract", 
     await t.step(
       "refund: refused before expiry, the client's after (chain time moved)",
       async () => {
+        await catchUpClock(svc);
         const { jobId: id } = await create({ budget: "3", expiresInSeconds: 120 });
         const r0 = await post("/api/jobs/fund", a.apiKey, { jobId: id, clientWalletId: client.id });
         assert.equal(r0.status, 200, r0.text);

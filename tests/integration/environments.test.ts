@@ -213,6 +213,8 @@ const RULES: Record<string, Rule> = {
   "POST /api/x402/gateway/withdraw/start": { free: X402 },
   "GET /api/x402/payer/balance": { free: X402 },
   "POST /api/x402/payer/deposit": { free: X402 },
+  "POST /api/x402/payer/withdraw/start": { free: X402 },
+  "POST /api/x402/payer/withdraw": { free: X402 },
   "GET /api/x402/seller/balance": { free: X402 },
   "POST /api/x402/seller/balance/withdraw": { free: X402 },
   "POST /api/x402/seller/balance/withdraw/start": { free: X402 },

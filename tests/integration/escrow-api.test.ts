@@ -4,7 +4,7 @@
  * and release racing dispute (exactly one wins on chain; the database agrees).
  */
 import assert from "node:assert/strict";
-import { startTestService } from "../helpers/service.ts";
+import { catchUpClock, startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 import { waitFor } from "../helpers/poll.ts";
@@ -339,6 +339,7 @@ Deno.test("escrow API: transitions, refusals, events, races", async (t) => {
     });
 
     await t.step("refund: 400 before expiry; after (chain time and clock) REFUNDED", async () => {
+      await catchUpClock(svc);
       const e = await create({ expiresInSeconds: 120 });
       const early = await post("/api/escrow/refund", { reference: e.reference });
       assert.equal(early.status, 400);

@@ -18,8 +18,13 @@ import {
 } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { GatewayVault, TestUSDC } from "../../src/chain/contracts/artifacts/index.ts";
+import { SIGNED_WITHDRAWAL_TYPES } from "../../src/chain/gateway-withdrawals.ts";
+import { signedDepositValid } from "../../src/chain/gateway-balance.ts";
+import { transferSigner } from "../../src/chain/gateway-authorization.ts";
+import { stopRecoveryLane } from "../../src/chain/recovery-lane.ts";
+import type { GatewayChain } from "../../src/chain/gateway.ts";
 import { ANVIL_KEYS, startAnvil } from "../helpers/anvil.ts";
-import { compile1271, compileRevocable1271 } from "../helpers/erc1271.ts";
+import { compile1271 } from "../helpers/erc1271.ts";
 import { waitFor } from "../helpers/poll.ts";
 import {
   anvilClients,
@@ -29,6 +34,7 @@ import {
 } from "../helpers/contract-kit.ts";
 
 const USDC = 1_000_000n;
+const { InitiateWithdrawal: START_FIELDS, Withdraw: WITHDRAW_FIELDS } = SIGNED_WITHDRAWAL_TYPES;
 const nonce = (): Hex => toHex(crypto.getRandomValues(new Uint8Array(32)));
 
 Deno.test("contracts: GatewayVault on anvil", async (t) => {
@@ -67,6 +73,34 @@ Deno.test("contracts: GatewayVault on anvil", async (t) => {
       return getAddress(r.contractAddress!);
     };
     const vault = await deployVault(0n);
+    /** A tiny ERC-1271 account of `owner1271` (valid when its key signed). */
+    const deploy1271 = async () => {
+      const w = compile1271();
+      const deployed = await mined(owner1271.deployContract({
+        abi: w.abi,
+        bytecode: w.bytecode,
+        args: [owner1271.account.address],
+      }));
+      return getAddress(deployed.contractAddress!);
+    };
+    /**
+     * `payer` delegates its code (EIP-7702) to a tiny ERC-1271 account of `owner`'s: code that
+     * accepts the payer's own key's signatures when `owner` is the payer, and refuses them else.
+     */
+    const delegateTo = async (payer: ReturnType<typeof wallet>, owner: Address) => {
+      const { abi, bytecode } = compile1271();
+      const code = getAddress(
+        (await mined(operator.deployContract({ abi, bytecode, args: [owner] }))).contractAddress!,
+      );
+      const delegation = await payer.signAuthorization({ contractAddress: code, executor: "self" });
+      await mined(payer.sendTransaction({
+        authorizationList: [delegation],
+        to: sellerAddr,
+        data: "0x",
+      }));
+      const delegated = await pub.getCode({ address: payer.account.address });
+      assert.ok(delegated?.startsWith("0xef0100"), `delegated: ${delegated}`);
+    };
     const mint = (to: Address, amount: bigint) =>
       mined(operator.writeContract({
         address: usdc,
@@ -124,7 +158,7 @@ Deno.test("contracts: GatewayVault on anvil", async (t) => {
         ...over,
       };
     };
-    const sign = (a: Auth, signer = buyer, v = vault) =>
+    const sign = (a: Auth, signer: Pick<typeof buyer, "account"> = buyer, v = vault) =>
       signer.account.signTypedData({
         domain: gatewayDomain(v),
         types: { TransferWithAuthorization: AUTHORIZATION_FIELDS },
@@ -381,26 +415,8 @@ Deno.test("contracts: GatewayVault on anvil", async (t) => {
         // Signed with the key while the address has no code (what the service accepts)...
         const a = await authorization({ from: payerAddr, value: 2n * USDC });
         const sig = await sign(a, payer);
-        // ...then the address delegates to code that answers every ERC-1271 question "no".
-        const { abi, bytecode } = compileRevocable1271();
-        const refuser = getAddress(
-          (await mined(operator.deployContract({
-            abi,
-            bytecode,
-            args: [sellerAddr],
-          }))).contractAddress!,
-        );
-        const delegation = await payer.signAuthorization({
-          contractAddress: refuser,
-          executor: "self",
-        });
-        await mined(payer.sendTransaction({
-          authorizationList: [delegation],
-          to: sellerAddr,
-          data: "0x",
-        }));
-        const code = await pub.getCode({ address: payerAddr });
-        assert.ok(code?.startsWith("0xef0100"), `delegated: ${code}`);
+        // ...then the address delegates to code that answers "no" for its key's signatures.
+        await delegateTo(payer, sellerAddr);
         const before = await balanceIn(vault, sellerAddr);
         await mined(pay(a, sig));
         assert.equal((await balanceIn(vault, payerAddr)).available, 3n * USDC);
@@ -415,13 +431,7 @@ Deno.test("contracts: GatewayVault on anvil", async (t) => {
     );
 
     await t.step("an ERC-1271 contract payer: its owner's signature is accepted", async () => {
-      const w = compile1271();
-      const deployed = await mined(owner1271.deployContract({
-        abi: w.abi,
-        bytecode: w.bytecode,
-        args: [owner1271.account.address],
-      }));
-      const account = getAddress(deployed.contractAddress!);
+      const account = await deploy1271();
       await mined(buyer.writeContract({
         address: usdc,
         abi: TestUSDC.abi,
@@ -660,6 +670,287 @@ Deno.test("contracts: GatewayVault on anvil", async (t) => {
           withdrawing: 0n,
           withdrawable: 0n,
         });
+      },
+    );
+
+    await t.step(
+      "a smart account deposits with its owner's signature (the token's bytes form)",
+      async () => {
+        const account = await deploy1271();
+        await mint(account, 3n * USDC);
+        const deadline = (await now()) + 600n;
+        const n = nonce();
+        const message = {
+          from: account,
+          to: vault,
+          value: 3n * USDC,
+          validAfter: 0n,
+          validBefore: deadline,
+          nonce: n,
+        };
+        const signBy = (who: typeof buyer) =>
+          who.account.signTypedData({
+            domain: { name: "USD Coin", version: "2", chainId: chain.id, verifyingContract: usdc },
+            types: { ReceiveWithAuthorization: AUTHORIZATION_FIELDS },
+            primaryType: "ReceiveWithAuthorization",
+            message,
+          });
+        // The token's errors too: its refusal of the signature comes back through the vault.
+        const abi = [...GatewayVault.abi, ...TestUSDC.abi.filter((x) => x.type === "error")];
+        const submit = (signature: Hex) =>
+          operator.writeContract({
+            address: vault,
+            abi,
+            functionName: "depositWithAuthorization",
+            args: [account, 3n * USDC, 0n, deadline, n, signature],
+          });
+        await reverts(submit(await signBy(buyer)), "ERC3009InvalidSignature");
+        const r = await mined(submit(await signBy(owner1271)));
+        gas.depositWithAuthorization1271 = r.gasUsed;
+        assert.equal((await balanceIn(vault, account)).available, 3n * USDC);
+        assert.equal(await usdcOf(account), 0n);
+      },
+    );
+
+    await t.step(
+      "an EOA that delegates its code (EIP-7702) pays USDC as its code answers: the token asks it, our deposit relay and exact check too",
+      async () => {
+        // The relay's check on this chain (x402.gateway.ts asks it before anything is sent).
+        const here = {
+          runtime: () => ({
+            client: pub,
+            chainId: chain.id,
+            contracts: { TestUSDC: usdc },
+            profile: { name: "testnet" },
+          }),
+          contract: (_p: string, name: string) => name === "GatewayVault" ? vault : usdc,
+          send: () => Promise.reject(new Error("nothing is sent here")),
+          walletAccount: () => Promise.reject(new Error("no wallet here")),
+        } as unknown as GatewayChain;
+        const payer = wallet(generatePrivateKey());
+        const payerAddr = payer.account.address;
+        await testClient.setBalance({ address: payerAddr, value: 10n ** 18n });
+        await mint(payerAddr, 5n * USDC);
+        const deadline = (await now()) + 600n;
+        const d = {
+          from: payerAddr,
+          value: 2n * USDC,
+          validAfter: 0n,
+          validBefore: deadline,
+          nonce: nonce(),
+        };
+        const signature = await payer.account.signTypedData({
+          domain: { name: "USD Coin", version: "2", chainId: chain.id, verifyingContract: usdc },
+          types: { ReceiveWithAuthorization: AUTHORIZATION_FIELDS },
+          primaryType: "ReceiveWithAuthorization",
+          message: { ...d, to: vault },
+        });
+        const valid = () => signedDepositValid(here, "testnet", { ...d, signature });
+        const abi = [...GatewayVault.abi, ...TestUSDC.abi.filter((x) => x.type === "error")];
+        const { r, s, v } = parseSignature(signature);
+        const submit = () =>
+          operator.writeContract({
+            address: vault,
+            abi,
+            functionName: "depositWithAuthorization",
+            args: [payerAddr, d.value, d.validAfter, d.validBefore, d.nonce, Number(v), r, s],
+          });
+
+        // An `exact` payment under the token's domain (what the facilitator's verify checks),
+        // its own TransferWithAuthorization to the seller, asked the same way.
+        const t = {
+          from: payerAddr,
+          to: sellerAddr,
+          value: 1n * USDC,
+          validAfter: 0n,
+          validBefore: deadline,
+          nonce: nonce(),
+        };
+        const tSig = await payer.account.signTypedData({
+          domain: { name: "USD Coin", version: "2", chainId: chain.id, verifyingContract: usdc },
+          types: { TransferWithAuthorization: AUTHORIZATION_FIELDS },
+          primaryType: "TransferWithAuthorization",
+          message: t,
+        });
+        const transferValid = async () => {
+          try {
+            return await transferSigner(here, "testnet", "usdc", t, tSig);
+          } finally {
+            stopRecoveryLane();
+          }
+        };
+        const transfer = () => {
+          const { r, s, v } = parseSignature(tSig);
+          return pub.simulateContract({
+            account: operator.account,
+            address: usdc,
+            abi: TestUSDC.abi,
+            functionName: "transferWithAuthorization",
+            args: [t.from, t.to, t.value, t.validAfter, t.validBefore, t.nonce, Number(v), r, s],
+          });
+        };
+
+        assert.equal(await valid(), true, "no code: the key's signature");
+        assert.equal(await transferValid(), "key");
+        // Code that answers "no" for this key: the token asks it, and refuses the deposit.
+        await delegateTo(payer, sellerAddr);
+        assert.equal(await valid(), false, "delegated to code that refuses");
+        await reverts(submit(), "ERC3009InvalidSignature");
+        assert.equal(await transferValid(), null, "the token's domain: refused as the token does");
+        await reverts(transfer(), "ERC3009InvalidSignature");
+        // Code that accepts its own key's signatures (ERC-1271 over the EOA's key): deposited.
+        await delegateTo(payer, payerAddr);
+        assert.equal(await valid(), true, "delegated to code that accepts");
+        assert.equal(await transferValid(), "node", "the code vouched, not the key");
+        await transfer();
+        await mined(submit());
+        assert.equal((await balanceIn(vault, payerAddr)).available, 2n * USDC);
+        assert.equal(await usdcOf(payerAddr), 3n * USDC);
+      },
+    );
+
+    await t.step(
+      "signed withdrawals: anyone submits, the account's signature decides, nonces apart from payments'",
+      async () => {
+        const { privateKeyToAccount } = await import("viem/accounts");
+        const payer = privateKeyToAccount(generatePrivateKey()); // never holds gas
+        const to = privateKeyToAccount(generatePrivateKey()).address;
+        const delayed = await deployVault(3600n);
+        await mined(buyer.writeContract({
+          address: usdc,
+          abi: TestUSDC.abi,
+          functionName: "approve",
+          args: [delayed, 10n * USDC],
+        }));
+        await mined(buyer.writeContract({
+          address: delayed,
+          abi: GatewayVault.abi,
+          functionName: "depositFor",
+          args: [payer.address, 10n * USDC],
+        }));
+        const deadline = async () => (await now()) + 300n;
+        type Start = { account: Address; value: bigint; validBefore: bigint; nonce: Hex };
+        type Out = Start & { to: Address };
+        const signStart = (m: Start, key: { signTypedData: typeof payer.signTypedData } = payer) =>
+          key.signTypedData({
+            domain: gatewayDomain(delayed),
+            types: { InitiateWithdrawal: START_FIELDS },
+            primaryType: "InitiateWithdrawal",
+            message: m,
+          });
+        const signOut = (
+          m: Out,
+          v = delayed,
+          key: { signTypedData: typeof payer.signTypedData } = payer,
+        ) =>
+          key.signTypedData({
+            domain: gatewayDomain(v),
+            types: { Withdraw: WITHDRAW_FIELDS },
+            primaryType: "Withdraw",
+            message: m,
+          });
+        const start = (m: Start, sig: Hex) =>
+          operator.writeContract({
+            address: delayed,
+            abi: GatewayVault.abi,
+            functionName: "initiateWithdrawalWithAuthorization",
+            args: [m.account, m.value, m.validBefore, m.nonce, sig],
+          });
+        const out = (m: Out, sig: Hex, v = delayed) =>
+          operator.writeContract({
+            address: v,
+            abi: GatewayVault.abi,
+            functionName: "withdrawWithAuthorization",
+            args: [m.account, m.to, m.value, m.validBefore, m.nonce, sig],
+          });
+
+        // The nonce of a payment the payer signed: a withdrawal using it leaves the payment valid.
+        const shared = nonce();
+        const m: Start = {
+          account: payer.address,
+          value: 6n * USDC,
+          validBefore: await deadline(),
+          nonce: shared,
+        };
+        await reverts(start(m, await signStart(m, buyer.account)), "InvalidSignature");
+        await reverts(start({ ...m, value: 7n * USDC }, await signStart(m)), "InvalidSignature");
+        const late = { ...m, validBefore: (await now()) - 1n };
+        await reverts(start(late, await signStart(late)), "AuthorizationExpired");
+        const r = await mined(start(m, await signStart(m)));
+        gas.initiateWithdrawalWithAuthorization = r.gasUsed;
+        const ev = parseEventLogs({
+          abi: GatewayVault.abi,
+          logs: r.logs,
+          eventName: "WithdrawalAuthorizationUsed",
+        });
+        assert.deepEqual(ev[0].args, { account: payer.address, nonce: shared });
+        await reverts(start(m, await signStart(m)), "AuthorizationAlreadyUsed");
+        assert.equal(
+          await pub.readContract({
+            address: delayed,
+            abi: GatewayVault.abi,
+            functionName: "withdrawalAuthorizationState",
+            args: [payer.address, shared],
+          }),
+          true,
+        );
+        assert.deepEqual(await balanceIn(delayed, payer.address), {
+          available: 4n * USDC,
+          withdrawing: 6n * USDC,
+          withdrawable: 0n,
+        });
+        const a = await authorization({ from: payer.address, value: 1n * USDC, nonce: shared });
+        await mined(pay(a, await sign(a, { account: payer }, delayed), delayed));
+
+        const w: Out = {
+          account: payer.address,
+          to,
+          value: 6n * USDC,
+          validBefore: 0n,
+          nonce: nonce(),
+        };
+        w.validBefore = (await now()) + 7200n;
+        const wSig = await signOut(w);
+        await reverts(out(w, wSig), "NotWithdrawable");
+        await testClient.increaseTime({ seconds: 3601 });
+        await testClient.mine({ blocks: 1 });
+        await reverts(out({ ...w, to: buyerAddr }, wSig), "InvalidSignature");
+        const done = await mined(out(w, wSig));
+        gas.withdrawWithAuthorization = done.gasUsed;
+        assert.equal(await usdcOf(to), 6n * USDC);
+        await reverts(out(w, wSig), "AuthorizationAlreadyUsed");
+        assert.deepEqual(await balanceIn(delayed, payer.address), {
+          available: 3n * USDC,
+          withdrawing: 0n,
+          withdrawable: 0n,
+        });
+        assert.equal(await pub.getBalance({ address: payer.address }), 0n);
+
+        // An ERC-1271 account withdraws with its owner's signature (no delay: at once).
+        const account = await deploy1271();
+        await mined(buyer.writeContract({
+          address: usdc,
+          abi: TestUSDC.abi,
+          functionName: "approve",
+          args: [vault, 2n * USDC],
+        }));
+        await mined(buyer.writeContract({
+          address: vault,
+          abi: GatewayVault.abi,
+          functionName: "depositFor",
+          args: [account, 2n * USDC],
+        }));
+        const o: Out = {
+          account,
+          to,
+          value: 2n * USDC,
+          validBefore: await deadline(),
+          nonce: nonce(),
+        };
+        await reverts(out(o, await signOut(o, vault), vault), "InvalidSignature");
+        await mined(out(o, await signOut(o, vault, owner1271.account), vault));
+        assert.equal(await usdcOf(to), 8n * USDC);
+        assert.equal((await balanceIn(vault, account)).available, 0n);
       },
     );
 

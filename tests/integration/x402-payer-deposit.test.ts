@@ -13,6 +13,7 @@ import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import {
   type DepositTerms,
+  externalBuyer,
   listApi,
   offerOf,
   okUpstream,
@@ -20,6 +21,8 @@ import {
   X402_PROFILE,
 } from "../helpers/x402.ts";
 import { highS } from "../helpers/signatures.ts";
+import { compile1271 } from "../helpers/erc1271.ts";
+import { checksum } from "../../src/chain/address.ts";
 import { M, MF } from "../../src/http/messages.ts";
 import { usdcDomain } from "../../src/chain/eip3009.ts";
 import { settleRound } from "../../src/modules/x402/x402.batched.settle.ts";
@@ -212,6 +215,34 @@ Deno.test("x402 payer deposit: a wallet with USDC and no gas deposits, then pays
       assert.equal(round[0]?.settled, 1);
       assert.equal(await vaultOf(), 2n * USDC - 10_000n);
       assert.equal(await client.getBalance({ address }), 0n, "paid without ever holding gas");
+    });
+
+    await t.step("a smart account with no gas deposits with its owner's signature", async () => {
+      const owner = privateKeyToAccount(generatePrivateKey());
+      const funder = await externalBuyer(svc, generatePrivateKey(), 0n);
+      const w = compile1271();
+      const hash = await funder.wallet.deployContract({
+        abi: w.abi,
+        bytecode: w.bytecode,
+        args: [owner.address],
+      });
+      await funder.mined(hash);
+      const account = (await client.getTransactionReceipt({ hash })).contractAddress!
+        .toLowerCase() as `0x${string}`;
+      await chain.mintUsdc({ profile: X402_PROFILE, to: account, amount: 3n * USDC });
+      const forged = await call("POST", PATH, {
+        body: await sign(payer, { from: account, value: 2n * USDC }),
+      });
+      assert.equal(forged.status, 400, forged.text);
+      assert.equal(forged.json.error, M.x402RelaySignature);
+      const r = await call("POST", PATH, {
+        body: await sign(owner, { from: account, value: 2n * USDC }),
+      });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.json.payer, checksum(account));
+      assert.equal((await chain.gateway.balance(X402_PROFILE, account)).available, 2n * USDC);
+      assert.equal(await chain.usdcBalance(X402_PROFILE, account), USDC);
+      assert.equal(await client.getBalance({ address: account }), 0n);
     });
   } finally {
     await upstream.shutdown();

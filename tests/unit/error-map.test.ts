@@ -72,6 +72,24 @@ Deno.test("error map: one row per domain code", async (t) => {
     assert.equal(a.unexpected, false);
   });
 
+  await t.step("a database that cannot be reached is a 503 to retry, logged, not a 500", () => {
+    const coded = (code: string) => Object.assign(new Error(`x ${code}`), { code });
+    for (const code of ["ECONNREFUSED", "CONNECT_TIMEOUT", "57P03", "53300", "ENOTFOUND"]) {
+      const a = answerFor(coded(code));
+      assert.equal(a.status, 503, code);
+      assert.deepEqual(a.body, {
+        success: false,
+        error: M.databaseUnavailable,
+        hint: M.databaseUnavailableHint,
+      });
+      assert.deepEqual(a.headers, { "retry-after": "2" });
+      assert.equal(a.unexpected, false);
+      assert.equal(a.unavailable, true);
+    }
+    // A refusal waiting cannot cure stays unexpected: no such database, a wrong password.
+    for (const code of ["3D000", "28P01"]) assert.equal(answerFor(coded(code)).status, 500);
+  });
+
   await t.step(
     "anything else is a 500 with the catalog's internal text, flagged for the log",
     () => {

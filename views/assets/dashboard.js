@@ -7,6 +7,12 @@
   const app = () => document.querySelector(".app");
   const text = (name) => app()?.dataset[`text${name}`] ?? "";
   const csrf = () => document.querySelector('meta[name="csrf-token"]')?.content ?? "";
+  // Shows a message in a status element (a notice of `kind`: "error", "ok", …).
+  const sayIn = (status) => (message, kind) => {
+    status.textContent = message;
+    status.className = `notice ${kind}`;
+    status.hidden = false;
+  };
 
   // hx-confirm opens our <dialog> instead of window.confirm.
   document.addEventListener("htmx:confirm", (event) => {
@@ -108,11 +114,7 @@
   async function linkWallet(button) {
     const box = button.closest("[data-wallet]");
     const status = box.querySelector("[data-wallet-status]");
-    const say = (message, kind) => {
-      status.textContent = message;
-      status.className = `notice ${kind}`;
-      status.hidden = false;
-    };
+    const say = sayIn(status);
     const eth = globalThis.ethereum;
     if (!eth || typeof eth.request !== "function") return say(text("WalletMissing"), "error");
 
@@ -187,11 +189,7 @@
   async function sendSignRequest(button) {
     const box = button.closest("[data-sign-requests]");
     const status = box.querySelector("[data-sign-status]");
-    const say = (message, kind) => {
-      status.textContent = message;
-      status.className = `notice ${kind}`;
-      status.hidden = false;
-    };
+    const say = sayIn(status);
     const eth = globalThis.ethereum;
     if (!eth || typeof eth.request !== "function") return say(text("WalletMissing"), "error");
     const d = button.dataset;
@@ -225,6 +223,117 @@
         target: "#main",
         swap: "innerHTML",
         values: { txHash: hash },
+        headers: { "X-CSRF-Token": csrf() },
+      });
+    } catch (err) {
+      if (err && err.code === 4001) say(text("WalletRejected"), "error");
+      else if (err instanceof TypeError) say(text("RequestFailed"), "error");
+      else say((err && err.message) || text("WalletFailed"), "error");
+    } finally {
+      button.disabled = false;
+      button.classList.remove("htmx-request");
+    }
+  }
+
+  // ---- x402: a withdrawal signed by the external payout wallet -----------------------------
+
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("[data-x402-sign]");
+    if (button) signWithdrawal(button);
+  });
+
+  // "1.5" → 1500000n: USDC's six decimals, in integers (never a float).
+  function usdcUnits(input) {
+    const m = /^(\d{1,12})(?:\.(\d{1,6}))?$/.exec(input.trim());
+    return m ? BigInt(m[1]) * 1000000n + BigInt((m[2] ?? "").padEnd(6, "0")) : null;
+  }
+
+  const randomBytes32 = () =>
+    "0x" +
+    Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, "0"))
+      .join("");
+
+  async function signWithdrawal(button) {
+    const box = button.closest("[data-x402-signed]");
+    const status = box.querySelector("[data-x402-signed-status]");
+    const say = sayIn(status);
+    const eth = globalThis.ethereum;
+    if (!eth || typeof eth.request !== "function") return say(text("WalletMissing"), "error");
+    const value = usdcUnits(box.querySelector("[name=amount]").value);
+    if (value === null || value === 0n) return say(text("AmountInvalid"), "error");
+    const d = box.dataset;
+    const start = button.dataset.x402Sign === "start";
+    button.disabled = true;
+    button.classList.add("htmx-request");
+    status.hidden = true;
+    try {
+      const accounts = await eth.request({ method: "eth_requestAccounts" });
+      const from = (Array.isArray(accounts) ? accounts : [])
+        .find((a) => String(a).toLowerCase() === d.account.toLowerCase());
+      if (!from) return say(text("WalletNotPayout"), "error");
+      const chainHex = "0x" + Number(d.chainId).toString(16);
+      const current = await eth.request({ method: "eth_chainId" });
+      if (String(current).toLowerCase() !== chainHex) {
+        await eth.request({
+          method: "wallet_switchEthereumChain",
+          params: [{ chainId: chainHex }],
+        });
+      }
+      // Ten minutes from the later of this clock and the chain's (the vault checks the chain's).
+      const block = await eth.request({
+        method: "eth_getBlockByNumber",
+        params: ["latest", false],
+      });
+      const chainNow = block && block.timestamp ? Number(BigInt(block.timestamp)) : 0;
+      const validBefore = String(Math.max(Math.floor(Date.now() / 1000), chainNow) + 600);
+      const nonce = randomBytes32();
+      const fields = [
+        { name: "account", type: "address" },
+        ...(start ? [] : [{ name: "to", type: "address" }]),
+        { name: "value", type: "uint256" },
+        { name: "validBefore", type: "uint256" },
+        { name: "nonce", type: "bytes32" },
+      ];
+      const primaryType = start ? "InitiateWithdrawal" : "Withdraw";
+      const typed = {
+        types: {
+          EIP712Domain: [
+            { name: "name", type: "string" },
+            { name: "version", type: "string" },
+            { name: "chainId", type: "uint256" },
+            { name: "verifyingContract", type: "address" },
+          ],
+          [primaryType]: fields,
+        },
+        primaryType,
+        domain: {
+          name: "GatewayVault",
+          version: "1",
+          chainId: Number(d.chainId),
+          verifyingContract: d.vault,
+        },
+        message: {
+          account: d.account,
+          ...(start ? {} : { to: d.account }),
+          value: value.toString(),
+          validBefore,
+          nonce,
+        },
+      };
+      const signature = await eth.request({
+        method: "eth_signTypedData_v4",
+        params: [from, JSON.stringify(typed)],
+      });
+      await htmx.ajax("POST", d.submitUrl, {
+        target: "#main",
+        swap: "innerHTML",
+        values: {
+          kind: start ? "start" : "withdraw",
+          value: value.toString(),
+          validBefore,
+          nonce,
+          signature,
+        },
         headers: { "X-CSRF-Token": csrf() },
       });
     } catch (err) {

@@ -11,6 +11,7 @@ import {
   FieldError,
   Notice,
   type NoticeData,
+  Spinner,
   Submit,
   Time,
 } from "./shell.tsx";
@@ -57,6 +58,11 @@ export interface X402Balances {
   delaySeconds?: number;
   /** When what is withdrawing matures (ISO 8601), while something is. */
   withdrawableAt?: string;
+  /**
+   * The payout wallet is the merchant's own (external: the service has no key): it withdraws by
+   * signing under the vault's EIP-712 domain, and the relayer sends it.
+   */
+  signing?: { vault: string; chainId: number };
 }
 
 /** Paid calls accepted now and settled later: gateway-balance batches and channel claims. */
@@ -157,44 +163,102 @@ function Balances(props: X402ViewProps) {
                 </>
               )}
             </dl>
-            {b.delaySeconds !== undefined && <StartWithdrawal {...props} />}
-            <form
-              method="post"
-              action="/dashboard/x402/withdraw/review"
-              hx-post="/dashboard/x402/withdraw/review"
-              hx-target="#main"
-              class="stack"
-              aria-label="Withdraw from the gateway"
-            >
-              <CsrfInput token={props.csrf} />
-              <div class="row">
-                <Field
-                  name="amount"
-                  id="f-withdraw-amount"
-                  label="Withdraw amount (USDC)"
-                  value={v.amount}
-                  error={e.amount}
-                  inputMode="decimal"
-                  autocomplete="off"
-                  maxLength={40}
-                  hint={`At most ${b.withdrawable} USDC.`}
-                />
-                <Field
-                  name="destinationAddress"
-                  id="f-withdraw-destination"
-                  label="Destination address (optional)"
-                  value={v.destinationAddress}
-                  error={e.destinationAddress}
-                  autocomplete="off"
-                  spellcheck={false}
-                  maxLength={42}
-                  hint="Default: your payout address. On settleTestnet."
-                />
-              </div>
-              <Submit busy="Checking…">Review withdrawal</Submit>
-            </form>
+            {b.signing && <SignedWithdrawal {...props} />}
+            {!b.signing && b.delaySeconds !== undefined && <StartWithdrawal {...props} />}
+            {!b.signing && (
+              <form
+                method="post"
+                action="/dashboard/x402/withdraw/review"
+                hx-post="/dashboard/x402/withdraw/review"
+                hx-target="#main"
+                class="stack"
+                aria-label="Withdraw from the gateway"
+              >
+                <CsrfInput token={props.csrf} />
+                <div class="row">
+                  <Field
+                    name="amount"
+                    id="f-withdraw-amount"
+                    label="Withdraw amount (USDC)"
+                    value={v.amount}
+                    error={e.amount}
+                    inputMode="decimal"
+                    autocomplete="off"
+                    maxLength={40}
+                    hint={`At most ${b.withdrawable} USDC.`}
+                  />
+                  <Field
+                    name="destinationAddress"
+                    id="f-withdraw-destination"
+                    label="Destination address (optional)"
+                    value={v.destinationAddress}
+                    error={e.destinationAddress}
+                    autocomplete="off"
+                    spellcheck={false}
+                    maxLength={42}
+                    hint="Default: your payout address. On settleTestnet."
+                  />
+                </div>
+                <Submit busy="Checking…">Review withdrawal</Submit>
+              </form>
+            )}
           </>
         )}
+    </div>
+  );
+}
+
+/**
+ * An external payout wallet withdraws by signature: the page has the wallet sign a `Withdraw` (or,
+ * on a vault with a delay, an `InitiateWithdrawal`) under the vault's domain
+ * (views/assets/dashboard.js), and the relayer sends it; the wallet needs no gas.
+ */
+function SignedWithdrawal(props: X402ViewProps) {
+  const b = props.balances!;
+  const s = b.signing!;
+  const hours = Math.round(((b.delaySeconds ?? 0) / 3600) * 10) / 10;
+  return (
+    <div
+      class="stack"
+      role="group"
+      aria-labelledby="x402-signed-title"
+      data-x402-signed
+      data-vault={s.vault}
+      data-chain-id={String(s.chainId)}
+      data-account={b.sellerAddress}
+      data-submit-url="/dashboard/x402/withdraw/signed"
+    >
+      <h3 id="x402-signed-title">Withdraw with your wallet</h3>
+      <p>
+        Your payout wallet is your own: it signs the withdrawal to itself, and the service sends it
+        and pays the gas.
+        {b.delaySeconds !== undefined &&
+          ` This vault pays a withdrawal ${hours} h after it starts: start it first.`}
+      </p>
+      <Field
+        name="amount"
+        id="f-signed-amount"
+        label="Amount to withdraw (USDC)"
+        inputMode="decimal"
+        autocomplete="off"
+        maxLength={40}
+        hint={b.delaySeconds !== undefined
+          ? `Start: at most ${b.available} USDC, less paid calls not yet settled. Withdraw: at most ${b.withdrawable} USDC.`
+          : `At most ${b.withdrawable} USDC, less paid calls not yet settled.`}
+      />
+      <div class="row">
+        {b.delaySeconds !== undefined && (
+          <button type="button" data-x402-sign="start">
+            Sign and start withdrawal
+            <Spinner label="Waiting for your wallet…" />
+          </button>
+        )}
+        <button type="button" data-x402-sign="withdraw">
+          Sign and withdraw
+          <Spinner label="Waiting for your wallet…" />
+        </button>
+      </div>
+      <div class="notice" data-x402-signed-status role="status" aria-live="polite" hidden></div>
     </div>
   );
 }
@@ -265,6 +329,10 @@ function Listings(props: X402ViewProps) {
   return (
     <div class="panel">
       <h2 id="x402-listings-title">Listings</h2>
+      <p class="hint">
+        Buyers pay from a gateway balance. One without gas funds it, and takes it back out, by
+        signing in its wallet at <a href="/gateway">/gateway</a>.
+      </p>
       {props.listings.length === 0
         ? (
           <EmptyState title="No listings yet.">

@@ -10,6 +10,20 @@ import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/MessageHashUtils.sol";
 import {IERC3009} from "@openzeppelin/contracts/interfaces/draft-IERC3009.sol";
 
+/// @dev EIP-3009's receive with the signature as bytes (FiatToken v2.2, and TestUSDC): a packed
+/// signature, or an ERC-1271 account's, which the token checks with the account.
+interface IReceiveWithSignature {
+    function receiveWithAuthorization(
+        address from,
+        address to,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes memory signature
+    ) external;
+}
+
 /**
  * @title GatewayVault
  * @notice x402 gateway balances. Buyers deposit USDC; an EIP-712 `TransferWithAuthorization`
@@ -32,6 +46,11 @@ import {IERC3009} from "@openzeppelin/contracts/interfaces/draft-IERC3009.sol";
  * Circle's unmodified x402 batching client signs for the `verifyingContract` the 402 names.
  * A submitter that knows which one an authorization was signed under says so
  * ({transferWithAuthorizationsByDomain}): one signature check instead of up to two.
+ *
+ * A withdrawal can also be signed rather than sent: `InitiateWithdrawal` and `Withdraw`, under this
+ * vault's own domain, submitted by anyone (the service's relayers), so a payer holding no gas can
+ * take its balance out. They do what the account's own calls do, with nonces of their own: a
+ * withdrawal never spends a payment authorization's nonce, which would fail its settlement.
  */
 contract GatewayVault is EIP712 {
     using SafeERC20 for IERC20;
@@ -39,6 +58,11 @@ contract GatewayVault is EIP712 {
     bytes32 public constant TRANSFER_WITH_AUTHORIZATION_TYPEHASH = keccak256(
         "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
     );
+
+    bytes32 public constant INITIATE_WITHDRAWAL_TYPEHASH =
+        keccak256("InitiateWithdrawal(address account,uint256 value,uint256 validBefore,bytes32 nonce)");
+    bytes32 public constant WITHDRAW_TYPEHASH =
+        keccak256("Withdraw(address account,address to,uint256 value,uint256 validBefore,bytes32 nonce)");
 
     /// @notice One payment authorization, for {transferWithAuthorizations}.
     struct Authorization {
@@ -78,6 +102,7 @@ contract GatewayVault is EIP712 {
 
     mapping(address account => Balance) private _balances;
     mapping(address authorizer => mapping(bytes32 nonce => bool)) private _usedNonces;
+    mapping(address account => mapping(bytes32 nonce => bool)) private _usedWithdrawalNonces;
 
     event Deposited(address indexed account, address indexed from, uint256 value);
     event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
@@ -86,6 +111,7 @@ contract GatewayVault is EIP712 {
     event AuthorizationFailed(address indexed authorizer, bytes32 indexed nonce, bytes reason);
     event WithdrawalInitiated(address indexed account, uint256 value, uint64 withdrawableAt);
     event Withdrawn(address indexed account, address indexed to, uint256 value);
+    event WithdrawalAuthorizationUsed(address indexed account, bytes32 indexed nonce);
     event SettlerSet(address indexed account, bool allowed);
 
     error ZeroAddress();
@@ -156,6 +182,22 @@ contract GatewayVault is EIP712 {
         _credit(from, from, value);
         IERC3009(address(usdc)).receiveWithAuthorization(
             from, address(this), value, validAfter, validBefore, nonce, v, r, s
+        );
+    }
+
+    /// @notice {depositWithAuthorization} with the signature as bytes: a smart account's (ERC-1271),
+    /// for a token that takes them (FiatToken v2.2's overload); anyone may submit.
+    function depositWithAuthorization(
+        address from,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes calldata signature
+    ) external {
+        _credit(from, from, value);
+        IReceiveWithSignature(address(usdc)).receiveWithAuthorization(
+            from, address(this), value, validAfter, validBefore, nonce, signature
         );
     }
 
@@ -326,27 +368,93 @@ contract GatewayVault is EIP712 {
 
     /// @notice Starts the withdrawal delay for `value` of the caller's available balance.
     function initiateWithdrawal(uint256 value) external {
-        if (value == 0) revert ZeroAmount();
-        Balance storage b = _balances[msg.sender];
-        if (b.available < value) revert InsufficientBalance(b.available, value);
-        b.available -= value;
-        b.withdrawing += value;
-        b.withdrawableAt = uint64(block.timestamp + withdrawalDelay);
-        emit WithdrawalInitiated(msg.sender, value, b.withdrawableAt);
+        _initiateWithdrawal(msg.sender, value);
     }
 
     /// @notice Pays `value` of the caller's withdrawable balance to `to`.
     function withdraw(uint256 value, address to) external {
+        _withdraw(msg.sender, value, to);
+    }
+
+    /// @notice {initiateWithdrawal} for `account`, which signed `InitiateWithdrawal` under this
+    /// vault's domain (its key, or ERC-1271 for an account with code); anyone may submit.
+    function initiateWithdrawalWithAuthorization(
+        address account,
+        uint256 value,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes calldata signature
+    ) external {
+        _useWithdrawalAuthorization(
+            account,
+            keccak256(abi.encode(INITIATE_WITHDRAWAL_TYPEHASH, account, value, validBefore, nonce)),
+            validBefore,
+            nonce,
+            signature
+        );
+        _initiateWithdrawal(account, value);
+    }
+
+    /// @notice {withdraw} of `account`'s balance to `to`, which `account` signed (`Withdraw`, under
+    /// this vault's domain); anyone may submit.
+    function withdrawWithAuthorization(
+        address account,
+        address to,
+        uint256 value,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes calldata signature
+    ) external {
+        _useWithdrawalAuthorization(
+            account,
+            keccak256(abi.encode(WITHDRAW_TYPEHASH, account, to, value, validBefore, nonce)),
+            validBefore,
+            nonce,
+            signature
+        );
+        _withdraw(account, value, to);
+    }
+
+    /// @notice Whether `account` already used `nonce` for a signed withdrawal.
+    function withdrawalAuthorizationState(address account, bytes32 nonce) external view returns (bool) {
+        return _usedWithdrawalNonces[account][nonce];
+    }
+
+    function _useWithdrawalAuthorization(
+        address account,
+        bytes32 structHash,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes calldata signature
+    ) private {
+        if (block.timestamp >= validBefore) revert AuthorizationExpired(validBefore);
+        if (_usedWithdrawalNonces[account][nonce]) revert AuthorizationAlreadyUsed(account, nonce);
+        if (!_signedBy(account, _hashTypedDataV4(structHash), signature)) revert InvalidSignature();
+        _usedWithdrawalNonces[account][nonce] = true;
+        emit WithdrawalAuthorizationUsed(account, nonce);
+    }
+
+    function _initiateWithdrawal(address account, uint256 value) private {
+        if (value == 0) revert ZeroAmount();
+        Balance storage b = _balances[account];
+        if (b.available < value) revert InsufficientBalance(b.available, value);
+        b.available -= value;
+        b.withdrawing += value;
+        b.withdrawableAt = uint64(block.timestamp + withdrawalDelay);
+        emit WithdrawalInitiated(account, value, b.withdrawableAt);
+    }
+
+    function _withdraw(address account, uint256 value, address to) private {
         if (to == address(0)) revert ZeroAddress();
         if (value == 0) revert ZeroAmount();
-        uint256 can = withdrawable(msg.sender);
+        uint256 can = withdrawable(account);
         if (can < value) revert NotWithdrawable(can, value);
-        Balance storage b = _balances[msg.sender];
+        Balance storage b = _balances[account];
         uint256 fromWithdrawing = b.withdrawableAt <= block.timestamp ? _min(b.withdrawing, value) : 0;
         b.withdrawing -= fromWithdrawing;
         b.available -= value - fromWithdrawing;
         usdc.safeTransfer(to, value);
-        emit Withdrawn(msg.sender, to, value);
+        emit Withdrawn(account, to, value);
     }
 
     /// @notice What `account` can withdraw now.

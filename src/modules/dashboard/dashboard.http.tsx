@@ -83,6 +83,8 @@ const SCRIPT_TEXTS = {
   "wallet-rejected": M.dashWalletRejected,
   "wallet-failed": M.dashWalletFailed,
   "request-failed": M.dashRequestFailed,
+  "wallet-not-payout": M.dashWalletNotPayout,
+  "amount-invalid": M.dashSignedAmount,
 };
 
 /** An htmx request that wants a fragment (not a history restore or a boosted navigation). */

@@ -27,6 +27,8 @@ import {
   payerAddressQuery,
   payerBalanceQuery,
   payerDepositBody,
+  payerSignedWithdrawBody,
+  payerWithdrawalStartBody,
   payerWithdrawBody,
   payerWithdrawStartBody,
   paymentRequirementsSchema,
@@ -448,6 +450,14 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
             spendable: decimal.describe(
               "gateway.available less pending.outgoing: what the next paid call can count on",
             ),
+            withdrawal: z.object({
+              delaySeconds: z.number().describe(
+                "The vault's withdrawal delay (0: available is withdrawable at once)",
+              ),
+              withdrawableAt: z.string().nullable().describe(
+                "ISO 8601: when what is withdrawing matures (null: nothing is)",
+              ),
+            }),
           }),
         },
         ...errors([400, 429, 500]),
@@ -512,6 +522,121 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
           signature: `0x${"22".repeat(65)}`,
         },
         extra: ["balance"],
+      },
+    }),
+    defineRoute({
+      method: "post",
+      path: "/api/x402/payer/withdraw/start",
+      summary: "Relay a payer's signed start of a withdrawal on a vault with a delay: its " +
+        "InitiateWithdrawal under the vault's domain (no credentials, and no gas needed)",
+      tag,
+      auth: anyone,
+      body: payerWithdrawalStartBody,
+      bodyExample: {
+        authorization: {
+          account: "0xBuyer",
+          value: "5000000",
+          validBefore: "1767229200",
+          nonce: "0x<64 hex>",
+        },
+        signature: "0x<130 hex>",
+      },
+      responses: {
+        200: {
+          description: "Started on chain: withdrawable at `withdrawableAt` (a retry of the " +
+            "same signed start: its transaction)",
+          schema: z.object({
+            ...withdrawalStarted,
+            payer: z.string(),
+            network: z.string().describe("eip155:<chain id> of the vault"),
+          }),
+        },
+        400: {
+          description: "Malformed, a vault with no delay, expiring within 60 s, not signed by " +
+            "`account`, under 1 USDC (unless all it can start), or more than available less " +
+            "its paid calls not yet settled (with `balance`); nothing is sent",
+          schema: balanceError,
+        },
+        409: {
+          description: "The authorization was already used, or the vault predates signed " +
+            "withdrawals",
+          schema: balanceError,
+        },
+        ...errors([408, 429, 500, 502], balanceError),
+      },
+      handler: async (x) => await withdrawals.relayPayerWithdrawalStart(x.deps, x.body),
+      fuzz: {
+        sample: {
+          authorization: {
+            account: DEAD,
+            value: "1000000",
+            validBefore: "99999999999",
+            nonce: `0x${"11".repeat(32)}`,
+          },
+          signature: `0x${"22".repeat(65)}`,
+        },
+        extra: ["balance"],
+      },
+    }),
+    defineRoute({
+      method: "post",
+      path: "/api/x402/payer/withdraw",
+      summary: "Relay a payer's signed withdrawal of its gateway balance: its Withdraw under " +
+        "the vault's domain, paid to `to` (no credentials, and no gas needed)",
+      tag,
+      auth: anyone,
+      body: payerSignedWithdrawBody,
+      bodyExample: {
+        authorization: {
+          account: "0xBuyer",
+          to: "0xBuyer",
+          value: "5000000",
+          validBefore: "1767229200",
+          nonce: "0x<64 hex>",
+        },
+        signature: "0x<130 hex>",
+      },
+      responses: {
+        200: {
+          description: "Withdrawn on chain (a retry of the same signed withdrawal: its " +
+            "transaction)",
+          schema: z.object({
+            success: ok,
+            txHash: z.string(),
+            explorerUrl: z.string(),
+            amount: decimal,
+            payer: z.string(),
+            recipient: z.string(),
+            network: z.string().describe("eip155:<chain id> of the vault"),
+            gateway: gatewayBalances.describe("The payer's gateway balances after it"),
+          }),
+        },
+        400: {
+          description: "Malformed, expiring within 60 s, not signed by `account`, under 1 USDC " +
+            "(unless all it can take), or more than withdrawable less its paid calls not yet " +
+            "settled (with `withdrawable`); nothing is sent",
+          schema: balanceError,
+        },
+        409: {
+          description: "The authorization was already used, or the vault predates signed " +
+            "withdrawals",
+          schema: balanceError,
+        },
+        ...errors([408, 429, 500, 502], balanceError),
+      },
+      handler: async (x) => await withdrawals.relayPayerWithdraw(x.deps, x.body),
+      fuzz: {
+        sample: {
+          authorization: {
+            account: DEAD,
+            to: DEAD,
+            value: "1000000",
+            validBefore: "99999999999",
+            nonce: `0x${"11".repeat(32)}`,
+          },
+          signature: `0x${"22".repeat(65)}`,
+        },
+        extra: ["withdrawable"],
       },
     }),
     defineRoute({

@@ -131,10 +131,20 @@ export async function whileWithdrawing<T>(
   try {
     return await fn();
   } finally {
+    let stale = false;
     try {
       await syncAccount(deps, p, payer);
+    } catch (error) {
+      // The node did not answer the re-read: the mirror is left marked never read, so the payer's
+      // next reservation reads the chain first (a withdrawal mined meanwhile is never counted on),
+      // and what the withdrawal itself answered (its transaction, or its refusal) stands.
+      stale = true;
+      deps.log.warn("x402 mirror: not read again after a withdrawal; marked unread", {
+        payer,
+        error,
+      });
     } finally {
-      await repo.markWithdrawing(deps.sql, chainId, payer, null);
+      await repo.markWithdrawing(deps.sql, chainId, payer, null, { stale });
     }
   }
 }

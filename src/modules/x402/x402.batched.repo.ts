@@ -621,14 +621,17 @@ export async function markWithdrawing(
   chainId: number,
   payer: string,
   until: Date | null,
+  { stale = false }: { stale?: boolean } = {},
 ): Promise<void> {
   // An upsert: a payer with no mirror yet gets one (balance 0, never read), so a reservation
-  // reading the chain meanwhile cannot slip in before the mark.
+  // reading the chain meanwhile cannot slip in before the mark. `stale`: as if never read.
   await sql`
     insert into x402_gateway_accounts (chain_id, payer, balance, synced_block, synced_at,
       withdrawing_until)
     values (${chainId}, ${payer}, 0, 0, 'epoch', ${until})
-    on conflict (chain_id, payer) do update set withdrawing_until = excluded.withdrawing_until`;
+    on conflict (chain_id, payer) do update set withdrawing_until = excluded.withdrawing_until,
+      synced_at = case when ${stale} then 'epoch'::timestamptz
+        else x402_gateway_accounts.synced_at end`;
 }
 
 /** Served charges waiting for a batch. */

@@ -158,10 +158,12 @@ export async function sellerBalance(deps: Deps, m: MerchantRow, sellerAddress?: 
 export async function payerView(deps: Deps, address: string) {
   const profile = x402Profile(deps);
   const a = lower(address);
-  const [b, pending, wallet] = await Promise.all([
+  const [b, pending, wallet, delay, at] = await Promise.all([
     deps.chain.gateway.balance(profile, a),
     pendingUnits(deps.sql, deps.chain.chainId(profile), a),
     deps.chain.usdcBalance(profile, a),
+    deps.chain.gateway.withdrawalDelay(profile),
+    deps.chain.gateway.withdrawableAt(profile, a),
   ]);
   const spendable = b.available - pending.outgoing;
   return {
@@ -171,6 +173,12 @@ export async function payerView(deps: Deps, address: string) {
     gateway: gatewayFields(b),
     pending: { incoming: usdc(pending.incoming), outgoing: usdc(pending.outgoing) },
     spendable: usdc(spendable > 0n ? spendable : 0n),
+    withdrawal: {
+      delaySeconds: Number(delay),
+      withdrawableAt: at > 0n && b.withdrawing > 0n
+        ? new Date(Number(at) * 1000).toISOString()
+        : null,
+    },
   };
 }
 

@@ -13,6 +13,7 @@ import { x402Jobs } from "./x402.jobs.ts";
 import { defaultAgentPort, type X402AgentPort } from "./x402.types.ts";
 import { batchingSettler, type Settler } from "./x402.settler.ts";
 import { gatewaySettleJob, startGatewaySettlement } from "./x402.batched.jobs.ts";
+import { gatewayPages } from "./x402.pages.tsx";
 
 export interface X402ModuleOptions {
   /** Default: checks the agentId's format only. */
@@ -50,6 +51,8 @@ export function x402Module(opts: X402ModuleOptions = {}): AppModule {
     table: [...facilitatorRoutes(xOf), ...x402ApiRoutes(xOf)],
     // The paid proxy `/x402/{slug}` is not an /api/ route: mounted by hand.
     api: (deps) => x402StandardApi(xOf(deps)),
+    // An outside payer's page for its gateway balance (/gateway).
+    pages: gatewayPages,
     jobs: [...x402Jobs(port), gatewaySettleJob],
     onStart: startGatewaySettlement,
   };

@@ -5,7 +5,7 @@
  * a buyer holding its own key does on the contract itself. Only the merchant's own wallets and
  * agents; another merchant's answer 404 as if they did not exist.
  */
-import { toFunctionSelector, toHex } from "viem";
+import { toHex } from "viem";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { checksum, lower } from "../../chain/address.ts";
@@ -20,17 +20,8 @@ import { payerClaim, withdrawableNow } from "./x402.claims.ts";
 import { withClaim } from "../../db/claims.ts";
 import { whileWithdrawing } from "./x402.batched.mirror.ts";
 import { pendingOf } from "./x402.batched.views.ts";
-import { startWithdrawal } from "./x402.withdrawals.ts";
+import { NOT_WITHDRAWABLE, startWithdrawal } from "./x402.withdrawals.ts";
 import type { Address, MerchantAgent, X402AgentPort } from "./x402.types.ts";
-
-/**
- * The vault's refusal of a withdrawal above what is withdrawable: by name from a wallet, or as
- * the inner revert data of an agent account's `CallFailed(vault, reason)`.
- */
-const NOT_WITHDRAWABLE = new RegExp(
-  `NotWithdrawable|${toFunctionSelector("NotWithdrawable(uint256,uint256)")}`,
-  "i",
-);
 
 /** Deps with the agent port when the app has one (the agents module plugs it in). */
 export type PayerDeps = Deps & { agents?: X402AgentPort };

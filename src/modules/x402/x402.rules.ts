@@ -189,6 +189,19 @@ export function relayTermsRefusal(
 }
 
 /**
+ * Whether a signed withdrawal is too small to relay: under the relayed minimum, unless it takes
+ * everything the account can (`can`), so a balance under the minimum can still come out once.
+ */
+export function relayWithdrawalTooSmall(value: bigint, can: bigint): boolean {
+  return value < RELAY_MIN_DEPOSIT && value !== can;
+}
+
+/** Whether a signed withdrawal stays valid until it is mined (`RELAY_MARGIN_SECONDS` ahead). */
+export function relayDeadlineOpen(validBefore: bigint, now: bigint): boolean {
+  return now + RELAY_MARGIN_SECONDS < validBefore;
+}
+
+/**
  * Whether a signed deposit is valid from now (the token wants its `validAfter` passed) until it
  * is mined (`RELAY_MARGIN_SECONDS` before its `validBefore`).
  */

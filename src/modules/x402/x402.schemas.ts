@@ -115,11 +115,57 @@ export const payerDepositBody = z.object({
     nonce: z.string({ error: M.x402RelayBody }).regex(/^0x[0-9a-fA-F]{64}$/, M.x402RelayBody)
       .transform((n) => n.toLowerCase() as `0x${string}`).describe("Random, 32 bytes"),
   }, { error: M.x402RelayBody }),
-  signature: z.string({ error: M.x402RelayBody }).regex(/^0x[0-9a-fA-F]{130}$/, M.x402RelayBody)
+  signature: z.string({ error: M.x402RelayBody })
+    .regex(/^0x(?:[0-9a-fA-F]{2}){1,2048}$/, M.x402RelayBody)
     .transform((s) => s as `0x${string}`)
-    .describe("EIP-712 ReceiveWithAuthorization over the USDC domain: 65 bytes (r, s, v)"),
+    .describe(
+      "EIP-712 ReceiveWithAuthorization over the USDC domain: an EOA's 65 bytes (r, s, v), or " +
+        "what its ERC-1271 account accepts",
+    ),
 });
 export type PayerDepositInput = z.output<typeof payerDepositBody>;
+
+const withdrawalTerms = {
+  account: address(M.x402RelayWithdrawBody).describe("Whose gateway balance: the signer"),
+  value: uint256(M.x402RelayWithdrawBody).refine((v) => v > 0n, M.x402RelayWithdrawBody)
+    .describe("Base units (6 decimals), more than 0"),
+  validBefore: uint256(M.x402RelayWithdrawBody).describe("Unix seconds"),
+  nonce: z.string({ error: M.x402RelayWithdrawBody }).regex(
+    /^0x[0-9a-fA-F]{64}$/,
+    M.x402RelayWithdrawBody,
+  )
+    .transform((n) => n.toLowerCase() as `0x${string}`).describe("Random, 32 bytes"),
+};
+const withdrawalSignature = (type: string) =>
+  z.string({ error: M.x402RelayWithdrawBody })
+    .regex(/^0x(?:[0-9a-fA-F]{2}){1,2048}$/, M.x402RelayWithdrawBody)
+    .transform((s) => s.toLowerCase() as `0x${string}`)
+    .describe(
+      `EIP-712 ${type} under the vault's domain { name: "GatewayVault", version: "1", chainId, ` +
+        "verifyingContract }: an EOA's 65 bytes, or what its ERC-1271 account accepts",
+    );
+
+/** An outside payer's signed start of a withdrawal (a vault with a delay), relayed. */
+export const payerWithdrawalStartBody = z.object({
+  authorization: z.object(withdrawalTerms, { error: M.x402RelayWithdrawBody }),
+  signature: withdrawalSignature(
+    "InitiateWithdrawal(address account,uint256 value,uint256 validBefore,bytes32 nonce)",
+  ),
+});
+export type PayerWithdrawalStartInput = z.output<typeof payerWithdrawalStartBody>;
+
+/** An outside payer's signed withdrawal of its gateway balance to `to`, relayed. */
+export const payerSignedWithdrawBody = z.object({
+  authorization: z.object({
+    ...withdrawalTerms,
+    to: address(M.x402RelayWithdrawBody).refine((a) => BigInt(a) !== 0n, M.x402RelayWithdrawBody)
+      .describe("Who receives the USDC (not the zero address)"),
+  }, { error: M.x402RelayWithdrawBody }),
+  signature: withdrawalSignature(
+    "Withdraw(address account,address to,uint256 value,uint256 validBefore,bytes32 nonce)",
+  ),
+});
+export type PayerSignedWithdrawInput = z.output<typeof payerSignedWithdrawBody>;
 
 /** Who pays or withdraws: exactly one of the merchant's managed wallets or agents. */
 const payerFields = {

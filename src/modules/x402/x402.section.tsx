@@ -11,7 +11,13 @@ import { checksum } from "../../chain/address.ts";
 import { formatUsdc, parseUsdc } from "../../money.ts";
 import * as service from "./x402.service.ts";
 import * as gateway from "./x402.gateway.ts";
-import { createListingBody, sellerWithdrawStartBody, withdrawBody } from "./x402.schemas.ts";
+import {
+  createListingBody,
+  payerSignedWithdrawBody,
+  payerWithdrawalStartBody,
+  sellerWithdrawStartBody,
+  withdrawBody,
+} from "./x402.schemas.ts";
 import * as withdrawals from "./x402.withdrawals.ts";
 import { merchantSettlement } from "./x402.batched.views.ts";
 import { type X402Balances, X402View, type X402ViewProps } from "../../../views/dashboard/x402.tsx";
@@ -72,10 +78,42 @@ export const x402Section: DashboardSection = {
         const errors = { amount: r.error.message };
         return render(c, deps, { startForm: { values, errors } }, r.error.status);
       }
-      // The page's own time format (shell.tsx `Time`): minutes, UTC.
-      const at = `${r.value.withdrawableAt.slice(0, 16).replace("T", " ")} UTC`;
-      const text = MF.x402WithdrawalStarted(r.value.amount, at);
+      const text = MF.x402WithdrawalStarted(r.value.amount, minutesUtc(r.value.withdrawableAt));
       return render(c, deps, { notice: { kind: "ok", text } });
+    });
+
+    // An external payout wallet's signed withdrawal (or start), from the page's script: relayed
+    // as POST /api/x402/payer/withdraw(/start) does, for the payout address only.
+    app.post("/x402/withdraw/signed", async (c) => {
+      const m = merchantOf(c);
+      const one = single(await formBody(c));
+      const start = one.kind === "start";
+      const authorization = {
+        account: m.walletAddress ?? "",
+        value: one.value ?? "",
+        validBefore: one.validBefore ?? "",
+        nonce: one.nonce ?? "",
+        ...(start ? {} : { to: m.walletAddress ?? "" }),
+      };
+      const body = { authorization, signature: one.signature ?? "" };
+      const error = (text: string, status: ContentfulStatusCode) =>
+        render(c, deps, { notice: { kind: "error", text } }, status);
+      if (m.walletProvider === "MANAGED" || !m.walletAddress) {
+        return error(M.x402RelayWithdrawBody, 400);
+      }
+      if (start) {
+        const parsed = payerWithdrawalStartBody.safeParse(body);
+        if (!parsed.success) return error(M.x402RelayWithdrawBody, 400);
+        const r = await attempt(() => withdrawals.relayPayerWithdrawalStart(deps, parsed.data));
+        if (!r.ok) return error(r.error.message, r.error.status);
+        const text = MF.x402WithdrawalStarted(r.value.amount, minutesUtc(r.value.withdrawableAt));
+        return render(c, deps, { notice: { kind: "ok", text } });
+      }
+      const parsed = payerSignedWithdrawBody.safeParse(body);
+      if (!parsed.success) return error(M.x402RelayWithdrawBody, 400);
+      const r = await attempt(() => withdrawals.relayPayerWithdraw(deps, parsed.data));
+      if (!r.ok) return error(r.error.message, r.error.status);
+      return render(c, deps, { notice: { kind: "ok", text: MF.x402Withdrawn(r.value.amount) } });
     });
 
     app.post("/x402/withdraw/review", async (c) => {
@@ -102,6 +140,9 @@ export const x402Section: DashboardSection = {
     });
   },
 };
+
+/** An ISO 8601 time in the page's own format (shell.tsx `Time`): minutes, UTC. */
+const minutesUtc = (iso: string) => `${iso.slice(0, 16).replace("T", " ")} UTC`;
 
 type CheckedWithdraw =
   | { ok: true; amount: string; units: bigint; destination: string }
@@ -147,7 +188,16 @@ async function balancesOf(deps: Deps, m: Merchant): Promise<X402Balances | null>
   const r = await attempt(() => gateway.sellerBalance(deps, m));
   if (!r.ok) return null;
   const delay = await attempt(() => withdrawals.vaultDelay(deps, m.walletAddress!));
+  const profile = service.X402_PROFILE;
   return {
+    ...(m.walletProvider !== "MANAGED"
+      ? {
+        signing: {
+          vault: checksum(deps.chain.contract(profile, "GatewayVault")),
+          chainId: deps.chain.chainId(profile),
+        },
+      }
+      : {}),
     sellerAddress: r.value.sellerAddress,
     wallet: r.value.wallet.balance,
     ...r.value.gateway,

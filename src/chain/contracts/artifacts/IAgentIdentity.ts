@@ -4,7 +4,7 @@
 export const IAgentIdentity = {
   contractName: "IAgentIdentity",
   compilerVersion: "0.8.37+commit.f401782d.Emscripten.clang",
-  inputHash: "ba15aacc3116016a2231f73c69e5e1c7db11bf3a16493e80fa879ba3b9ab4ed0",
+  inputHash: "76c0d3f9107d811d2e31c73e5a44b8c02438ac5f9b80a8e03513948243e4f998",
   abi: [
     {
       "inputs": [

@@ -14,6 +14,7 @@ export { IDepositCollector } from "./IDepositCollector.ts";
 export { IMessageHandlerV2 } from "./IMessageHandlerV2.ts";
 export { IMintBurnToken } from "./IMintBurnToken.ts";
 export { IReceiveWithAuthorization } from "./IReceiveWithAuthorization.ts";
+export { IReceiveWithSignature } from "./IReceiveWithSignature.ts";
 export { ITokenMessengerV2 } from "./ITokenMessengerV2.ts";
 export { MessageTransmitterV2 } from "./MessageTransmitterV2.ts";
 export { PaymentRouter } from "./PaymentRouter.ts";
