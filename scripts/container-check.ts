@@ -117,17 +117,40 @@ async function logsOf(id: string, lines = 30): Promise<string> {
 /** A container's last error-level log lines, each cut short: what a 500 or a crash left. */
 async function errorsOf(id: string, lines = 6): Promise<string> {
   const r = await run(["docker", "logs", "--tail", "2000", id]);
-  // Ours log JSON; PostgreSQL says a crash and its recovery in plain lines (not the refusals
-  // and their details it answers each client meanwhile).
   const errors = (r.out + r.err).split("\n")
-    .filter((l) =>
-      /"level":"(error|fatal)"|PANIC|terminated by signal|server process|interrupted|redo |shutting down|No space|out of memory/
-        .test(l) &&
-      !/password authentication|DETAIL:|not yet accepting|is in recovery mode|is starting up/.test(
-        l,
-      )
-    );
+    .filter((l) => /"level":"(error|fatal)"/.test(l));
   return errors.slice(-lines).map((l) => `  ${l.slice(0, 600)}`).join("\n") || "  (none)";
+}
+
+/**
+ * What PostgreSQL said about itself: every server line (a child's exit, a crash, recovery,
+ * checkpoints), not the refusals it answers each client meanwhile; with the container's state
+ * (restarts, OOM-killed, exit code) and the kernel's last words on killed processes.
+ */
+async function postgresReport(id: string, lines = 30): Promise<string> {
+  const r = await run(["docker", "logs", "--timestamps", "--tail", "5000", id]);
+  const server = (r.out + r.err).split("\n").filter((l) =>
+    l.trim() &&
+    !/password authentication|not yet accepting|is in recovery mode|is starting up|is shutting down|Consistent recovery state|Connection matched|connection authorized|connection received/
+      .test(l)
+  );
+  const state = await run([
+    "docker",
+    "inspect",
+    "-f",
+    "restarts {{.RestartCount}}, status {{.State.Status}}, exit {{.State.ExitCode}}, oom-killed {{.State.OOMKilled}}, started {{.State.StartedAt}}",
+    id,
+  ]);
+  const kernel = await run([
+    "sh",
+    "-c",
+    "dmesg 2>&1 | grep -iE 'killed|oom|segfault|bus error' | tail -n 5",
+  ]);
+  return [
+    `  container: ${state.out.trim() || state.err.trim()}`,
+    `  kernel: ${kernel.out.trim().replaceAll("\n", "\n          ") || "(nothing)"}`,
+    ...server.slice(-lines).map((l) => `  ${l.slice(0, 400)}`),
+  ].join("\n");
 }
 
 /** Every role loads all its code with no network at all and gets as far as the database. */
@@ -339,7 +362,11 @@ async function main(): Promise<void> {
         env,
       });
       for (const id of ids.out.trim().split("\n").filter(Boolean)) {
-        console.error(`${service} ${id.slice(0, 12)}'s last errors:\n${await errorsOf(id)}`);
+        console.error(
+          service === "postgres"
+            ? `postgres ${id.slice(0, 12)} (its server lines):\n${await postgresReport(id)}`
+            : `${service} ${id.slice(0, 12)}'s last errors:\n${await errorsOf(id)}`,
+        );
       }
     }
     throw e;
