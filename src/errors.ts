@@ -138,6 +138,7 @@ export const ERROR_CODES = [
   "x402_relay_window",
   "x402_relay_signature",
   "x402_relay_used",
+  "x402_relay_account_unsupported",
   "x402_withdraw_no_delay",
   "x402_withdraw_start_exceeds",
   "x402_relay_withdraw_minimum",

@@ -3,11 +3,14 @@
  * ReceiveWithAuthorization, or from an agent's smart account) and withdrawals.
  */
 import {
+  BaseError,
   decodeFunctionData,
   encodeFunctionData,
+  ExecutionRevertedError,
   hashTypedData,
   type Hex,
   keccak256,
+  parseAbi,
   parseSignature,
   recoverAddress,
   stringToHex,
@@ -21,6 +24,7 @@ import type { GatewayBalance, GatewayChain } from "./gateway.ts";
 import { codeAccepts, gatewayClient, gatewayVault, hasCode } from "./gateway-authorization.ts";
 import { missingSettlers } from "./gateway-settlers.ts";
 import { hasHighS } from "./authorization-check.ts";
+import { DomainError } from "../errors.ts";
 
 /**
  * `account`'s available vault balance and the block it was read at (what the gateway-balance
@@ -228,6 +232,9 @@ export async function relaySignedDeposit(
   intentKey: string,
 ): Promise<TxRow> {
   const byKey = await signedByKey(d, depositDigest(chain, p, d));
+  if (!byKey && !(await tokenTakesSignatureBytes(chain, p, d))) {
+    throw new DomainError("x402_relay_account_unsupported");
+  }
   const split = () => {
     const { r, s, yParity } = parseSignature(d.signature);
     return [yParity + 27, r, s] as const;
@@ -249,6 +256,45 @@ export async function relaySignedDeposit(
       }),
     intentKey,
   });
+}
+
+/** USDC's EIP-3009 receive with the signature as bytes (FiatToken v2.2's; v2.1 has none). */
+const RECEIVE_BYTES = parseAbi([
+  "function receiveWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)",
+]);
+
+/**
+ * Whether the chain's USDC has the bytes form of `receiveWithAuthorization`, which a smart
+ * account's signature needs: the vault's call, simulated as the vault (one `eth_call`, nothing
+ * sent). A token without the function reverts with no data (FiatToken v2.1 has only v, r, s);
+ * any other answer, a success or a reason, means the function is there, and the send reports
+ * what the chain says.
+ */
+async function tokenTakesSignatureBytes(
+  chain: GatewayChain,
+  p: ProfileName,
+  d: SignedDeposit,
+): Promise<boolean> {
+  const vault = gatewayVault(chain, p);
+  try {
+    await gatewayClient(chain, p).call({
+      account: vault,
+      to: chain.contract(p, "TestUSDC"),
+      data: encodeFunctionData({
+        abi: RECEIVE_BYTES,
+        functionName: "receiveWithAuthorization",
+        args: [d.from, vault, d.value, d.validAfter, d.validBefore, d.nonce, d.signature],
+      }),
+    });
+    return true;
+  } catch (e) {
+    // A revert (not a node that cannot be reached): its data, where the node gave any.
+    if (!(e instanceof BaseError) || !e.walk((c) => c instanceof ExecutionRevertedError)) throw e;
+    const data = (e.walk((c) => typeof (c as { data?: unknown }).data === "string") as
+      | { data?: string }
+      | null)?.data;
+    return data !== undefined && data !== "0x";
+  }
 }
 
 /**

@@ -164,6 +164,7 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   x402_relay_window: { status: 400, text: M.x402RelayWindow },
   x402_relay_signature: { status: 400, text: M.x402RelaySignature },
   x402_relay_used: { status: 409, text: M.x402RelayUsed },
+  x402_relay_account_unsupported: { status: 409, text: M.x402RelayAccountUnsupported },
   x402_withdraw_no_delay: { status: 400, text: M.x402WithdrawNoDelay },
   x402_withdraw_start_exceeds: { status: 400, text: M.x402WithdrawStartExceeds },
   // A signed withdrawal, likewise refused before anything is sent.

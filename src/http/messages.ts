@@ -204,6 +204,8 @@ export const M = {
   x402RelaySignature:
     "signature is not authorization.from's ReceiveWithAuthorization under the USDC domain (its key's 65-byte, low-s signature; for an address with code, a smart account or an EIP-7702 delegated key, one its ERC-1271 code accepts: USDC asks the code).",
   x402RelayUsed: "This authorization was already used or cancelled.",
+  x402RelayAccountUnsupported:
+    "This chain's USDC takes a relayed deposit only with a key's signature (it has no receiveWithAuthorization taking a smart account's signature as bytes, as before FiatToken v2.2): the account deposits with its own transaction (approve the gateway vault, then deposit).",
   x402WithdrawNoDelay:
     "This vault has no withdrawal delay: the whole available balance is withdrawable now, so withdraw it directly.",
   x402WithdrawStartExceeds:

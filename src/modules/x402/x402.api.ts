@@ -503,7 +503,8 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
           schema: balanceError,
         },
         409: {
-          description: "The authorization was already used or cancelled",
+          description: "The authorization was already used or cancelled; or a smart account " +
+            "signed it and the chain's USDC takes only a key's signature (before FiatToken v2.2)",
           schema: balanceError,
         },
         ...errors([408, 429, 500, 502], balanceError),
