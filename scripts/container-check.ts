@@ -190,6 +190,9 @@ async function offlineRoles(): Promise<void> {
         "APP_ENV=development",
         "-e",
         `DATABASE_URL=${db}`,
+        // Nothing will ever answer: a second of the start's wait for its database, not a minute.
+        "-e",
+        "DATABASE_STARTUP_WAIT_MS=1000",
         ...tailArgs,
       ], { timeoutMs: 180_000 });
       const text = r.out + r.err;
