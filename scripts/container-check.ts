@@ -24,7 +24,14 @@ import {
   tail,
   until,
 } from "./container/docker.ts";
-import { checkMailOnce, devEnv, type Http, http, merchantFlow } from "./container/flow.ts";
+import {
+  checkMailOnce,
+  devEnv,
+  type Http,
+  http,
+  merchantFlow,
+  unavailable,
+} from "./container/flow.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const PROJECT = "settlement-check";
@@ -352,6 +359,15 @@ async function main(): Promise<void> {
     log(`non-root (uid 1993) everywhere; web on ${urls.map((u) => u.base).join(" and ")} only`);
     await merchantFlow(urls[0], urls[1], ids.worker);
     await checkMailOnce(urls, ids.worker, ids.postgres);
+    if (unavailable.length) {
+      // Answered as it should (503, nothing done) and retried; why the database was gone is shown.
+      const first = unavailable[0], last = unavailable.at(-1)!;
+      log(
+        `the deployment answered 503 with Retry-After ${unavailable.length} times (${first.at} to ${last.at}, first ${first.method} ${first.path}: ${first.hint}); retried, then answered. PostgreSQL meanwhile:\n${await postgresReport(
+          ids.postgres,
+        )}`,
+      );
+    }
     await productionStart(ids.postgres);
     await offlineRoles();
     await productionRefusal();

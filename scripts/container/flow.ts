@@ -17,26 +17,53 @@ export interface Http {
   >;
 }
 
+/** Requests the deployment answered 503 with Retry-After (its database unreachable), retried. */
+export const unavailable: { at: string; method: string; path: string; hint: string }[] = [];
+
+/** How long a request keeps retrying a 503 with Retry-After before it is the answer. */
+const UNAVAILABLE_BOUND_MS = 240_000;
+
+/**
+ * A client of the deployment. A 503 with Retry-After (the service could not reach its database;
+ * nothing was done) is retried after the time it names, as a client of the API would, for up to
+ * four minutes; each is recorded in `unavailable`, which the check reports with PostgreSQL's own
+ * account (beside the whole suite, the stand-in PostgreSQL has been seen in crash recovery).
+ */
 export function http(base: string): Http {
+  const once = async (method: string, path: string, opts: { body?: unknown; cookie?: string }) => {
+    const headers: Record<string, string> = {};
+    if (opts.body !== undefined) headers["content-type"] = "application/json";
+    if (opts.cookie) headers.cookie = opts.cookie;
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers,
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+      redirect: "manual",
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await res.text();
+    let json: Record<string, unknown> = {};
+    try {
+      json = JSON.parse(text);
+    } catch { /* not JSON */ }
+    return { status: res.status, type: res.headers.get("content-type") ?? "", text, json, res };
+  };
   return {
     base,
     async call(method, path, opts = {}) {
-      const headers: Record<string, string> = {};
-      if (opts.body !== undefined) headers["content-type"] = "application/json";
-      if (opts.cookie) headers.cookie = opts.cookie;
-      const res = await fetch(`${base}${path}`, {
-        method,
-        headers,
-        body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
-        redirect: "manual",
-        signal: AbortSignal.timeout(30_000),
-      });
-      const text = await res.text();
-      let json: Record<string, unknown> = {};
-      try {
-        json = JSON.parse(text);
-      } catch { /* not JSON */ }
-      return { status: res.status, type: res.headers.get("content-type") ?? "", text, json, res };
+      const deadline = Date.now() + UNAVAILABLE_BOUND_MS;
+      for (;;) {
+        const r = await once(method, path, opts);
+        const after = Number(r.res.headers.get("retry-after"));
+        if (r.status !== 503 || !(after > 0) || Date.now() + after * 1000 > deadline) return r;
+        unavailable.push({
+          at: new Date().toISOString(),
+          method,
+          path,
+          hint: String(r.json.hint ?? r.json.error ?? r.text).slice(0, 200),
+        });
+        await new Promise((resolve) => setTimeout(resolve, after * 1000));
+      }
     },
   };
 }
