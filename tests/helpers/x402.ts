@@ -25,6 +25,7 @@ import { HTTPFacilitatorClient } from "@x402/core/server";
 import type { TestService } from "./service.ts";
 import { waitFor } from "./poll.ts";
 import { api } from "./accounts.ts";
+import { compile1271 } from "./erc1271.ts";
 
 export const X402_PROFILE = "testnet" as const;
 
@@ -93,6 +94,21 @@ export async function externalBuyer(svc: TestService, key: Hex, usdc: bigint) {
     address: account.address,
     wallet,
     mined,
+    /**
+     * Deploys the tests' ERC-1271 account (helpers/erc1271.ts: valid when `owner`'s key signed)
+     * from this buyer's wallet, which pays the gas. Its address, lower case.
+     */
+    async deploy1271(owner: `0x${string}`): Promise<`0x${string}`> {
+      const w = compile1271();
+      const hash = await wallet.deployContract({
+        abi: w.abi,
+        bytecode: w.bytecode,
+        args: [owner],
+      });
+      await mined(hash);
+      const receipt = await client.getTransactionReceipt({ hash });
+      return receipt.contractAddress!.toLowerCase() as `0x${string}`;
+    },
     /** Deposits from this buyer's wallet into `account`'s gateway balance. */
     async depositFor(forAccount: `0x${string}`, amount: bigint) {
       await mined(

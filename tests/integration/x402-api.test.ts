@@ -10,7 +10,6 @@ import { getAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
-import { compile1271 } from "../helpers/erc1271.ts";
 import { waitFor } from "../helpers/poll.ts";
 import {
   externalBuyer,
@@ -324,16 +323,7 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
 
     await t.step("an ERC-1271 smart account pays (its owner signs); verify agrees", async () => {
       const owner = await externalBuyer(svc, generatePrivateKey(), 5n * USDC);
-      const w = compile1271();
-      const hash = await owner.wallet.deployContract({
-        abi: w.abi,
-        bytecode: w.bytecode,
-        args: [owner.address],
-      });
-      await owner.mined(hash);
-      const rt = chain.runtime(X402_PROFILE);
-      const receipt = await rt.client.getTransactionReceipt({ hash });
-      const sca = receipt.contractAddress!.toLowerCase() as `0x${string}`;
+      const sca = await owner.deploy1271(owner.address);
       await owner.depositFor(sca, 1n * USDC);
       const before = await gatewayOf(sellerAddr);
       const { proof } = await gatewayProof(svc, owner.account, {

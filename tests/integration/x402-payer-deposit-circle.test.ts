@@ -13,7 +13,6 @@ import { api } from "../helpers/accounts.ts";
 import { startAnvil } from "../helpers/anvil.ts";
 import { circleEnv, deployCircle, ROLES } from "../helpers/circle-cctp.ts";
 import { externalBuyer, signedDeposit, X402_PROFILE } from "../helpers/x402.ts";
-import { compile1271 } from "../helpers/erc1271.ts";
 import { deployContracts } from "../../src/chain/deploy.ts";
 import { silentLogger } from "../../src/log.ts";
 import { checksum } from "../../src/chain/address.ts";
@@ -77,15 +76,7 @@ Deno.test("x402 payer deposit on Circle's USDC v2.1: a key's goes through; a sma
       const owner = privateKeyToAccount(generatePrivateKey());
       // Circle's USDC refuses a mint of 0: the deployer gets one base unit with its gas.
       const funder = await externalBuyer(s, generatePrivateKey(), 1n);
-      const w = compile1271();
-      const hash = await funder.wallet.deployContract({
-        abi: w.abi,
-        bytecode: w.bytecode,
-        args: [owner.address],
-      });
-      await funder.mined(hash);
-      const account = (await client.getTransactionReceipt({ hash })).contractAddress!
-        .toLowerCase() as `0x${string}`;
+      const account = await funder.deploy1271(owner.address);
       await chain.mintUsdc({ profile: X402_PROFILE, to: account, amount: 3n * USDC });
       const body = await signedDeposit(s, owner, { from: account, value: 2n * USDC });
       const before = await relayed();

@@ -21,7 +21,6 @@ import {
   X402_PROFILE,
 } from "../helpers/x402.ts";
 import { highS } from "../helpers/signatures.ts";
-import { compile1271 } from "../helpers/erc1271.ts";
 import { checksum } from "../../src/chain/address.ts";
 import { M, MF } from "../../src/http/messages.ts";
 import { usdcDomain } from "../../src/chain/eip3009.ts";
@@ -220,15 +219,7 @@ Deno.test("x402 payer deposit: a wallet with USDC and no gas deposits, then pays
     await t.step("a smart account with no gas deposits with its owner's signature", async () => {
       const owner = privateKeyToAccount(generatePrivateKey());
       const funder = await externalBuyer(svc, generatePrivateKey(), 0n);
-      const w = compile1271();
-      const hash = await funder.wallet.deployContract({
-        abi: w.abi,
-        bytecode: w.bytecode,
-        args: [owner.address],
-      });
-      await funder.mined(hash);
-      const account = (await client.getTransactionReceipt({ hash })).contractAddress!
-        .toLowerCase() as `0x${string}`;
+      const account = await funder.deploy1271(owner.address);
       await chain.mintUsdc({ profile: X402_PROFILE, to: account, amount: 3n * USDC });
       const forged = await call("POST", PATH, {
         body: await sign(payer, { from: account, value: 2n * USDC }),

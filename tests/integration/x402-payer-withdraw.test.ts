@@ -21,7 +21,6 @@ import {
   X402_PROFILE,
 } from "../helpers/x402.ts";
 import { highS } from "../helpers/signatures.ts";
-import { compile1271 } from "../helpers/erc1271.ts";
 import { stampede, succeeded } from "../helpers/stampede.ts";
 import { M, MF } from "../../src/http/messages.ts";
 import { settleRound } from "../../src/modules/x402/x402.batched.settle.ts";
@@ -267,15 +266,7 @@ Deno.test("x402 payer withdraw: a wallet with no gas takes its balance out", asy
     await t.step("an ERC-1271 account withdraws with its owner's signature", async () => {
       const owner = privateKeyToAccount(generatePrivateKey());
       const funder = await externalBuyer(svc, generatePrivateKey(), 2n * USDC);
-      const w = compile1271();
-      const hash = await funder.wallet.deployContract({
-        abi: w.abi,
-        bytecode: w.bytecode,
-        args: [owner.address],
-      });
-      await funder.mined(hash);
-      const receipt = await rt.client.getTransactionReceipt({ hash });
-      const account = receipt.contractAddress!.toLowerCase() as `0x${string}`;
+      const account = await funder.deploy1271(owner.address);
       await funder.depositFor(account, 2n * USDC);
       const dest = fresh();
       const forged = await call("POST", WITHDRAW, {
