@@ -109,6 +109,21 @@ Deno.test("contracts: GatewayVault on anvil", async (t) => {
         args: [to, amount],
       }));
     await mint(buyerAddr, 1_000n * USDC);
+    /** The buyer approves vault `v` and deposits `amount` into `account`'s balance there. */
+    const buyerDepositsFor = async (v: Address, account: Address, amount: bigint) => {
+      await mined(buyer.writeContract({
+        address: usdc,
+        abi: TestUSDC.abi,
+        functionName: "approve",
+        args: [v, amount],
+      }));
+      await mined(buyer.writeContract({
+        address: v,
+        abi: GatewayVault.abi,
+        functionName: "depositFor",
+        args: [account, amount],
+      }));
+    };
     const usdcOf = (who: Address) =>
       pub.readContract({
         address: usdc,
@@ -432,18 +447,7 @@ Deno.test("contracts: GatewayVault on anvil", async (t) => {
 
     await t.step("an ERC-1271 contract payer: its owner's signature is accepted", async () => {
       const account = await deploy1271();
-      await mined(buyer.writeContract({
-        address: usdc,
-        abi: TestUSDC.abi,
-        functionName: "approve",
-        args: [vault, 5n * USDC],
-      }));
-      await mined(buyer.writeContract({
-        address: vault,
-        abi: GatewayVault.abi,
-        functionName: "depositFor",
-        args: [account, 5n * USDC],
-      }));
+      await buyerDepositsFor(vault, account, 5n * USDC);
       const a = await authorization({ from: account, value: 2n * USDC });
       const r = await mined(pay(a, await sign(a, owner1271)));
       gas.transferWithAuthorization1271 = r.gasUsed;
@@ -816,18 +820,7 @@ Deno.test("contracts: GatewayVault on anvil", async (t) => {
         const payer = privateKeyToAccount(generatePrivateKey()); // never holds gas
         const to = privateKeyToAccount(generatePrivateKey()).address;
         const delayed = await deployVault(3600n);
-        await mined(buyer.writeContract({
-          address: usdc,
-          abi: TestUSDC.abi,
-          functionName: "approve",
-          args: [delayed, 10n * USDC],
-        }));
-        await mined(buyer.writeContract({
-          address: delayed,
-          abi: GatewayVault.abi,
-          functionName: "depositFor",
-          args: [payer.address, 10n * USDC],
-        }));
+        await buyerDepositsFor(delayed, payer.address, 10n * USDC);
         const deadline = async () => (await now()) + 300n;
         type Start = { account: Address; value: bigint; validBefore: bigint; nonce: Hex };
         type Out = Start & { to: Address };
@@ -928,18 +921,7 @@ Deno.test("contracts: GatewayVault on anvil", async (t) => {
 
         // An ERC-1271 account withdraws with its owner's signature (no delay: at once).
         const account = await deploy1271();
-        await mined(buyer.writeContract({
-          address: usdc,
-          abi: TestUSDC.abi,
-          functionName: "approve",
-          args: [vault, 2n * USDC],
-        }));
-        await mined(buyer.writeContract({
-          address: vault,
-          abi: GatewayVault.abi,
-          functionName: "depositFor",
-          args: [account, 2n * USDC],
-        }));
+        await buyerDepositsFor(vault, account, 2n * USDC);
         const o: Out = {
           account,
           to,
