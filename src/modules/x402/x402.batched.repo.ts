@@ -280,23 +280,18 @@ export async function serve(sql: Db, id: string, upstreamStatus: number, now: Da
     where id = ${id} and ${statusIn(sql, "status", ["reserved"])}`;
 }
 
-/**
- * Several upstream answers at once (reserved → pending), one statement. Prepared, as
- * `reserveAndServe` (which writes the same marks beside reservations): it runs on the paid path's
- * connection (`NO_TABLE_SCANS`), where its plan finds the charges by key however the table grew
- * since it was made, without a round trip to describe it first each time.
- */
+/** Several upstream answers at once (reserved → pending), one statement. */
 export async function serveMany(
   sql: Db,
   items: { id: string; upstreamStatus: number }[],
   now: Date,
 ): Promise<void> {
-  await sql`
+  await planned(sql`
     update x402_gateway_charges c set status = 'pending', upstream_status = s.status,
       served_at = ${now}
     from unnest(${items.map((i) => i.id)}::uuid[], ${items.map((i) => i.upstreamStatus)}::int[])
       as s(id, status), ${asyncCommit(sql)}
-    where c.id = s.id and ${statusIn(sql, "c.status", ["reserved"])}`;
+    where c.id = s.id and ${statusIn(sql, "c.status", ["reserved"])}`);
 }
 
 /**
