@@ -19,6 +19,13 @@ Deno.test("dashboard pages over HTTP", async (t) => {
   try {
     const m = await createMerchant(svc);
 
+    await t.step("the service's root is the dashboard", async () => {
+      const r = await fetch(`${svc.baseUrl}/`, { redirect: "manual" });
+      await r.body?.cancel();
+      assert.equal(r.status, 302);
+      assert.equal(r.headers.get("location"), "/dashboard");
+    });
+
     await t.step("page routes without a session redirect to the login page", async () => {
       const paths = [
         "/dashboard",

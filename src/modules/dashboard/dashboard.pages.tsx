@@ -98,7 +98,10 @@ export function dashboardPages(deps: Deps, sections: DashboardSection[]): Hono {
     app.get("/", (c) => c.redirect(first?.path ?? "/dashboard/keys", 302));
   }
   app.all("*", (c) => refuse(c, 404, "Not found", M.notFound));
-  return app as unknown as Hono;
+  // The service's root (where `deno task start` points a new user) is the dashboard.
+  return new Hono()
+    .get("/", (c) => c.redirect("/dashboard", 302))
+    .route("/", app as unknown as Hono);
 }
 
 function refuse(c: DashContext, status: ContentfulStatusCode, title: string, message: string) {
