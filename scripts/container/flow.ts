@@ -29,15 +29,20 @@ const UNAVAILABLE_BOUND_MS = 240_000;
  * four minutes; each is recorded in `unavailable`, which the check reports with PostgreSQL's own
  * account (beside the whole suite, the stand-in PostgreSQL has been seen in crash recovery).
  */
-export function http(base: string): Http {
-  const once = async (method: string, path: string, opts: { body?: unknown; cookie?: string }) => {
+export function http(
+  base: string,
+  opts: { sleep?: (ms: number) => Promise<void>; now?: () => number } = {},
+): Http {
+  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const now = opts.now ?? Date.now;
+  const once = async (method: string, path: string, req: { body?: unknown; cookie?: string }) => {
     const headers: Record<string, string> = {};
-    if (opts.body !== undefined) headers["content-type"] = "application/json";
-    if (opts.cookie) headers.cookie = opts.cookie;
+    if (req.body !== undefined) headers["content-type"] = "application/json";
+    if (req.cookie) headers.cookie = req.cookie;
     const res = await fetch(`${base}${path}`, {
       method,
       headers,
-      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+      body: req.body === undefined ? undefined : JSON.stringify(req.body),
       redirect: "manual",
       signal: AbortSignal.timeout(30_000),
     });
@@ -50,19 +55,19 @@ export function http(base: string): Http {
   };
   return {
     base,
-    async call(method, path, opts = {}) {
-      const deadline = Date.now() + UNAVAILABLE_BOUND_MS;
+    async call(method, path, req = {}) {
+      const deadline = now() + UNAVAILABLE_BOUND_MS;
       for (;;) {
-        const r = await once(method, path, opts);
+        const r = await once(method, path, req);
         const after = Number(r.res.headers.get("retry-after"));
-        if (r.status !== 503 || !(after > 0) || Date.now() + after * 1000 > deadline) return r;
+        if (r.status !== 503 || !(after > 0) || now() + after * 1000 > deadline) return r;
         unavailable.push({
           at: new Date().toISOString(),
           method,
           path,
           hint: String(r.json.hint ?? r.json.error ?? r.text).slice(0, 200),
         });
-        await new Promise((resolve) => setTimeout(resolve, after * 1000));
+        await sleep(after * 1000);
       }
     },
   };
