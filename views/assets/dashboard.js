@@ -14,6 +14,15 @@
     status.hidden = false;
   };
 
+  // What a wallet step's failure says: the payer said no (EIP-1193 4001), the request to us did
+  // not get through, or the wallet's own message.
+  const walletErrorText = (err) =>
+    err && err.code === 4001
+      ? text("WalletRejected")
+      : err instanceof TypeError
+      ? text("RequestFailed")
+      : (err && err.message) || text("WalletFailed");
+
   // hx-confirm opens our <dialog> instead of window.confirm.
   document.addEventListener("htmx:confirm", (event) => {
     const question = event.detail.question;
@@ -168,9 +177,7 @@
         headers: { "X-CSRF-Token": csrf() },
       });
     } catch (err) {
-      if (err && err.code === 4001) say(text("WalletRejected"), "error");
-      else if (err instanceof TypeError) say(text("RequestFailed"), "error");
-      else say((err && err.message) || text("WalletFailed"), "error");
+      say(walletErrorText(err), "error");
     } finally {
       button.disabled = false;
       button.classList.remove("htmx-request");
@@ -226,9 +233,7 @@
         headers: { "X-CSRF-Token": csrf() },
       });
     } catch (err) {
-      if (err && err.code === 4001) say(text("WalletRejected"), "error");
-      else if (err instanceof TypeError) say(text("RequestFailed"), "error");
-      else say((err && err.message) || text("WalletFailed"), "error");
+      say(walletErrorText(err), "error");
     } finally {
       button.disabled = false;
       button.classList.remove("htmx-request");
@@ -337,9 +342,7 @@
         headers: { "X-CSRF-Token": csrf() },
       });
     } catch (err) {
-      if (err && err.code === 4001) say(text("WalletRejected"), "error");
-      else if (err instanceof TypeError) say(text("RequestFailed"), "error");
-      else say((err && err.message) || text("WalletFailed"), "error");
+      say(walletErrorText(err), "error");
     } finally {
       button.disabled = false;
       button.classList.remove("htmx-request");
