@@ -66,6 +66,33 @@ async function recover(svc: TestService, profile: "production" | "testnet") {
   }, { timeoutMs: 20_000, intervalMs: 50, what: "recovery to leave no transaction open" });
 }
 
+/**
+ * Sends `body` through a worker that dies at `at` on the first intent starting with `prefix`,
+ * checks the intent was recorded before its broadcast, runs the survivor's recovery, and returns
+ * that transaction, confirmed.
+ */
+async function killedThenRecovered(
+  svc: TestService,
+  profile: "production" | "testnet",
+  opts: { prefix: string; at: string; path: string; headers: Record<string, string> },
+  body: unknown,
+) {
+  await throughDyingWorker(svc, {
+    intent: `^${opts.prefix}`,
+    at: opts.at,
+    path: opts.path,
+    headers: opts.headers,
+  }, body);
+  const [tx] = await svc.db.sql<{ intentKey: string }[]>`
+    select intent_key from chain_transactions where intent_key like ${`${opts.prefix}%`}
+    order by created_at desc limit 1`;
+  assert.ok(tx, `the intent ${opts.prefix}… was recorded before its broadcast`);
+  await recover(svc, profile);
+  const mined = (await svc.deps.chain.intent(profile, tx.intentKey))!;
+  assert.equal(mined.status, "confirmed");
+  return mined;
+}
+
 /** As after the claims' time to live: a dead owner's claims lapse (the database's clock). */
 async function lapseClaims(svc: TestService) {
   await svc.db.sql`
@@ -280,20 +307,12 @@ Deno.test("relayed payer deposit: killed before broadcast, after it, after the r
             chain.gateway.balance(profile, address),
             chain.usdcBalance(profile, vault),
           ]);
-          const intent = `x402-payer-deposit:${address}:${nonce}:`;
-          await throughDyingWorker(svc, {
-            intent: `^${intent}`,
+          const mined = await killedThenRecovered(svc, profile, {
+            prefix: `x402-payer-deposit:${address}:${nonce}:`,
             at,
             path: "/api/x402/payer/deposit",
             headers: {},
           }, body);
-          const [tx] = await svc.db.sql<{ intentKey: string }[]>`
-          select intent_key from chain_transactions where intent_key like ${`${intent}%`}`;
-          assert.ok(tx, "the deposit's intent was recorded before its broadcast");
-
-          await recover(svc, profile);
-          const mined = (await chain.intent(profile, tx.intentKey))!;
-          assert.equal(mined.status, "confirmed");
           const gateway = await chain.gateway.balance(profile, address);
           assert.equal(gateway.available, gatewayBefore.available + USDC, "in the gateway balance");
           assert.equal(await chain.usdcBalance(profile, vault), vaultBefore + USDC);
@@ -339,21 +358,12 @@ Deno.test("withdrawal start on a delayed vault: killed before broadcast, after i
         };
         const body = { amount: "1" };
         const before = await chain.gateway.balance(profile, seller);
-        await throughDyingWorker(svc, {
-          intent: `^x402-withdraw-start:${walletId}:`,
+        const mined = await killedThenRecovered(svc, profile, {
+          prefix: `x402-withdraw-start:${walletId}:`,
           at,
           path: "/api/x402/seller/balance/withdraw/start",
           headers,
         }, body);
-        const [tx] = await svc.db.sql<{ intentKey: string }[]>`
-          select intent_key from chain_transactions
-          where intent_key like ${`x402-withdraw-start:${walletId}:%`}
-          order by created_at desc limit 1`;
-        assert.ok(tx, "the start's intent was recorded before its broadcast");
-
-        await recover(svc, profile);
-        const mined = (await chain.intent(profile, tx.intentKey))!;
-        assert.equal(mined.status, "confirmed");
         const started = await chain.gateway.balance(profile, seller);
         assert.equal(started.withdrawing, before.withdrawing + USDC, "started once");
 
@@ -397,20 +407,12 @@ Deno.test("an outside payer's signed withdrawal: killed before broadcast, after 
             .toLowerCase() as `0x${string}`;
           const body = await signedWithdrawal(svc, payer, { to, value: USDC });
           const before = await chain.gateway.balance(profile, address);
-          const intent = `x402-payer-relay-withdraw:${address}:${body.authorization.nonce}:`;
-          await throughDyingWorker(svc, {
-            intent: `^${intent}`,
+          const mined = await killedThenRecovered(svc, profile, {
+            prefix: `x402-payer-relay-withdraw:${address}:${body.authorization.nonce}:`,
             at,
             path: "/api/x402/payer/withdraw",
             headers: {},
           }, body);
-          const [tx] = await svc.db.sql<{ intentKey: string }[]>`
-          select intent_key from chain_transactions where intent_key like ${`${intent}%`}`;
-          assert.ok(tx, "the withdrawal's intent was recorded before its broadcast");
-
-          await recover(svc, profile);
-          const mined = (await chain.intent(profile, tx.intentKey))!;
-          assert.equal(mined.status, "confirmed");
           assert.equal(await chain.usdcBalance(profile, to), USDC);
 
           await lapseClaims(svc);
