@@ -52,6 +52,34 @@ export async function startProcess(
 
 class PortTaken extends Error {}
 
+/**
+ * Whether process `pid` itself holds the IPv4 socket listening on `port` (its open sockets in
+ * /proc/<pid>/fd against /proc/net/tcp's listeners): a readiness answer on a port drawn before
+ * the bind may come from whoever bound it first.
+ */
+export function listensOn(pid: number, port: number): boolean {
+  const inodes = new Set<string>();
+  try {
+    for (const fd of Deno.readDirSync(`/proc/${pid}/fd`)) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(Deno.readLinkSync(`/proc/${pid}/fd/${fd.name}`));
+        if (m) inodes.add(m[1]);
+      } catch { /* closed meanwhile */ }
+    }
+  } catch {
+    return false; // gone
+  }
+  const hexPort = port.toString(16).toUpperCase().padStart(4, "0");
+  for (const line of Deno.readTextFileSync("/proc/net/tcp").split("\n").slice(1)) {
+    // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+    const f = line.trim().split(/\s+/);
+    if (f.length > 9 && f[3] === "0A" && f[1].endsWith(`:${hexPort}`) && inodes.has(f[9])) {
+      return true;
+    }
+  }
+  return false;
+}
+
 async function spawnProcess(
   role: ServiceProcess["role"],
   env: Record<string, string>,
@@ -106,7 +134,9 @@ async function spawnProcess(
       if (exitCode !== null) return true;
       const res = await fetch(`${baseUrl}/readyz`).catch(() => null);
       await res?.body?.cancel();
-      return res?.status === 200;
+      // Ready only if the answer is ours: a process of another test that took the port first
+      // answers too, while this one fails to bind and exits (CI: a worker's listener answered).
+      return res?.status === 200 && listensOn(child.pid, port);
     }, { timeoutMs: 60_000, intervalMs: 100, what: `${role} on ${baseUrl} to be ready` });
     if (exitCode !== null) throw new Error(`${role} exited with ${exitCode}`);
   } catch (e) {

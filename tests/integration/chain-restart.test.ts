@@ -11,6 +11,7 @@ import { createPublicClient, defineChain, erc20Abi, http } from "viem";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
 import { freePort, type TestService } from "../helpers/service.ts";
 import { waitFor } from "../helpers/poll.ts";
+import { listensOn } from "../helpers/processes.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { payerAt } from "../helpers/payer.ts";
 import { ANVIL_KEYS } from "../helpers/anvil.ts";
@@ -75,7 +76,7 @@ async function ready(port: number, proc: ReturnType<typeof spawnService>) {
     if (st) throw new Error(`service exited (${st.code}): ${proc.peek()}`);
     const r = await fetch(`http://127.0.0.1:${port}/readyz`);
     await r.body?.cancel();
-    return r.status === 200;
+    return r.status === 200 && listensOn(proc.child.pid, port);
   }, { timeoutMs: 60_000, intervalMs: 50, what: `readyz on ${port}` });
 }
 
