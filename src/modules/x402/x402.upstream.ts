@@ -1,14 +1,14 @@
 /**
  * One call to a listing's upstream API, through the same outbound-target guard as webhook
  * deliveries: under the `public` policy (always in production) only https URLs whose every
- * address is public, checked in the socket's own DNS lookup at connect time; redirects are not
- * followed (a 3xx is the upstream's answer, a failure); a hard timeout; at most 1 MiB read.
- * Connections are kept alive and reused (a new TCP connection, or TLS session, per paid call cost
- * more than the rest of the call); one pool per policy, so a socket opened without the public
- * guard's lookup is never reused under it.
+ * address is public, resolved and checked when the connection is opened, which then goes to the
+ * address checked (no second lookup to rebind); redirects are not followed (a 3xx is the
+ * upstream's answer, a failure); a hard timeout; at most 1 MiB read. Header names and values are
+ * checked before anything is sent (no CR, LF or NUL). Connections are kept alive and reused (a
+ * new TCP connection, or TLS session, per paid call cost more than the rest of the call), by
+ * x402.upstream.http1.ts; one pool per origin and policy, so a socket opened without the public
+ * guard is never reused under it.
  */
-import http from "node:http";
-import https from "node:https";
 import {
   guardedLookup,
   isPublicAddress,
@@ -17,23 +17,9 @@ import {
   TargetRefused,
 } from "../webhooks/webhooks.targets.ts";
 import { DomainError } from "../../errors.ts";
+import { exchange } from "./x402.upstream.http1.ts";
 
 export const UPSTREAM_MAX_BYTES = 1_048_576;
-
-/** Idle upstream connections are closed after this long. */
-const IDLE_MS = 2_000;
-const pools = new Map<string, http.Agent>();
-
-function agentFor(protocol: string, policy: TargetPolicy): http.Agent {
-  const key = `${protocol}${policy}`;
-  let agent = pools.get(key);
-  if (!agent) {
-    const opts = { keepAlive: true, keepAliveMsecs: IDLE_MS, timeout: IDLE_MS, maxSockets: 256 };
-    agent = protocol === "https:" ? new https.Agent(opts) : new http.Agent(opts);
-    pools.set(key, agent);
-  }
-  return agent;
-}
 
 export type UpstreamResult =
   | { ok: true; status: number; contentType: string | null; body: Uint8Array }
@@ -52,7 +38,12 @@ export function upstreamRefusal(up: Extract<UpstreamResult, { ok: false }>): Dom
 export function callUpstream(
   url: URL,
   req: { method: string; body?: string; headers?: Record<string, string> },
-  opts: { timeoutMs: number; policy: TargetPolicy },
+  opts: {
+    timeoutMs: number;
+    policy: TargetPolicy;
+    /** Roots trusted besides the system's, for https upstreams (tests: a local certificate). */
+    caCerts?: string[];
+  },
 ): Promise<UpstreamResult> {
   if (opts.policy === "public") {
     if (url.protocol !== "https:") {
@@ -67,68 +58,61 @@ export function callUpstream(
       });
     }
   }
-  const client = url.protocol === "https:" ? https : http;
-  const headers: Record<string, string> = {
-    accept: "application/json, */*;q=0.5",
-    ...req.headers,
-  };
-  if (req.body !== undefined) {
-    headers["content-type"] ??= "application/json";
-    headers["content-length"] = String(new TextEncoder().encode(req.body).length);
+  const https = url.protocol === "https:";
+  let head = `${req.method} ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\n`;
+  const headers: Record<string, string> = { accept: "application/json, */*;q=0.5", ...req.headers };
+  if (req.body !== undefined) headers["content-type"] ??= "application/json";
+  for (const [name, value] of Object.entries(headers)) {
+    if (!TOKEN.test(name) || !FIELD_VALUE.test(value) || name.toLowerCase() === "host") {
+      return Promise.resolve({
+        ok: false,
+        error: `invalid request header ${JSON.stringify(name)}`,
+      });
+    }
+    head += `${name}: ${value}\r\n`;
   }
-  return new Promise((resolve) => {
-    let settled = false;
-    const finish = (r: UpstreamResult) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      resolve(r);
-    };
-    const request = client.request(url, {
-      method: req.method,
-      agent: agentFor(url.protocol, opts.policy),
-      headers,
-      ...(opts.policy === "public" ? { lookup: guardedLookup } : {}),
-    }, (res) => {
-      const status = res.statusCode ?? 0;
-      const chunks: Uint8Array[] = [];
-      let read = 0;
-      res.on("data", (chunk: Uint8Array) => {
-        read += chunk.length;
-        if (read > UPSTREAM_MAX_BYTES) {
-          res.destroy();
-          finish({ ok: false, status, error: "upstream body larger than 1 MiB" });
-          return;
-        }
-        chunks.push(chunk);
+  let refused: Error | undefined;
+  const open = async (): Promise<Deno.Conn> => {
+    const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
+    try {
+      const address = opts.policy === "public" ? await publicAddress(host) : host;
+      const port = Number(url.port || (https ? 443 : 80));
+      const tcp = await Deno.connect({ hostname: address, port });
+      tcp.setNoDelay(true);
+      if (!https) return tcp;
+      return await Deno.startTls(tcp, {
+        hostname: host,
+        alpnProtocols: ["http/1.1"],
+        ...(opts.caCerts ? { caCerts: opts.caCerts } : {}),
       });
-      res.on("end", () => {
-        if (status < 200 || status > 299) {
-          return finish({ ok: false, status, error: `upstream answered ${status}` });
-        }
-        const body = new Uint8Array(read);
-        let at = 0;
-        for (const c of chunks) {
-          body.set(c, at);
-          at += c.length;
-        }
-        const ct = res.headers["content-type"];
-        finish({ ok: true, status, contentType: typeof ct === "string" ? ct : null, body });
-      });
-      res.on("error", (e: Error) => finish({ ok: false, status, error: e.message }));
-    });
-    const timer = setTimeout(() => {
-      const e = `timed out after ${opts.timeoutMs} ms`;
-      request.destroy(new Error(e));
-      finish({ ok: false, error: e });
-    }, opts.timeoutMs);
-    request.on("error", (e: Error & { code?: string }) => {
-      if (e instanceof TargetRefused || e.code === "ETARGETREFUSED") {
-        finish({ ok: false, refused: true, error: `refused: ${e.message}` });
-      } else finish({ ok: false, error: e.message.slice(0, 300) });
-    });
-    request.end(req.body);
-  });
+    } catch (e) {
+      if (e instanceof TargetRefused || (e as { code?: string }).code === "ETARGETREFUSED") {
+        refused = e as Error;
+      }
+      throw e;
+    }
+  };
+  return exchange({
+    pool: `${url.protocol}//${url.host} ${opts.policy}${opts.caCerts ? " own roots" : ""}`,
+    open,
+    method: req.method,
+    head,
+    body: req.body === undefined ? undefined : new TextEncoder().encode(req.body),
+    maxBodyBytes: UPSTREAM_MAX_BYTES,
+  }, opts.timeoutMs).then((r): UpstreamResult =>
+    refused ? { ok: false, refused: true, error: `refused: ${refused.message}` } : r
+  );
+}
+
+/** An RFC 9110 header name, and a field value without CR, LF or NUL. */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const FIELD_VALUE = /^[^\r\n\0]*$/;
+
+/** The hostname's first address, when every address it resolves to is public (guardedLookup). */
+function publicAddress(hostname: string): Promise<string> {
+  return new Promise((resolve, reject) =>
+    guardedLookup(hostname, {}, (e, address) => e ? reject(e) : resolve(address as string))
+  );
 }
 
 /** The upstream body as the response's `data`: parsed JSON when it is JSON, else the text. */

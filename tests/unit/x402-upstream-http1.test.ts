@@ -1,0 +1,340 @@
+/**
+ * The upstream's HTTP/1.1 client against servers that answer byte by byte as the test says:
+ * chunked and close-delimited bodies, interim responses, malformed answers, connections kept and
+ * reused, a pooled connection the upstream closed (retried for GET only), the pool's limit, header
+ * injection refused before anything is sent, and https with a certificate checked against its
+ * name.
+ */
+import assert from "node:assert/strict";
+import { callUpstream, type UpstreamResult } from "../../src/modules/x402/x402.upstream.ts";
+import {
+  closeIdleUpstreams,
+  idleUpstreams,
+  MAX_PER_POOL,
+} from "../../src/modules/x402/x402.upstream.http1.ts";
+
+interface Seen {
+  method: string;
+  path: string;
+  head: string;
+  body: string;
+  /** Which accepted connection carried it (0-based), and its place on that connection. */
+  connection: number;
+  onConnection: number;
+}
+
+/**
+ * A TCP server that reads each HTTP/1.1 request (head and content-length body) and lets `answer`
+ * write the bytes of its response; "close" ends the connection after them, "drop" ends it
+ * without writing anything.
+ */
+function rawServer(answer: (r: Seen) => Promise<string | "drop"> | string | "drop") {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const seen: Seen[] = [];
+  const state = { accepted: 0, open: 0, maxOpen: 0 };
+  const conns = new Set<Deno.Conn>();
+  const enc = new TextEncoder();
+  const serve = async (conn: Deno.Conn, connection: number) => {
+    let buf = new Uint8Array(0);
+    const more = async () => {
+      const chunk = new Uint8Array(64 * 1024);
+      const n = await conn.read(chunk);
+      if (n === null) return false;
+      const next = new Uint8Array(buf.length + n);
+      next.set(buf);
+      next.set(chunk.subarray(0, n), buf.length);
+      buf = next;
+      return true;
+    };
+    try {
+      for (let onConnection = 0;; onConnection++) {
+        let end = -1;
+        while ((end = new TextDecoder().decode(buf).indexOf("\r\n\r\n")) < 0) {
+          if (!(await more())) return;
+        }
+        const head = new TextDecoder().decode(buf.subarray(0, end));
+        const length = Number(/\r\ncontent-length: *([0-9]+)/i.exec(head)?.[1] ?? 0);
+        while (buf.length < end + 4 + length) if (!(await more())) return;
+        const body = new TextDecoder().decode(buf.subarray(end + 4, end + 4 + length));
+        buf = buf.slice(end + 4 + length);
+        const [method, path] = head.split(" ");
+        const r = { method, path, head, body, connection, onConnection };
+        seen.push(r);
+        const out = await answer(r);
+        if (out === "drop") return;
+        await conn.write(enc.encode(out));
+        if (/\r\nconnection: close\r\n/i.test(out.split("\r\n\r\n")[0] + "\r\n")) return;
+        const answered = out.split("\r\n\r\n").find((h) => /^HTTP\/1\.1 [2-5]/.test(h)) ?? "";
+        if (
+          !/^HTTP\/1\.1 204 /.test(answered) &&
+          !/\r\n(content-length|transfer-encoding):/i.test(answered)
+        ) {
+          return; // a body to the end of the connection
+        }
+      }
+    } catch {
+      // the client went away
+    } finally {
+      conns.delete(conn);
+      state.open--;
+      try {
+        conn.close();
+      } catch { /* closed */ }
+    }
+  };
+  const accepting = (async () => {
+    for await (const conn of listener) {
+      conns.add(conn);
+      state.open++;
+      state.maxOpen = Math.max(state.maxOpen, state.open);
+      serve(conn, state.accepted++);
+    }
+  })().catch(() => {});
+  const base = `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`;
+  let closed = false;
+  return {
+    seen,
+    state,
+    base,
+    call: (
+      path: string,
+      req: { method: string; body?: string; headers?: Record<string, string> } = {
+        method: "GET",
+      },
+    ) => callUpstream(new URL(base + path), req, { timeoutMs: 5_000, policy: "any" }),
+    /** Closes the server's side of every connection it holds. */
+    dropConnections() {
+      for (const c of conns) {
+        try {
+          c.close();
+        } catch { /* closed */ }
+      }
+    },
+    async close() {
+      if (!closed) {
+        closed = true;
+        listener.close();
+      }
+      this.dropConnections();
+      await accepting;
+      closeIdleUpstreams();
+    },
+  };
+}
+
+const ok = (body: string, extra = "") =>
+  `HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\n${extra}\r\n${body}`;
+const text = (r: UpstreamResult) =>
+  r.ok ? new TextDecoder().decode(r.body) : `(failed: ${r.error})`;
+
+async function until(what: string, test: () => boolean) {
+  for (let i = 0; i < 500; i++) {
+    if (test()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`not reached within 5 s: ${what}`);
+}
+
+Deno.test("upstream client: bodies by length, by chunks and to the connection's end", async () => {
+  const s = rawServer((r) => {
+    if (r.path === "/chunked") {
+      return "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n" +
+        '4;ext=1\r\n{"a"\r\n' + "A\r\n:[1,2,3,4]\r\n" + "1\r\n}\r\n" +
+        "0\r\nx-trailer: yes\r\n\r\n";
+    }
+    if (r.path === "/to-end") {
+      return "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nuntil the end";
+    }
+    if (r.path === "/interim") {
+      return "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n" +
+        ok("final");
+    }
+    if (r.path === "/empty") return "HTTP/1.1 204 No Content\r\n\r\n";
+    return ok(`hello ${r.method} ${r.path}`);
+  });
+  try {
+    const chunked = await s.call("/chunked");
+    assert.equal(text(chunked), '{"a":[1,2,3,4]}');
+    assert.equal(chunked.ok && chunked.contentType, "application/json");
+    // The connection is kept: the next call goes on it.
+    assert.equal(text(await s.call("/plain")), "hello GET /plain");
+    assert.equal(s.state.accepted, 1);
+    assert.deepEqual(s.seen.map((r) => [r.connection, r.onConnection]), [[0, 0], [0, 1]]);
+
+    const interim = await s.call("/interim");
+    assert.equal(text(interim), "final");
+    const empty = await s.call("/empty");
+    assert.equal(empty.ok && empty.status, 204);
+    assert.equal(empty.ok && empty.body.length, 0);
+    assert.equal(s.state.accepted, 1, "interim and empty answers keep the connection too");
+
+    // No length: the body runs to the end of the connection, which is then not reused.
+    assert.equal(text(await s.call("/to-end")), "until the end");
+    assert.equal(text(await s.call("/plain")), "hello GET /plain");
+    assert.equal(s.state.accepted, 2);
+
+    // A POST's body and headers as written.
+    const posted = await s.call("/post", {
+      method: "POST",
+      body: '{"q":"é"}',
+      headers: { "x-trace": "1" },
+    });
+    assert.equal(text(posted), "hello POST /post");
+    const last = s.seen.at(-1)!;
+    assert.equal(last.body, '{"q":"é"}');
+    assert.match(last.head, /\r\ncontent-length: 10(\r\n|$)/);
+    assert.match(last.head, /\r\ncontent-type: application\/json\r\n/);
+    assert.match(last.head, /\r\nx-trace: 1\r\n/);
+    assert.match(last.head, new RegExp(`\r\nhost: ${new URL(s.base).host}\r\n`));
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("upstream client: a malformed answer is the call's failure, never reused", async () => {
+  const s = rawServer((r) => {
+    if (r.path === "/garbage") return "SMTP ready\r\n\r\n";
+    if (r.path === "/two-lengths") {
+      return "HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\nabc";
+    }
+    if (r.path === "/bad-chunk") {
+      return "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n";
+    }
+    if (r.path === "/short") {
+      return "HTTP/1.1 200 OK\r\ncontent-length: 10\r\nconnection: close\r\n\r\nabc";
+    }
+    if (r.path === "/switch") return "HTTP/1.1 101 Switching Protocols\r\nupgrade: x\r\n\r\n";
+    if (r.path === "/extra") return ok("one") + "HTTP/1.1 200 OK\r\n";
+    return ok("fine");
+  });
+  try {
+    const cases: [string, string][] = [
+      ["/garbage", "malformed upstream response: status line"],
+      ["/two-lengths", "malformed upstream response: content-length"],
+      ["/bad-chunk", "malformed upstream response: chunk size"],
+      ["/short", "upstream closed the connection"],
+      ["/switch", "upstream switched protocols"],
+    ];
+    for (const [path, error] of cases) {
+      const r = await s.call(path);
+      assert.deepEqual(r, { ok: false, error }, path);
+    }
+    // Bytes after a whole response: that response stands, its connection is not trusted again.
+    const before = s.state.accepted;
+    assert.equal(text(await s.call("/extra")), "one");
+    assert.equal(text(await s.call("/next")), "fine");
+    assert.equal(s.state.accepted, before + 2);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("upstream client: a pooled connection the upstream closed", async (t) => {
+  // The second request on any connection is dropped unanswered (as when the upstream closes an
+  // idle connection just as the request goes out).
+  const s = rawServer((r) => r.onConnection === 1 ? "drop" : ok(`${r.method} ${r.path}`));
+  try {
+    await t.step("a GET is retried once on a new connection", async () => {
+      assert.equal(text(await s.call("/a")), "GET /a");
+      assert.equal(text(await s.call("/b")), "GET /b");
+      assert.deepEqual(s.seen.map((r) => [r.path, r.connection]), [["/a", 0], ["/b", 0], [
+        "/b",
+        1,
+      ]]);
+    });
+    await t.step("a POST is not: it may have reached the upstream", async () => {
+      const r = await s.call("/pay", { method: "POST", body: "{}" });
+      assert.deepEqual(r, { ok: false, error: "upstream closed the connection" });
+      assert.equal(s.seen.filter((x) => x.path === "/pay").length, 1);
+    });
+  } finally {
+    await s.close();
+  }
+
+  // An upstream that closes its idle connections: the pool notices before anyone writes to one.
+  const closing = rawServer((r) => ok(`${r.method} ${r.path}`));
+  try {
+    await t.step("an idle connection closed by the upstream is dropped, not used", async () => {
+      assert.equal(text(await closing.call("/first")), "GET /first");
+      await until("the connection is idle in the pool", () => idleUpstreams() === 1);
+      // The server closes its side now.
+      closing.dropConnections();
+      await until("the pool dropped the closed connection", () => idleUpstreams() === 0);
+    });
+  } finally {
+    await closing.close();
+  }
+});
+
+Deno.test("upstream client: at most MAX_PER_POOL connections to one upstream", async () => {
+  const s = rawServer(async (r) => {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    return ok(r.path);
+  });
+  try {
+    const calls = MAX_PER_POOL + 44;
+    const results = await Promise.all(
+      Array.from({ length: calls }, (_, i) => s.call(`/n${i}`)),
+    );
+    assert.deepEqual(results.map(text), results.map((_, i) => `/n${i}`));
+    assert(s.state.maxOpen <= MAX_PER_POOL, `${s.state.maxOpen} connections at once`);
+    assert(s.state.accepted <= MAX_PER_POOL, `${s.state.accepted} connections in all`);
+    assert.equal(s.seen.length, calls);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("upstream client: a header with CR, LF or NUL is refused before anything is sent", async () => {
+  const s = rawServer(() => ok("never"));
+  try {
+    const refused: Record<string, string>[] = [
+      { "content-type": "text/plain\r\nx-injected: 1" },
+      { "content-type": "a\nb" },
+      { "x-nul": "a\0b" },
+      { "bad name": "x" },
+      { host: "elsewhere.example" },
+    ];
+    for (const headers of refused) {
+      const r = await s.call("/x", { method: "POST", body: "{}", headers });
+      assert.equal(r.ok, false, JSON.stringify(headers));
+      assert.match(!r.ok ? r.error : "", /^invalid request header/);
+    }
+    assert.equal(s.seen.length, 0);
+    assert.equal(s.state.accepted, 0);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("upstream client: https, the certificate checked against the URL's name", async () => {
+  const dir = new URL("../fixtures/tls/", import.meta.url);
+  const cert = await Deno.readTextFile(new URL("localhost.crt", dir));
+  const key = await Deno.readTextFile(new URL("localhost.key", dir));
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, cert, key, onListen() {} },
+    (req) => Response.json({ secure: new URL(req.url).protocol }),
+  );
+  const port = server.addr.port;
+  const call = (host: string, caCerts?: string[]) =>
+    callUpstream(new URL(`https://${host}:${port}/x`), { method: "GET" }, {
+      timeoutMs: 5_000,
+      policy: "any",
+      caCerts,
+    });
+  try {
+    const trusted = await call("localhost", [cert]);
+    assert.equal(text(trusted), '{"secure":"https:"}');
+    // Twice on one connection: the TLS session is kept like a plain one.
+    assert.equal(text(await call("localhost", [cert])), '{"secure":"https:"}');
+    // Not a root this client trusts, or not the name on the certificate: no answer.
+    for (const [host, roots] of [["localhost", undefined], ["127.0.0.1", [cert]]] as const) {
+      const r = await call(host, roots ? [...roots] : undefined);
+      assert.equal(r.ok, false, host);
+      assert.equal(!r.ok && r.status, undefined, host);
+    }
+  } finally {
+    closeIdleUpstreams();
+    await server.shutdown();
+  }
+});
