@@ -128,11 +128,11 @@ const text = (r: UpstreamResult) =>
   r.ok ? new TextDecoder().decode(r.body) : `(failed: ${r.error})`;
 
 async function until(what: string, test: () => boolean) {
-  for (let i = 0; i < 500; i++) {
+  for (let i = 0; i < 1000; i++) {
     if (test()) return;
     await new Promise((r) => setTimeout(r, 10));
   }
-  throw new Error(`not reached within 5 s: ${what}`);
+  throw new Error(`not reached within 1,000 polls (10 s or more): ${what}`);
 }
 
 Deno.test("upstream client: bodies by length, by chunks and to the connection's end", async () => {
@@ -263,6 +263,18 @@ Deno.test("upstream client: a pooled connection the upstream closed", async (t) 
     });
   } finally {
     await closing.close();
+  }
+
+  const quiet = rawServer((r) => ok(r.path));
+  try {
+    await t.step("an idle connection is closed by the client after IDLE_MS", async () => {
+      assert.equal(text(await quiet.call("/once")), "/once");
+      assert.equal(idleUpstreams(), 1);
+      await until("the idle connection is closed", () => idleUpstreams() === 0);
+      await until("the server saw it closed", () => quiet.state.open === 0);
+    });
+  } finally {
+    await quiet.close();
   }
 });
 

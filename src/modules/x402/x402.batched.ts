@@ -123,7 +123,7 @@ async function batchedCall(
     });
   }
   const p = x402Profile(deps);
-  const req = batchedRequirement(deps, p, listing);
+  const network = `eip155:${deps.chain.gateway.domain(p, "batched").chainId}`;
   const refuse = async (error: string) => {
     const unpaid = await channelAwareCall(deps, { ...input, payment: undefined });
     if (unpaid.kind !== "required") throw new Error("an unpaid call must answer 402");
@@ -133,7 +133,7 @@ async function batchedCall(
   if (!parsed.success || parsed.data.x402Version !== 2) return refuse("invalid_payload");
   const { accepted, payload } = parsed.data;
   if (accepted.scheme !== "exact") return refuse("invalid_exact_evm_scheme");
-  if (accepted.network !== req.network) return refuse("invalid_exact_evm_network_mismatch");
+  if (accepted.network !== network) return refuse("invalid_exact_evm_network_mismatch");
   const a = payload.authorization;
   if (a.to !== listing.seller) return refuse("invalid_exact_evm_recipient_mismatch");
   if (a.value !== listing.price) {
@@ -213,7 +213,7 @@ async function batchedCall(
   const receipt = {
     success: true,
     payer: checksum(a.from),
-    network: req.network,
+    network,
     amount: a.value.toString(),
   };
   if (signer === "node") {

@@ -6,7 +6,7 @@
  * (docs/benchmarks.md, "The upstream's own client").
  *
  * Connections are pooled per origin and policy, at most MAX_PER_POOL at once (more calls wait
- * their turn), idle ones closed after IDLE_MS. An idle connection keeps one read waiting on it:
+ * their turn), idle ones closed once idle for IDLE_MS (by one sweeping timer). An idle connection keeps one read waiting on it:
  * if the upstream closes it meanwhile, the read says so and the connection is dropped before
  * anyone writes to it; otherwise that read becomes the first read of the next response.
  * A reused connection that still fails before the response's first byte (the upstream closed
@@ -55,7 +55,8 @@ interface Link {
   pending: Promise<number | null> | null;
   idle: boolean;
   dead: boolean;
-  timer?: ReturnType<typeof setTimeout>;
+  /** When it was parked (Date.now()). */
+  since: number;
 }
 
 /**
@@ -97,7 +98,6 @@ function forget(key: string, p: Pool): void {
 function close(link: Link): void {
   if (link.dead) return;
   link.dead = true;
-  clearTimeout(link.timer);
   try {
     link.conn.close();
   } catch { /* already closed */ }
@@ -119,16 +119,40 @@ function park(key: string, p: Pool, link: Link): void {
   const end = () => link.idle && retire(key, p, link);
   link.pending.then(end, end);
   link.conn.unref();
-  link.timer = setTimeout(() => retire(key, p, link), IDLE_MS);
-  Deno.unrefTimer(link.timer);
+  link.since = Date.now();
   p.idle.push(link);
+  sweeper ??= startSweeper();
+}
+
+let sweeper: ReturnType<typeof setInterval> | null = null;
+
+/**
+ * One timer for every idle link, not one per call: every IDLE_MS / 2 it closes the links idle for
+ * IDLE_MS or more (so each is closed 2–3 s after its last use), and stops when none is left.
+ */
+function startSweeper(): ReturnType<typeof setInterval> {
+  const timer = setInterval(() => {
+    const now = Date.now();
+    let left = 0;
+    for (const [key, p] of pools) {
+      for (const link of [...p.idle]) {
+        if (now - link.since >= IDLE_MS) retire(key, p, link);
+      }
+      left += p.idle.length;
+    }
+    if (left === 0) {
+      clearInterval(timer);
+      sweeper = null;
+    }
+  }, IDLE_MS / 2);
+  Deno.unrefTimer(timer);
+  return timer;
 }
 
 function take(p: Pool): Link | undefined {
   const link = p.idle.pop();
   if (!link) return undefined;
   link.idle = false;
-  clearTimeout(link.timer);
   link.conn.ref();
   return link;
 }
@@ -138,6 +162,8 @@ export function closeIdleUpstreams(): void {
   for (const [key, p] of pools) {
     for (const link of [...p.idle]) retire(key, p, link);
   }
+  if (sweeper !== null) clearInterval(sweeper);
+  sweeper = null;
 }
 
 /** How many idle connections the pools hold (tests). */
@@ -195,6 +221,7 @@ export async function exchange(req: Http1Request, timeoutMs: number): Promise<Ht
           pending: null,
           idle: false,
           dead: false,
+          since: 0,
         };
       }
       current = link;
