@@ -6,7 +6,11 @@
  * name.
  */
 import assert from "node:assert/strict";
-import { callUpstream, type UpstreamResult } from "../../src/modules/x402/x402.upstream.ts";
+import {
+  callUpstream,
+  connectFirst,
+  type UpstreamResult,
+} from "../../src/modules/x402/x402.upstream.ts";
 import {
   closeIdleUpstreams,
   idleUpstreams,
@@ -348,5 +352,27 @@ Deno.test("upstream client: https, the certificate checked against the URL's nam
   } finally {
     closeIdleUpstreams();
     await server.shutdown();
+  }
+});
+
+Deno.test("upstream client: a name's addresses are tried in order until one accepts", async () => {
+  // Listening on 127.0.0.1 only, as a development upstream often does, while the name may
+  // resolve to ::1 first.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const refusing = (closed.addr as Deno.NetAddr).port;
+  closed.close();
+  try {
+    const conn = await connectFirst(["::1", "127.0.0.1"], port);
+    assert.equal((conn.remoteAddr as Deno.NetAddr).hostname, "127.0.0.1");
+    conn.close();
+    await assert.rejects(
+      () => connectFirst(["127.0.0.1"], refusing),
+      Deno.errors.ConnectionRefused,
+    );
+    await assert.rejects(() => connectFirst([], port), /no address to connect to/);
+  } finally {
+    listener.close();
   }
 });

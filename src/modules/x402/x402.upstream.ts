@@ -9,6 +9,7 @@
  * x402.upstream.http1.ts; one pool per origin and policy, so a socket opened without the public
  * guard is never reused under it.
  */
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import {
   guardedLookup,
   isPublicAddress,
@@ -75,10 +76,8 @@ export function callUpstream(
   const open = async (): Promise<Deno.Conn> => {
     const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
     try {
-      const address = opts.policy === "public" ? await publicAddress(host) : host;
       const port = Number(url.port || (https ? 443 : 80));
-      const tcp = await Deno.connect({ hostname: address, port });
-      tcp.setNoDelay(true);
+      const tcp = await connectFirst(await addressesOf(host, opts.policy), port);
       if (!https) return tcp;
       return await Deno.startTls(tcp, {
         hostname: host,
@@ -108,11 +107,40 @@ export function callUpstream(
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const FIELD_VALUE = /^[^\r\n\0]*$/;
 
-/** The hostname's first address, when every address it resolves to is public (guardedLookup). */
-function publicAddress(hostname: string): Promise<string> {
-  return new Promise((resolve, reject) =>
-    guardedLookup(hostname, {}, (e, address) => e ? reject(e) : resolve(address as string))
-  );
+/**
+ * Every address of the hostname, in the resolver's order (the system's, /etc/hosts included): an
+ * address literal as it is; under the `public` policy only when every address is public
+ * (guardedLookup, the webhooks' rule), else TargetRefused.
+ */
+function addressesOf(hostname: string, policy: TargetPolicy): Promise<string[]> {
+  if (literalAddress(new URL(`http://${hostname.includes(":") ? `[${hostname}]` : hostname}`))) {
+    return Promise.resolve([hostname]);
+  }
+  return new Promise((resolve, reject) => {
+    const done = (e: Error | null, list: string | LookupAddress[]) =>
+      e ? reject(e) : resolve((list as LookupAddress[]).map((a) => a.address));
+    if (policy === "public") guardedLookup(hostname, { all: true }, done);
+    else dnsLookup(hostname, { all: true, family: 0 }, done);
+  });
+}
+
+/**
+ * A TCP connection to the first of the addresses that accepts one, tried in order (a name may
+ * resolve to ::1 before 127.0.0.1 while the upstream listens on one of them only); the last
+ * address's error when none does.
+ */
+export async function connectFirst(addresses: string[], port: number): Promise<Deno.TcpConn> {
+  let last: unknown = new Error("no address to connect to");
+  for (const hostname of addresses) {
+    try {
+      const conn = await Deno.connect({ hostname, port });
+      conn.setNoDelay(true);
+      return conn;
+    } catch (e) {
+      last = e;
+    }
+  }
+  throw last;
 }
 
 /** The upstream body as the response's `data`: parsed JSON when it is JSON, else the text. */
