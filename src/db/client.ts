@@ -32,8 +32,12 @@ export interface ClientOptions {
  * for the paid path's group statements (x402.batched.mirror.ts), which are prepared, so their
  * plan is fixed at a connection's sixth run; made while a table was young, a scan of it would
  * stay the plan while it grows (src/db/by-id.ts). Without scans, it is the index's from the start.
+ * And without JIT: a plan that must still scan somewhere carries the setting's disable cost
+ * (10^10), far above `jit_above_cost`, so PostgreSQL compiled such a small statement with LLVM
+ * before running it. postgres.js's own first statement on a connection (its array types, read
+ * from pg_type by a scan) cost the first paid call after each start ~300 ms so (docs/decisions.md).
  */
-export const NO_TABLE_SCANS: Record<string, string> = { enable_seqscan: "off" };
+export const NO_TABLE_SCANS: Record<string, string> = { enable_seqscan: "off", jit: "off" };
 
 /**
  * Bounds that keep one stuck transaction from wedging the pool (DESIGN §11): a statement waiting

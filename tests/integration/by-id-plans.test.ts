@@ -544,3 +544,24 @@ Deno.test("the pay path's group statements stay on the indexes as the tables gro
     await db.drop();
   }
 });
+
+Deno.test("the paid path's connection never compiles a plan with JIT", async () => {
+  const db = await createTestDatabase();
+  // As the service's paid-path connection is (service.ts). A statement there that must scan
+  // somewhere carries enable_seqscan's disable cost (10^10), far above jit_above_cost: with JIT
+  // on, PostgreSQL compiled it with LLVM first. postgres.js's own first statement on a connection
+  // (its array types, read from pg_type by a scan) made the first paid call after each start
+  // wait ~300 ms. Where the server has no JIT, there is nothing to compile either way.
+  const sql = createSql(db.url, { max: 1, name: "paid", settings: NO_TABLE_SCANS });
+  try {
+    await sql`create temporary table must_scan (x int)`;
+    const [plan] = await sql<{ "QUERY PLAN": unknown }[]>`
+      explain (analyze, format json) select count(*) from must_scan`;
+    const text = JSON.stringify(plan["QUERY PLAN"]);
+    assert.match(text, /"Node Type":"Seq Scan"/, text);
+    assert.doesNotMatch(text, /"JIT"/, text);
+  } finally {
+    await sql.end();
+    await db.drop();
+  }
+});
