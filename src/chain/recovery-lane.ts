@@ -7,10 +7,12 @@
  *
  * The shared buffer holds SLOTS slots of 128 bytes (digest 32, r ‖ s 64, y parity 1, the expected
  * signer 20) and, after them, one Int32 per slot for its state (FREE → ASKED by this thread →
- * YES or NO by the worker), a doorbell the worker waits on, and a stop flag. This thread waits on
- * a slot's state with `Atomics.waitAsync`, so the answer arrives as a task of the event loop.
- * Where the lane cannot answer (no worker, every slot taken, the lane stopped with checks in
- * flight) the recovery runs inline: the same answer, on this thread.
+ * YES or NO by the worker), a doorbell the worker waits on, a stop flag, and a ready flag the
+ * worker sets once it has loaded. This thread waits on a slot's state with `Atomics.waitAsync`,
+ * so the answer arrives as a task of the event loop. Where the lane cannot answer (no worker, not
+ * loaded yet, every slot taken, the lane stopped with checks in flight) the recovery runs inline:
+ * the same answer, on this thread. The worker takes ~300 ms to load; a check asked meanwhile
+ * (the first paid calls after a start) is answered at once rather than after it.
  */
 import { recoversTo, type RecoveryJob } from "./authorization-check.ts";
 
@@ -22,9 +24,14 @@ export const YES = 2;
 export const NO = 3;
 /** Set by this thread on checks it answered itself (the lane stopped under them). */
 const ABANDONED = 4;
-/** Index of the doorbell (a counter the worker waits on) and of the stop flag in the states. */
+/**
+ * Index of the doorbell (a counter the worker waits on), of the stop flag and of the ready flag
+ * (set to 1 by the worker when it has loaded) in the states.
+ */
 export const DOORBELL = SLOTS;
 export const STOP = SLOTS + 1;
+export const READY = SLOTS + 2;
+const STATES = SLOTS + 3;
 
 export const layout = { slots: SLOTS, slotBytes: SLOT_BYTES, stateOffset: SLOTS * SLOT_BYTES };
 
@@ -52,14 +59,14 @@ function inline(job: RecoveryJob): boolean {
 function start(): Lane | null {
   if (broken) return null;
   try {
-    const buffer = new SharedArrayBuffer(layout.stateOffset + 4 * (SLOTS + 2));
+    const buffer = new SharedArrayBuffer(layout.stateOffset + 4 * STATES);
     const worker = new Worker(new URL("./recovery-lane.worker.ts", import.meta.url), {
       type: "module",
     });
     const started: Lane = {
       worker,
       data: new Uint8Array(buffer, 0, layout.stateOffset),
-      states: new Int32Array(buffer, layout.stateOffset, SLOTS + 2),
+      states: new Int32Array(buffer, layout.stateOffset, STATES),
       free: Array.from({ length: SLOTS }, (_, i) => SLOTS - 1 - i),
       jobs: new Array(SLOTS).fill(null),
     };
@@ -81,8 +88,9 @@ function start(): Lane | null {
 export function recoversToOffThread(job: RecoveryJob): Promise<boolean> {
   lane ??= start();
   const l = lane;
-  const slot = l?.free.pop();
-  if (!l || slot === undefined) return Promise.resolve(inline(job));
+  if (!l || Atomics.load(l.states, READY) !== 1) return Promise.resolve(inline(job));
+  const slot = l.free.pop();
+  if (slot === undefined) return Promise.resolve(inline(job));
   const at = slot * SLOT_BYTES;
   l.data.set(job.digest, at);
   l.data.set(job.rs, at + 32);
@@ -107,6 +115,21 @@ export function recoversToOffThread(job: RecoveryJob): Promise<boolean> {
     return state === YES;
   };
   return Promise.resolve(settle());
+}
+
+/**
+ * Starts the lane if it is not running and resolves once its worker has loaded (true), or false
+ * where there is no worker (it failed to start) or the lane was stopped meanwhile.
+ */
+export async function recoveryLaneReady(): Promise<boolean> {
+  lane ??= start();
+  const l = lane;
+  if (!l) return false;
+  while (lane === l && Atomics.load(l.states, READY) !== 1) {
+    const waited = Atomics.waitAsync(l.states, READY, 0, 100);
+    if (waited.async) await waited.value;
+  }
+  return lane === l;
 }
 
 /**

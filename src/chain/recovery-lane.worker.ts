@@ -1,14 +1,18 @@
 /**
- * The worker side of recovery-lane.ts: waits on the doorbell, answers every slot asked of it
- * with libsecp256k1 (authorization-check.ts `recoversTo`), and wakes the slot's waiter.
+ * The worker side of recovery-lane.ts: says it is ready, waits on the doorbell, answers every
+ * slot asked of it with libsecp256k1 (authorization-check.ts `recoversTo`), and wakes the slot's
+ * waiter.
  */
 /// <reference lib="deno.worker" />
 import { recoversTo } from "./authorization-check.ts";
-import { ASKED, DOORBELL, layout, NO, STOP, YES } from "./recovery-lane.ts";
+import { ASKED, DOORBELL, layout, NO, READY, STOP, YES } from "./recovery-lane.ts";
 
 self.onmessage = (e: MessageEvent<SharedArrayBuffer>) => {
   const data = new Uint8Array(e.data, 0, layout.stateOffset);
-  const states = new Int32Array(e.data, layout.stateOffset, layout.slots + 2);
+  const states = new Int32Array(e.data, layout.stateOffset, READY + 1);
+  // Loaded (this module and libsecp256k1's binding): checks may come here from now on.
+  Atomics.store(states, READY, 1);
+  Atomics.notify(states, READY);
   let rung = Atomics.load(states, DOORBELL);
   for (;;) {
     let answered = true;

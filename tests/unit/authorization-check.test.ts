@@ -15,6 +15,7 @@ import {
 import {
   recoversToOffThread,
   recoveryLaneCounts,
+  recoveryLaneReady,
   SLOTS,
   stopRecoveryLane,
 } from "../../src/chain/recovery-lane.ts";
@@ -202,9 +203,17 @@ Deno.test({
       return recoversToOffThread(job);
     };
     try {
+      // A lane that is still loading its worker answers inline, at once: the first paid calls
+      // after a start do not wait the worker's ~300 ms.
+      stopRecoveryLane();
+      const cold = { ...recoveryLaneCounts };
+      assert.equal(await ask(cases[0]), cases[0].expected);
+      assert.equal(recoveryLaneCounts.inline - cold.inline, 1);
+      assert.equal(recoveryLaneCounts.worker, cold.worker);
+      assert.equal(await recoveryLaneReady(), true);
       const before = { ...recoveryLaneCounts };
       assert.deepEqual(await Promise.all(cases.map(ask)), expected);
-      // The worker answered them: none fell back (its slots were free, it started).
+      // The worker answered them: none fell back (its slots were free, it had loaded).
       assert.equal(recoveryLaneCounts.worker - before.worker, cases.length);
       assert.equal(recoveryLaneCounts.inline, before.inline);
       // One at a time (each waits for the worker to wake), then more at once than it has slots.
@@ -225,8 +234,12 @@ Deno.test({
       const inFlight = cases.map(ask);
       stopRecoveryLane();
       assert.deepEqual(await Promise.all(inFlight), expected);
-      // And the next check starts a new lane.
+      // And the next check starts a new lane (answered inline until it has loaded).
       assert.deepEqual(await Promise.all(cases.map(ask)), expected);
+      assert.equal(await recoveryLaneReady(), true);
+      const again = { ...recoveryLaneCounts };
+      assert.deepEqual(await Promise.all(cases.map(ask)), expected);
+      assert.equal(recoveryLaneCounts.worker - again.worker, cases.length);
     } finally {
       stopRecoveryLane();
     }
