@@ -6,8 +6,9 @@
  * CPU, more than the rest of a paid call's work on the one JavaScript thread, so it runs on worker
  * threads: one per spare core (at least one, at most four), each payer always on the same worker
  * so its cached key table is hit, the checks of one event-loop turn in one message per worker.
- * Same answers either way; where a worker cannot be used (it failed to start, or the pool was
- * stopped with checks in flight), the check runs inline.
+ * Same answers either way; where a worker cannot be used (it failed to start, it has not loaded
+ * yet, or the pool was stopped with checks in flight), the check runs inline: the first paid
+ * calls after a start do not wait the workers' ~0.3 s start.
  */
 import {
   type Authorization,
@@ -28,6 +29,10 @@ interface Waiting {
 
 interface Lane {
   worker: Worker;
+  /** The worker has loaded (its first message): until then this lane's checks run inline. */
+  ready: boolean;
+  /** Resolves true when the worker has loaded, false if the pool stops first. */
+  loaded: PromiseWithResolvers<boolean>;
   queued: Waiting[];
   inFlight: Map<number, Waiting[]>;
 }
@@ -40,7 +45,11 @@ let broken = false;
 let nextId = 0;
 let flushScheduled = false;
 
+/** How checks on this path were answered since the process started: by a worker, or inline. */
+export const authorizationThreadCounts = { worker: 0, inline: 0 };
+
 function inline(w: Waiting) {
+  authorizationThreadCounts.inline++;
   w.resolve(signedByEoa(w.job.d, w.job.a, w.job.s));
 }
 
@@ -51,12 +60,25 @@ function start(): Lane[] | null {
       const worker = new Worker(new URL("./authorization-check.worker.ts", import.meta.url), {
         type: "module",
       });
-      const lane: Lane = { worker, queued: [], inFlight: new Map() };
-      worker.onmessage = (e: MessageEvent<{ id: number; ok: boolean[] }>) => {
+      const lane: Lane = {
+        worker,
+        ready: false,
+        loaded: Promise.withResolvers<boolean>(),
+        queued: [],
+        inFlight: new Map(),
+      };
+      worker.onmessage = (e: MessageEvent<{ id: number; ok: boolean[] } | { ready: true }>) => {
+        if ("ready" in e.data) {
+          lane.ready = true;
+          lane.loaded.resolve(true);
+          return;
+        }
         const batch = lane.inFlight.get(e.data.id);
         if (!batch) return;
         lane.inFlight.delete(e.data.id);
-        batch.forEach((w, i) => w.resolve(e.data.ok[i] === true));
+        const ok = e.data.ok;
+        authorizationThreadCounts.worker += batch.length;
+        batch.forEach((w, i) => w.resolve(ok[i] === true));
       };
       worker.onerror = (e) => {
         // A worker that cannot run (its module failed to load): check inline from now on.
@@ -125,13 +147,27 @@ export function signedByEoaOffThread(
       job: { d: { ...d }, a: { ...a }, s: signature },
       resolve,
     };
-    if (!lanes) return inline(w);
-    laneOf(lanes, a.from).queued.push(w);
+    const lane = lanes && laneOf(lanes, a.from);
+    // No pool, or its worker still loading (~0.3 s after a start): answered here, at once.
+    if (!lane?.ready) return inline(w);
+    lane.queued.push(w);
     if (!flushScheduled) {
       flushScheduled = true;
       queueMicrotask(flush);
     }
   });
+}
+
+/**
+ * Starts the pool if it is not running and resolves once every worker has loaded (true), or
+ * false where there is no pool (it failed to start) or it was stopped meanwhile. For tests.
+ */
+export async function authorizationThreadsReady(): Promise<boolean> {
+  lanes ??= start();
+  const all = lanes;
+  if (!all) return false;
+  const loaded = await Promise.all(all.map((l) => l.loaded.promise));
+  return lanes === all && loaded.every((ok) => ok);
 }
 
 /**
@@ -144,6 +180,7 @@ export function stopAuthorizationThreads(): void {
   lanes = null;
   if (!all) return;
   for (const lane of all) {
+    lane.loaded.resolve(false);
     lane.worker.terminate();
     lane.queued.forEach(inline);
     for (const batch of lane.inFlight.values()) batch.forEach(inline);

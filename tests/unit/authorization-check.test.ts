@@ -20,6 +20,8 @@ import {
   stopRecoveryLane,
 } from "../../src/chain/recovery-lane.ts";
 import {
+  authorizationThreadCounts,
+  authorizationThreadsReady,
   signedByEoaOffThread,
   stopAuthorizationThreads,
 } from "../../src/chain/authorization-threads.ts";
@@ -169,11 +171,23 @@ Deno.test("signature checks on worker threads answer as inline ones; a stop answ
   const cases = await mixedCases(40, (i) => i % 4 === 3);
   assert.equal(cases.filter((c) => c.expected).length, 24);
   try {
+    // A pool still loading its workers answers inline, at once.
+    stopAuthorizationThreads();
+    const cold = { ...authorizationThreadCounts };
+    assert.equal(
+      await signedByEoaOffThread(domain, cases[0].message, cases[0].signature),
+      cases[0].expected,
+    );
+    assert.equal(authorizationThreadCounts.inline - cold.inline, 1);
+    assert.equal(await authorizationThreadsReady(), true);
     // All in one turn of the event loop: they travel to the worker together.
+    const before = { ...authorizationThreadCounts };
     const answers = await Promise.all(
       cases.map((c) => signedByEoaOffThread(domain, c.message, c.signature)),
     );
     assert.deepEqual(answers, cases.map((c) => c.expected));
+    assert.equal(authorizationThreadCounts.worker - before.worker, cases.length);
+    assert.equal(authorizationThreadCounts.inline, before.inline);
     // Stopped with checks in flight: each is still answered, inline.
     const inFlight = cases.map((c) => signedByEoaOffThread(domain, c.message, c.signature));
     stopAuthorizationThreads();
