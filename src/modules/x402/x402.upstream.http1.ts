@@ -2,21 +2,22 @@
  * The upstream's HTTP/1.1 exchange on Deno's own sockets: a request written in one piece, a
  * response read into one buffer and parsed there (status line, headers, a body by length, by
  * chunks or to the end of the connection), and the connection kept for the next call. It
- * replaces `node:http`, whose compatibility layer cost ~130 µs of the event loop per paid call
- * (docs/benchmarks.md, "The upstream's own client").
+ * replaces `node:http`, whose compatibility layer cost the event loop ~200 µs per paid call
+ * against ~75 here (docs/decisions.md, "The upstream's own HTTP/1.1 client on Deno's sockets").
  *
  * Connections are pooled per origin and policy, at most MAX_PER_POOL at once (more calls wait
- * their turn), idle ones closed once idle for IDLE_MS (by one sweeping timer). An idle connection keeps one read waiting on it:
- * if the upstream closes it meanwhile, the read says so and the connection is dropped before
- * anyone writes to it; otherwise that read becomes the first read of the next response.
- * A reused connection that still fails before the response's first byte (the upstream closed
- * it as the request went out) is retried once on a new connection for GET and HEAD only: any
- * other method may have reached the upstream, and is the upstream's failure.
+ * their turn), idle ones closed once idle for IDLE_MS (by one sweeping timer). An idle
+ * connection keeps one read waiting on it: if the upstream closes it meanwhile, the read says so
+ * and the connection is dropped before anyone writes to it; otherwise that read becomes the
+ * first read of the next response. A reused connection that still fails before the response's
+ * first byte (the upstream closed it as the request went out) is retried once on a new
+ * connection for GET and HEAD only: any other method may have reached the upstream, and is the
+ * upstream's failure.
  */
 
 /** What a call needs from the connection: where to, how to open one, what to send. */
 export interface Http1Request {
-  /** Pool key: origin and policy (a socket opened without the public guard is never reused under it). */
+  /** Pool key: origin and policy (a socket opened without the public guard is never reused). */
   pool: string;
   /** Opens a new connection (the guarded lookup, TLS); throws what the call then answers. */
   open: () => Promise<Deno.Conn>;
