@@ -209,6 +209,10 @@ Deno.test("upstream client: a malformed answer is the call's failure, never reus
     }
     if (r.path === "/switch") return "HTTP/1.1 101 Switching Protocols\r\nupgrade: x\r\n\r\n";
     if (r.path === "/extra") return ok("one") + "HTTP/1.1 200 OK\r\n";
+    if (r.path === "/both") {
+      return "HTTP/1.1 200 OK\r\ncontent-length: 3\r\ntransfer-encoding: chunked\r\n\r\n" +
+        "5\r\nhello\r\n0\r\n\r\n";
+    }
     return ok("fine");
   });
   try {
@@ -228,6 +232,12 @@ Deno.test("upstream client: a malformed answer is the call's failure, never reus
     assert.equal(text(await s.call("/extra")), "one");
     assert.equal(text(await s.call("/next")), "fine");
     assert.equal(s.state.accepted, before + 2);
+    // A length and chunks at once: the chunks are the body, and the connection is not reused
+    // (the one /next left in the pool carries /both; the next call needs a new one).
+    assert.equal(text(await s.call("/both")), "hello");
+    assert.equal(s.state.accepted, before + 2);
+    assert.equal(text(await s.call("/next")), "fine");
+    assert.equal(s.state.accepted, before + 3);
   } finally {
     await s.close();
   }

@@ -427,6 +427,9 @@ async function readResponse(reader: Reader, req: Http1Request): Promise<Sent> {
   const codings = (headers.get("transfer-encoding") ?? []).join(",").toLowerCase().split(",")
     .map((c) => c.trim()).filter((c) => c !== "");
   const length = codings.length ? null : contentLength(headers.get("content-length"));
+  // Both framings at once (RFC 9112 §6.3): the coding is read, and the connection not trusted
+  // again, whatever the length said.
+  if (codings.length && headers.has("content-length")) reusable = false;
   const tooLarge = () => new TooLarge(status);
   let body: Uint8Array;
   if (req.method === "HEAD" || status === 204 || status === 304) {
