@@ -2,15 +2,18 @@
  * The upstream's HTTP/1.1 client against servers that answer byte by byte as the test says:
  * chunked and close-delimited bodies, interim responses, malformed answers, connections kept and
  * reused, a pooled connection the upstream closed (retried for GET only), the pool's limit, header
- * injection refused before anything is sent, and https with a certificate checked against its
- * name.
+ * injection refused before anything is sent, https with a certificate checked against its name,
+ * and a name's addresses raced (RFC 8305) past one that never answers.
  */
 import assert from "node:assert/strict";
 import {
   callUpstream,
+  type ConnectAttempt,
   connectFirst,
+  interleaveFamilies,
   type UpstreamResult,
 } from "../../src/modules/x402/x402.upstream.ts";
+import { waitFor } from "../helpers/poll.ts";
 import {
   closeIdleUpstreams,
   idleUpstreams,
@@ -382,6 +385,109 @@ Deno.test("upstream client: a name's addresses are tried in order until one acce
       Deno.errors.ConnectionRefused,
     );
     await assert.rejects(() => connectFirst([], port), /no address to connect to/);
+  } finally {
+    listener.close();
+  }
+});
+
+Deno.test("upstream client: an address that never answers costs one attempt delay, not the call", async (t) => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  // 192.0.2.0/24 (TEST-NET-1) stands for an address whose connection attempts are dropped: the
+  // attempt hangs until it is aborted. Every other address is a real connect.
+  const aborted: string[] = [];
+  const started: string[] = [];
+  const blackHole: ConnectAttempt = (o) => {
+    started.push(o.hostname);
+    if (!o.hostname.startsWith("192.0.2.")) return Deno.connect(o);
+    return new Promise((_, reject) =>
+      o.signal.addEventListener("abort", () => {
+        aborted.push(o.hostname);
+        reject(o.signal.reason);
+      })
+    );
+  };
+  const bounded = <T>(p: Promise<T>) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error("not connected within 10 s")), 10_000);
+    });
+    return Promise.race([p, bound]).finally(() => clearTimeout(timer));
+  };
+  try {
+    await t.step("families interleaved, the first address's family first", () => {
+      assert.deepEqual(
+        interleaveFamilies(["::1", "fd00::2", "127.0.0.1", "10.0.0.1", "10.0.0.2"]),
+        ["::1", "127.0.0.1", "fd00::2", "10.0.0.1", "10.0.0.2"],
+      );
+      assert.deepEqual(interleaveFamilies(["127.0.0.1", "::1"]), ["127.0.0.1", "::1"]);
+      assert.deepEqual(interleaveFamilies(["10.0.0.1", "10.0.0.2"]), ["10.0.0.1", "10.0.0.2"]);
+      assert.deepEqual(interleaveFamilies([]), []);
+    });
+
+    await t.step("the next address is tried beside it; the silent one is aborted", async () => {
+      started.length = aborted.length = 0;
+      const conn = await bounded(
+        connectFirst(["192.0.2.55", "127.0.0.1"], port, { connect: blackHole, attemptDelayMs: 20 }),
+      );
+      assert.equal((conn.remoteAddr as Deno.NetAddr).hostname, "127.0.0.1");
+      conn.close();
+      assert.deepEqual(started, ["192.0.2.55", "127.0.0.1"]);
+      assert.deepEqual(aborted, ["192.0.2.55"]);
+    });
+
+    await t.step("a refused attempt starts the next at once, without the delay", async () => {
+      const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+      const refusing = (closed.addr as Deno.NetAddr).port;
+      closed.close();
+      const refusedFirst: ConnectAttempt = (o) =>
+        Deno.connect({ ...o, port: o.hostname === "127.0.0.2" ? refusing : o.port });
+      // An hour's delay: were the next attempt waiting for it, the bound would fail the step.
+      const conn = await bounded(
+        connectFirst(["127.0.0.2", "127.0.0.1"], port, {
+          connect: refusedFirst,
+          attemptDelayMs: 3_600_000,
+        }),
+      );
+      assert.equal((conn.remoteAddr as Deno.NetAddr).hostname, "127.0.0.1");
+      conn.close();
+    });
+
+    await t.step("a connection won after another is closed at once", async () => {
+      const late = Promise.withResolvers<Deno.TcpConn>();
+      let lateClosed = false;
+      const slow: ConnectAttempt = (o) =>
+        o.hostname === "192.0.2.7" ? late.promise : Deno.connect(o);
+      const conn = await bounded(
+        connectFirst(["192.0.2.7", "127.0.0.1"], port, { connect: slow, attemptDelayMs: 20 }),
+      );
+      assert.equal((conn.remoteAddr as Deno.NetAddr).hostname, "127.0.0.1");
+      late.resolve({ close: () => (lateClosed = true) } as unknown as Deno.TcpConn);
+      await waitFor(() => lateClosed, { what: "the late connection closed" });
+      conn.close();
+    });
+
+    await t.step("the call's deadline aborts every attempt", async () => {
+      started.length = aborted.length = 0;
+      const deadline = new AbortController();
+      const connecting = connectFirst(["192.0.2.1", "192.0.2.2", "192.0.2.3"], port, {
+        connect: blackHole,
+        attemptDelayMs: 5,
+        signal: deadline.signal,
+      });
+      await waitFor(() => started.length === 3, { what: "all three attempts started" });
+      deadline.abort(new Error("timed out after 5 ms"));
+      await assert.rejects(connecting, /timed out after 5 ms/);
+      assert.deepEqual(aborted.sort(), ["192.0.2.1", "192.0.2.2", "192.0.2.3"]);
+    });
+
+    await t.step("every attempt failed: the last error", async () => {
+      const failing: ConnectAttempt = (o) => Promise.reject(new Error(`no route to ${o.hostname}`));
+      await assert.rejects(
+        connectFirst(["10.0.0.1", "10.0.0.2"], port, { connect: failing }),
+        /no route to 10.0.0.2/,
+      );
+    });
   } finally {
     listener.close();
   }

@@ -19,8 +19,11 @@
 export interface Http1Request {
   /** Pool key: origin and policy (a socket opened without the public guard is never reused). */
   pool: string;
-  /** Opens a new connection (the guarded lookup, TLS); throws what the call then answers. */
-  open: () => Promise<Deno.Conn>;
+  /**
+   * Opens a new connection (the guarded lookup, TLS); throws what the call then answers.
+   * `signal` is aborted at the call's deadline: attempts still connecting give up.
+   */
+  open: (signal: AbortSignal) => Promise<Deno.Conn>;
   method: string;
   /** The request head up to, not including, the blank line (no content-length: added here). */
   head: string;
@@ -182,9 +185,11 @@ export async function exchange(req: Http1Request, timeoutMs: number): Promise<Ht
   let current: Link | undefined;
   const expired = Promise.withResolvers<"expired">();
   let timedOut = false;
+  const deadline = new AbortController();
   const timer = setTimeout(() => {
     timedOut = true;
     if (current) close(current);
+    deadline.abort(new Error(`timed out after ${timeoutMs} ms`));
     expired.resolve("expired");
   }, timeoutMs);
   if (p.active < MAX_PER_POOL) p.active++;
@@ -210,7 +215,7 @@ export async function exchange(req: Http1Request, timeoutMs: number): Promise<Ht
       let link = take(p);
       const reused = link !== undefined;
       if (!link) {
-        const opening = req.open();
+        const opening = req.open(deadline.signal);
         const opened = await Promise.race([opening, expired.promise]);
         if (opened === "expired") {
           opening.then((c) => c.close(), () => {});

@@ -73,11 +73,11 @@ export function callUpstream(
     head += `${name}: ${value}\r\n`;
   }
   let refused: Error | undefined;
-  const open = async (): Promise<Deno.Conn> => {
+  const open = async (signal: AbortSignal): Promise<Deno.Conn> => {
     const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
     try {
       const port = Number(url.port || (https ? 443 : 80));
-      const tcp = await connectFirst(await addressesOf(host, opts.policy), port);
+      const tcp = await connectFirst(await addressesOf(host, opts.policy), port, { signal });
       if (!https) return tcp;
       return await Deno.startTls(tcp, {
         hostname: host,
@@ -125,22 +125,99 @@ function addressesOf(hostname: string, policy: TargetPolicy): Promise<string[]> 
 }
 
 /**
- * A TCP connection to the first of the addresses that accepts one, tried in order (a name may
- * resolve to ::1 before 127.0.0.1 while the upstream listens on one of them only); the last
- * address's error when none does.
+ * How long an attempt to one address may go unanswered before the next address is tried beside
+ * it (RFC 8305's "Connection Attempt Delay", its recommended 250 ms; also Deno's and Node's).
  */
-export async function connectFirst(addresses: string[], port: number): Promise<Deno.TcpConn> {
-  let last: unknown = new Error("no address to connect to");
-  for (const hostname of addresses) {
-    try {
-      const conn = await Deno.connect({ hostname, port });
+export const ATTEMPT_DELAY_MS = 250;
+
+/** One connection attempt to one address; `signal` aborts it. */
+export type ConnectAttempt = (
+  o: { hostname: string; port: number; signal: AbortSignal },
+) => Promise<Deno.TcpConn>;
+
+const connectTcp: ConnectAttempt = (o) => Deno.connect({ ...o, autoSelectFamily: false });
+
+/**
+ * A TCP connection to one of the addresses, raced as RFC 8305 ("Happy Eyeballs") races them:
+ * the addresses in the resolver's order with the families interleaved, one attempt started, and
+ * the next started when it fails or when ATTEMPT_DELAY_MS pass without an answer; the first to
+ * connect wins and every other attempt is aborted (a later winner's connection is closed). So an
+ * address that drops connection attempts (a broken IPv6 route, a firewall) costs a call 250 ms,
+ * not its whole deadline, and a name that resolves to ::1 while the upstream listens on
+ * 127.0.0.1 only still connects. When every attempt fails, the last error; `signal` (the call's
+ * deadline) aborts them all.
+ */
+export function connectFirst(
+  addresses: string[],
+  port: number,
+  opts: { signal?: AbortSignal; connect?: ConnectAttempt; attemptDelayMs?: number } = {},
+): Promise<Deno.TcpConn> {
+  const { promise, resolve, reject } = Promise.withResolvers<Deno.TcpConn>();
+  const order = interleaveFamilies(addresses);
+  const connect = opts.connect ?? connectTcp;
+  const delay = opts.attemptDelayMs ?? ATTEMPT_DELAY_MS;
+  const attempts = new Set<AbortController>();
+  let next = 0;
+  let done = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const finish = () => {
+    done = true;
+    clearTimeout(timer);
+    opts.signal?.removeEventListener("abort", aborted);
+    for (const a of attempts) a.abort();
+    attempts.clear();
+  };
+  const aborted = () => {
+    if (done) return;
+    finish();
+    reject(opts.signal?.reason ?? new Error("connect aborted"));
+  };
+  const start = () => {
+    clearTimeout(timer);
+    if (done || next >= order.length) return;
+    const hostname = order[next++];
+    const attempt = new AbortController();
+    attempts.add(attempt);
+    connect({ hostname, port, signal: attempt.signal }).then((conn) => {
+      attempts.delete(attempt);
+      if (done) return conn.close();
+      finish();
       conn.setNoDelay(true);
-      return conn;
-    } catch (e) {
-      last = e;
-    }
+      resolve(conn);
+    }, (e) => {
+      attempts.delete(attempt);
+      if (done) return;
+      if (next < order.length) return start();
+      if (attempts.size === 0) {
+        finish();
+        reject(e);
+      }
+    });
+    if (next < order.length) timer = setTimeout(start, delay);
+  };
+  if (!order.length) reject(new Error("no address to connect to"));
+  else if (opts.signal?.aborted) reject(opts.signal.reason ?? new Error("connect aborted"));
+  else {
+    opts.signal?.addEventListener("abort", aborted, { once: true });
+    start();
   }
-  throw last;
+  return promise;
+}
+
+/**
+ * The addresses with their families interleaved (RFC 8305 §4): the first address's family first,
+ * then the other's, and so on, each family in the resolver's order.
+ */
+export function interleaveFamilies(addresses: string[]): string[] {
+  const v6 = addresses.filter((a) => a.includes(":"));
+  const v4 = addresses.filter((a) => !a.includes(":"));
+  const [first, second] = addresses[0]?.includes(":") ? [v6, v4] : [v4, v6];
+  const out: string[] = [];
+  for (let i = 0; i < Math.max(first.length, second.length); i++) {
+    if (i < first.length) out.push(first[i]);
+    if (i < second.length) out.push(second[i]);
+  }
+  return out;
 }
 
 /** The upstream body as the response's `data`: parsed JSON when it is JSON, else the text. */
