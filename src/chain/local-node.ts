@@ -18,6 +18,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "../log.ts";
+import { processAlive } from "../processes.ts";
 
 export const ANVIL_BIN = fileURLToPath(
   new URL("../../node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil", import.meta.url),
@@ -242,12 +243,16 @@ async function runningNode(stateDir: string): Promise<NodeFile | null> {
 }
 
 async function isLiveRuntime(pid: number): Promise<boolean> {
-  if (pid === Deno.pid) return false;
+  if (pid === Deno.pid || !(await processAlive(pid))) return false;
   const cmd = await Deno.readTextFile(`/proc/${pid}/cmdline`).catch(() => "");
   return /deno|node/.test(cmd);
 }
 
-/** A node left running by a killed service is stopped (it saves its state) before we start. */
+/**
+ * A node left running by a killed service is stopped (it saves its state) before we start. It
+ * has stopped once it has exited: its killed parent cannot reap it, so it stays a zombie until
+ * PID 1 does (about a second on the CI machine), and is not waited for.
+ */
 async function stopLeftover(pid: number, log: Logger): Promise<void> {
   log.warn("stopping a local chain node left running by a previous run", { pid });
   try {
@@ -255,9 +260,9 @@ async function stopLeftover(pid: number, log: Logger): Promise<void> {
   } catch {
     return;
   }
-  for (let i = 0; i < 200; i++) {
-    if (!(await Deno.stat(`/proc/${pid}`).then(() => true, () => false))) return;
-    await new Promise((r) => setTimeout(r, 50));
+  for (let i = 0; i < 1000; i++) {
+    if (!(await processAlive(pid))) return;
+    await new Promise((r) => setTimeout(r, 10));
   }
   Deno.kill(pid, "SIGKILL");
 }

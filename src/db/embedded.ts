@@ -18,6 +18,7 @@ import { dirname, join, resolve } from "node:path";
 import { execFile } from "node:child_process";
 import postgres from "postgres";
 import type { Logger } from "../log.ts";
+import { processAlive } from "../processes.ts";
 import type { EmbeddedDatabase, EmbeddedOptions } from "./embedded-loader.ts";
 
 // The package registers process signal handlers at import time; take them back.
@@ -248,16 +249,6 @@ async function ownerAlive(ownerFile: string): Promise<boolean> {
   }
   try {
     return /deno|node/.test(await Deno.readTextFile(`/proc/${pid}/cmdline`));
-  } catch {
-    return false;
-  }
-}
-
-async function processAlive(pid: number): Promise<boolean> {
-  try {
-    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
-    // State "Z" is a zombie: dead for our purposes.
-    return !/\) Z /.test(stat);
   } catch {
     return false;
   }
