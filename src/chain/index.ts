@@ -131,25 +131,34 @@ export class Chain {
     });
   }
 
-  /** Starts or connects to every configured chain and makes sure our contracts are there. */
+  /**
+   * Starts or connects to every configured chain and makes sure our contracts are there: the
+   * chains side by side (each its own node, records and deploy lock), so a start takes as long as
+   * its slowest chain rather than their sum.
+   */
   static async start(opts: ChainOptions): Promise<Chain> {
     const runtimes: ChainRuntime[] = [];
     try {
-      for (const profile of opts.config.profiles) {
-        runtimes.push(
-          await startRuntime(profile, {
+      const started = await Promise.allSettled(
+        opts.config.profiles.map((profile) =>
+          startRuntime(profile, {
             sql: opts.sql,
             log: opts.log,
             dataDir: opts.dataDir,
             stateIntervalSeconds: opts.config.localStateIntervalSeconds,
             attesterKeys: opts.config.cctp.attesterKeys,
-          }),
-        );
-      }
+          })
+        ),
+      );
+      for (const s of started) if (s.status === "fulfilled") runtimes.push(s.value);
+      throwFirstFailure(started);
       const chain = new Chain(opts, runtimes);
-      for (const rt of runtimes) {
-        await ensureContracts(rt, chain.sender, opts.sql, opts.log.child({ component: "chain" }));
-      }
+      const log = opts.log.child({ component: "chain" });
+      throwFirstFailure(
+        await Promise.allSettled(
+          runtimes.map((rt) => ensureContracts(rt, chain.sender, opts.sql, log)),
+        ),
+      );
       return chain;
     } catch (e) {
       await Promise.allSettled(runtimes.map((r) => r.node?.stop()));
@@ -598,4 +607,13 @@ export class Chain {
       () => wallets.walletAccount(this.opts.sql, this.opts.masterKey, id),
     );
   }
+}
+
+/**
+ * Throws the first failure (in order) of promises that have all settled: unlike Promise.all,
+ * nothing is still running when it throws, so the caller can stop what the others started.
+ */
+function throwFirstFailure(settled: PromiseSettledResult<unknown>[]): void {
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+  if (failed) throw failed.reason;
 }
