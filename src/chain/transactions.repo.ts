@@ -1,4 +1,10 @@
-/** SQL for chain_transactions. Every function takes `sql` (pool, transaction or reserved) first. */
+/**
+ * SQL for chain_transactions. Every function takes `sql` (pool, transaction or reserved) first.
+ * A transaction's call data is written once, inside its signed bytes (`raw_tx`; the `data`
+ * column is null since migration 0034): a row's `data` is read from them on first use
+ * (`withCallData`).
+ */
+import { type Hex, parseTransaction } from "viem";
 import type { Db } from "../db/client.ts";
 import { planned, statusIn } from "../db/by-id.ts";
 
@@ -56,7 +62,7 @@ export async function findByIntent(
 ): Promise<TxRow | null> {
   const [row] = await sql<TxRow[]>`
     select * from chain_transactions where chain_id = ${chainId} and intent_key = ${intentKey}`;
-  return row ?? null;
+  return row ? withCallData(row) : null;
 }
 
 /**
@@ -74,7 +80,7 @@ export async function findCarrying(
     where chain_id = ${chainId} and intent_key like ${prefix.replace(/[\\%_]/g, "\\$&") + "%"}
       and position(${hex} in lower(raw_tx)) > 0
     order by created_at desc limit 1`;
-  return row ?? null;
+  return row ? withCallData(row) : null;
 }
 
 /** The newest confirmed transaction whose intent starts with `prefix` and ends with `suffix`. */
@@ -90,7 +96,7 @@ export async function findConfirmedLike(
     where chain_id = ${chainId} and status = 'confirmed'
       and intent_key like ${esc(prefix) + "%" + esc(suffix)}
     order by created_at desc limit 1`;
-  return row ?? null;
+  return row ? withCallData(row) : null;
 }
 
 /**
@@ -113,16 +119,16 @@ export async function sendersTo(
 /** The open (signed or broadcast) transactions of an intent family (`prefix`…), oldest first. */
 export async function findOpenLike(sql: Db, chainId: number, prefix: string): Promise<TxRow[]> {
   const esc = (x: string) => x.replace(/[\\%_]/g, "\\$&");
-  return await sql<TxRow[]>`
+  return (await sql<TxRow[]>`
     select * from chain_transactions
     where chain_id = ${chainId} and status in ('signed', 'broadcast')
       and intent_key like ${esc(prefix) + "%"}
-    order by created_at`;
+    order by created_at`).map(withCallData);
 }
 
 export async function findById(sql: Db, id: string): Promise<TxRow | null> {
   const [row] = await sql<TxRow[]>`select * from chain_transactions where id = ${id}`;
-  return row ?? null;
+  return row ? withCallData(row) : null;
 }
 
 /** Highest nonce still in flight (signed or broadcast) for a sender; null when none. */
@@ -144,18 +150,18 @@ export async function openGasTopup(sql: Db, chainId: number, to: string): Promis
     where chain_id = ${chainId} and to_address = ${to} and intent_key like ${`gas:${to}:%`}
       and status in ('signed', 'broadcast')
     order by created_at desc limit 1`;
-  return row ?? null;
+  return row ? withCallData(row) : null;
 }
 
 /** Inserts a signed transaction, or re-signs a failed one with the same intent in place. */
 export async function upsertSigned(sql: Db, tx: NewTx): Promise<TxRow> {
-  const [row] = await sql<TxRow[]>`
+  const [row] = await sql<Omit<TxRow, "data" | "rawTx">[]>`
     insert into chain_transactions (
       chain_id, intent_key, from_address, to_address, nonce, value, data, gas,
       max_fee_per_gas, max_priority_fee_per_gas, raw_tx, tx_hash, status
     ) values (
       ${tx.chainId}, ${tx.intentKey}, ${tx.fromAddress}, ${tx.toAddress}, ${tx.nonce},
-      ${tx.value.toString()}, ${tx.data}, ${tx.gas}, ${tx.maxFeePerGas.toString()},
+      ${tx.value.toString()}, null, ${tx.gas}, ${tx.maxFeePerGas.toString()},
       ${tx.maxPriorityFeePerGas.toString()}, ${tx.rawTx}, ${tx.txHash}, 'signed'
     )
     on conflict (chain_id, intent_key) do update set
@@ -166,9 +172,9 @@ export async function upsertSigned(sql: Db, tx: NewTx): Promise<TxRow> {
       raw_tx = excluded.raw_tx, tx_hash = excluded.tx_hash, status = 'signed', error = null,
       broadcast_attempts = 0, updated_at = now()
     where chain_transactions.status = 'failed'
-    returning *`;
+    returning ${withoutBytes(sql)}`;
   if (!row) throw new Error(`intent ${tx.intentKey} already has a live transaction`);
-  return row;
+  return { ...row, data: tx.data, rawTx: tx.rawTx };
 }
 
 export async function markBroadcast(sql: Db, id: string): Promise<void> {
@@ -260,11 +266,11 @@ export async function listOpen(
   chainId: number,
   olderThanMs: number,
 ): Promise<TxRow[]> {
-  return await sql<TxRow[]>`
+  return (await sql<TxRow[]>`
     select * from chain_transactions
     where chain_id = ${chainId} and status in ('signed', 'broadcast')
       and updated_at <= now() - make_interval(secs => ${olderThanMs / 1000})
-    order by from_address, nonce`;
+    order by from_address, nonce`).map(withCallData);
 }
 
 /** An address's transactions not yet mined from `nonce` on, in nonce order. */
@@ -274,11 +280,11 @@ export async function listOpenFrom(
   from: string,
   nonce: bigint,
 ): Promise<TxRow[]> {
-  return await sql<TxRow[]>`
+  return (await sql<TxRow[]>`
     select * from chain_transactions
     where chain_id = ${chainId} and from_address = ${from} and nonce >= ${nonce}
       and status in ('signed', 'broadcast')
-    order by nonce`;
+    order by nonce`).map(withCallData);
 }
 
 export async function hasLaterNonce(
@@ -353,7 +359,7 @@ export async function findLiveByIntents(
   const rows = await planned(sql<TxRow[]>`
     select * from chain_transactions
     where chain_id = ${chainId} and intent_key = any(${intentKeys}) and status <> 'failed'`);
-  return new Map(rows.map((r) => [r.intentKey, r]));
+  return new Map(rows.map((r) => [r.intentKey, withCallData(r)]));
 }
 
 /**
@@ -371,7 +377,7 @@ export async function findConfirmedByIntents(
     select * from chain_transactions
     where chain_id = ${chainId} and intent_key = any(${intentKeys})
       and ${statusIn(sql, "status", ["confirmed"])}`);
-  return new Map(rows.map((r) => [r.intentKey, r]));
+  return new Map(rows.map((r) => [r.intentKey, withCallData(r)]));
 }
 
 /**
@@ -386,7 +392,7 @@ export async function insertSignedBatch(sql: Db, txs: NewTx[]): Promise<TxRow[]>
     toAddress: tx.toAddress,
     nonce: tx.nonce.toString(),
     value: tx.value.toString(),
-    data: tx.data,
+    data: null,
     gas: tx.gas.toString(),
     maxFeePerGas: tx.maxFeePerGas.toString(),
     maxPriorityFeePerGas: tx.maxPriorityFeePerGas.toString(),
@@ -426,4 +432,25 @@ export async function withdrawUnsent(sql: Db, ids: string[], reason: string): Pr
   await planned(sql`
     update chain_transactions set status = 'failed', error = ${reason}, updated_at = now()
     where id = any(${ids}::uuid[]) and ${statusIn(sql, "status", ["signed"])}`);
+}
+
+/**
+ * The row with its `data`: as stored on rows written before migration 0034, else read from its
+ * signed bytes when first asked for (a settlement batch's are hundreds of kilobytes, and most
+ * readers never ask).
+ */
+function withCallData(row: TxRow): TxRow {
+  if ((row.data as string | null) !== null) return row;
+  let data: string | undefined;
+  return Object.defineProperty(row, "data", {
+    enumerable: true,
+    configurable: true,
+    get: () => (data ??= callData(row.rawTx)),
+    set: (v: string) => (data = v),
+  });
+}
+
+/** The call data of signed transaction bytes ("0x" when there is none). */
+export function callData(rawTx: string): string {
+  return parseTransaction(rawTx as Hex).data ?? "0x";
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createPublicClient, http } from "viem";
+import { createPublicClient, decodeFunctionData, erc20Abi, http } from "viem";
 import { createTestDatabase } from "../helpers/db.ts";
 import { rpc, startTestChain } from "../helpers/chain.ts";
 import { ChainRevertError, ChainTimeoutError } from "../../src/chain/errors.ts";
@@ -33,6 +33,29 @@ Deno.test("sender: transfers settle once per intent; reverts are 502, timeouts 4
         assert.ok(row.blockNumber! > 0n);
         assert.equal(row.fromAddress, payer.address);
         assert.equal(await chain.usdcBalance("testnet", payee.address), 5n * USDC);
+      },
+    );
+
+    await t.step(
+      "its call data is written once, in its signed bytes, and read back from them",
+      async () => {
+        const [stored] = await db.sql<{ data: string | null; rawTx: string }[]>`
+        select data, raw_tx from chain_transactions where intent_key = 'test:transfer:1'`;
+        assert.equal(stored.data, null, "not stored beside the signed bytes");
+        const row = await chain.intent("testnet", "test:transfer:1");
+        const call = decodeFunctionData({ abi: erc20Abi, data: row!.data as `0x${string}` });
+        assert.equal(call.functionName, "transfer");
+        assert.deepEqual(call.args.map((a) => typeof a === "string" ? a.toLowerCase() : a), [
+          payee.address.toLowerCase(),
+          5n * USDC,
+        ]);
+        assert.ok(stored.rawTx.includes(row!.data.slice(2)), "the same bytes as the signed ones");
+        // A row written before migration 0034 keeps its own.
+        await db.sql`update chain_transactions set data = '0xfeed'
+        where intent_key = 'test:transfer:1'`;
+        assert.equal((await chain.intent("testnet", "test:transfer:1"))!.data, "0xfeed");
+        await db
+          .sql`update chain_transactions set data = null where intent_key = 'test:transfer:1'`;
       },
     );
 
