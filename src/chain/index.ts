@@ -132,9 +132,8 @@ export class Chain {
   }
 
   /**
-   * Starts or connects to every configured chain and makes sure our contracts are there: the
-   * chains side by side (each its own node, records and deploy lock), so a start takes as long as
-   * its slowest chain rather than their sum.
+   * Starts or connects to every configured chain (side by side: each its own node and records)
+   * and makes sure our contracts are there.
    */
   static async start(opts: ChainOptions): Promise<Chain> {
     const runtimes: ChainRuntime[] = [];
@@ -153,12 +152,11 @@ export class Chain {
       for (const s of started) if (s.status === "fulfilled") runtimes.push(s.value);
       throwFirstFailure(started);
       const chain = new Chain(opts, runtimes);
-      const log = opts.log.child({ component: "chain" });
-      throwFirstFailure(
-        await Promise.allSettled(
-          runtimes.map((rt) => ensureContracts(rt, chain.sender, opts.sql, log)),
-        ),
-      );
+      // One chain after the other: a local chain's deploy holds a reserved connection for its
+      // lock while it uses the pool, so two at once would wedge a pool of two.
+      for (const rt of runtimes) {
+        await ensureContracts(rt, chain.sender, opts.sql, opts.log.child({ component: "chain" }));
+      }
       return chain;
     } catch (e) {
       await Promise.allSettled(runtimes.map((r) => r.node?.stop()));
