@@ -126,6 +126,6 @@ Deno.test("x402 batched settlement: a killed round is finished exactly once", as
     });
   } finally {
     await upstream.shutdown();
-    await svc.stop();
+    await svc.close();
   }
 });

@@ -645,6 +645,6 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
     );
   } finally {
     await upstream.shutdown();
-    await svc.stop();
+    await svc.close();
   }
 });

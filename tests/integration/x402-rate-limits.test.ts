@@ -175,6 +175,6 @@ Deno.test("x402 rate limits: paid calls and their offers are free; refusals coun
     });
   } finally {
     await upstream.shutdown();
-    await svc.stop();
+    await svc.close();
   }
 });
