@@ -128,6 +128,7 @@ export async function startTestService(
       });
       break;
     } catch (e) {
+      removeOwnDataDir(config);
       // freePort() names a port another process may bind before we do (parallel test files):
       // start again on another one rather than fail by luck.
       if (!(e instanceof Deno.errors.AddrInUse) || opts.env?.PORT || attempt >= 5) throw e;
@@ -148,6 +149,15 @@ export async function startTestService(
     close: async () => {
       await service.stop("test done");
       if (!opts.db && !peer) await db.drop();
+      removeOwnDataDir(config);
     },
   };
+
+  /** The DATA_DIR testConfig made for this service (not one the test named), with what is in it. */
+  function removeOwnDataDir(c: Config) {
+    if (opts.env?.DATA_DIR) return;
+    try {
+      Deno.removeSync(c.DATA_DIR, { recursive: true });
+    } catch { /* gone already */ }
+  }
 }
