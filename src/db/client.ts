@@ -87,13 +87,19 @@ export type Reserved = postgres.ReservedSql<DbTypes>;
  * process's migrations, contract deployment or nonce batch), which holds no transaction open.
  */
 export async function withoutBackstops<T>(conn: Reserved, fn: () => Promise<T>): Promise<T> {
-  await conn`select set_config('lock_timeout', '0', false),
-                    set_config('statement_timeout', '0', false)`;
+  // The lift is sent, not waited for on its own: `fn`'s first statement (the lock it waits for)
+  // goes right behind it on the connection, which runs them in order, so both cost one round
+  // trip; the two resets after go together too. Both are settled before anything is thrown, so
+  // the caller never releases the connection while `fn` still uses it.
+  const lifted = conn`select set_config('lock_timeout', '0', false),
+                    set_config('statement_timeout', '0', false)`.execute();
   try {
-    return await fn();
+    const [lift, out] = await Promise.allSettled([lifted, fn()]);
+    if (lift.status === "rejected") throw lift.reason;
+    if (out.status === "rejected") throw out.reason;
+    return out.value;
   } finally {
-    await conn`reset lock_timeout`.catch(() => {});
-    await conn`reset statement_timeout`.catch(() => {});
+    await Promise.allSettled([conn`reset lock_timeout`, conn`reset statement_timeout`]);
   }
 }
 
