@@ -153,30 +153,6 @@ export async function openGasTopup(sql: Db, chainId: number, to: string): Promis
   return row ? withCallData(row) : null;
 }
 
-/** Inserts a signed transaction, or re-signs a failed one with the same intent in place. */
-export async function upsertSigned(sql: Db, tx: NewTx): Promise<TxRow> {
-  const [row] = await sql<Omit<TxRow, "data" | "rawTx">[]>`
-    insert into chain_transactions (
-      chain_id, intent_key, from_address, to_address, nonce, value, data, gas,
-      max_fee_per_gas, max_priority_fee_per_gas, raw_tx, tx_hash, status
-    ) values (
-      ${tx.chainId}, ${tx.intentKey}, ${tx.fromAddress}, ${tx.toAddress}, ${tx.nonce},
-      ${tx.value.toString()}, null, ${tx.gas}, ${tx.maxFeePerGas.toString()},
-      ${tx.maxPriorityFeePerGas.toString()}, ${tx.rawTx}, ${tx.txHash}, 'signed'
-    )
-    on conflict (chain_id, intent_key) do update set
-      from_address = excluded.from_address, to_address = excluded.to_address,
-      nonce = excluded.nonce, value = excluded.value, data = excluded.data, gas = excluded.gas,
-      max_fee_per_gas = excluded.max_fee_per_gas,
-      max_priority_fee_per_gas = excluded.max_priority_fee_per_gas,
-      raw_tx = excluded.raw_tx, tx_hash = excluded.tx_hash, status = 'signed', error = null,
-      broadcast_attempts = 0, updated_at = now()
-    where chain_transactions.status = 'failed'
-    returning ${withoutBytes(sql)}`;
-  if (!row) throw new Error(`intent ${tx.intentKey} already has a live transaction`);
-  return { ...row, data: tx.data, rawTx: tx.rawTx };
-}
-
 export async function markBroadcast(sql: Db, id: string): Promise<void> {
   await sql`
     update chain_transactions
@@ -381,8 +357,7 @@ export async function findConfirmedByIntents(
 }
 
 /**
- * Inserts signed transactions in one statement (re-signing failed intents in place, as
- * upsertSigned). An intent that got a live transaction meanwhile is left out of the result.
+ * Inserts signed transactions in one statement (re-signing failed intents in place). An intent that got a live transaction meanwhile is left out of the result.
  */
 export async function insertSignedBatch(sql: Db, txs: NewTx[]): Promise<TxRow[]> {
   const rows = txs.map((tx) => ({
@@ -451,6 +426,6 @@ function withCallData(row: TxRow): TxRow {
 }
 
 /** The call data of signed transaction bytes ("0x" when there is none). */
-export function callData(rawTx: string): string {
+function callData(rawTx: string): string {
   return parseTransaction(rawTx as Hex).data ?? "0x";
 }
