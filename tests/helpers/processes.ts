@@ -173,12 +173,15 @@ async function spawnCrashWorker(
   extra: Record<string, string>,
 ): Promise<{ child: Deno.ChildProcess; baseUrl: string }> {
   const port = freePort();
+  // Its DATA_DIR is ours to remove: the worker kills itself, so it cannot.
+  const dataDir = Deno.makeTempDirSync({ prefix: `settlement-${fixture}-` });
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "--allow-all", `tests/fixtures/${fixture}.ts`],
-    env: { ...deploymentEnv(primary), PORT: String(port), ...extra },
+    env: { ...deploymentEnv(primary), PORT: String(port), DATA_DIR: dataDir, ...extra },
     stdout: "piped",
     stderr: "piped",
   }).spawn();
+  child.status.finally(() => Deno.remove(dataDir, { recursive: true }).catch(() => {}));
   // Passed through as it comes (as when inherited), and kept until "ready" to tell a taken port.
   let errors = "";
   let ready = false;

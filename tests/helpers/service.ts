@@ -58,14 +58,34 @@ export function freePort(): number {
   throw new Error("no free port between 20000 and 32000");
 }
 
+/** The DATA_DIRs testConfig made in this process, removed when it exits normally. */
+const madeDataDirs = new Set<string>();
+globalThis.addEventListener("unload", () => {
+  for (const dir of madeDataDirs) {
+    try {
+      Deno.removeSync(dir, { recursive: true });
+    } catch { /* gone already */ }
+  }
+});
+
+/**
+ * A test service's configuration. Its DATA_DIR, unless the caller names one, is a new temporary
+ * directory, removed when this process exits normally (startTestService removes it at close; a
+ * process killed with SIGKILL leaves it to whoever gave it its DATA_DIR: startCrashWorker).
+ */
 export function testConfig(overrides: Record<string, string> = {}): Config {
   const port = freePort();
+  let dataDir = overrides.DATA_DIR;
+  if (!dataDir) {
+    dataDir = Deno.makeTempDirSync({ prefix: "settlement-test-" });
+    madeDataDirs.add(dataDir);
+  }
   return loadConfig({
     APP_ENV: "test",
     PORT: String(port),
     HOST: "127.0.0.1",
     BASE_URL: `http://127.0.0.1:${port}`,
-    DATA_DIR: Deno.makeTempDirSync({ prefix: "settlement-test-" }),
+    DATA_DIR: dataDir,
     JWT_SECRET: "test-jwt-secret-0123456789abcdef0123456789",
     WALLET_MASTER_KEY: "11".repeat(32),
     LOG_LEVEL: "error",
