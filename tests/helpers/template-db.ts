@@ -17,9 +17,9 @@ import { silentLogger } from "../../src/log.ts";
 const TEMPLATE_LOCK = 7_202_611_300_001n;
 
 /**
- * The template database for this checkout's migrations on the server at `adminUrl`
- * (`tpl_settlement_<digest of the migrations and queues>`): built once, under a lock, and kept for the next
- * run. Templates of other migration sets are dropped, unless in use.
+ * The template database for this checkout on the server at `adminUrl`, named by a digest of its
+ * migrations and queues (`tpl_settlement_<digest>`): built once, under a lock, and kept for the
+ * next run. Templates of other digests are dropped, unless in use.
  */
 export async function prepareTemplateDatabase(adminUrl: string): Promise<string> {
   // What a copy holds: the migrations, and the queues with their options.
