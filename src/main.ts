@@ -4,6 +4,7 @@ import { createLogger } from "./log.ts";
 import { type Role, ROLES, type ServiceOptions, startService } from "./service.ts";
 import { FORCE_GRACE_MS } from "./shutdown.ts";
 import { ChainResetRefusedError } from "./chain/reset.ts";
+import { retryWhileNotReady } from "./db/wait.ts";
 
 async function main(): Promise<number> {
   let config;
@@ -66,7 +67,19 @@ export async function runService(config: Config, opts: ServiceOptions): Promise<
   };
   Deno.addSignalListener("SIGINT", onSignal("SIGINT"));
   Deno.addSignalListener("SIGTERM", onSignal("SIGTERM"));
-  up.service = await startService(config, opts);
+  // The database answered the start's first ping but may go away before the start is done (a
+  // server that crashed recovers, or restarts): the start is cleaned up and made again, within
+  // the same DATABASE_STARTUP_WAIT_MS, rather than the role exiting.
+  up.service = (await retryWhileNotReady(
+    // Each start's own wait for its first answer takes from the same budget.
+    (msLeft) => startService({ ...config, DATABASE_STARTUP_WAIT_MS: msLeft }, opts),
+    {
+      timeoutMs: config.DATABASE_STARTUP_WAIT_MS,
+      log: opts.log,
+      message: "the database went away during the start; starting again",
+      giveUp: () => signalled !== undefined,
+    },
+  )).value;
   if (signalled) stop(signalled);
   return await done.promise;
 }

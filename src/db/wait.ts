@@ -30,7 +30,9 @@ const NOT_READY_CODES = new Set([
 export function databaseNotReady(e: unknown): boolean {
   if (!(e instanceof Error)) return false;
   const code = (e as { code?: unknown }).code;
-  return typeof code === "string" && NOT_READY_CODES.has(code);
+  if (typeof code === "string") return NOT_READY_CODES.has(code);
+  // pg-pool's (the queue's driver) own connect timeout carries no code.
+  return e.message.startsWith("timeout exceeded when trying to connect");
 }
 
 export interface WaitOptions {
@@ -54,17 +56,38 @@ export async function waitForDatabase(
   probe: () => Promise<unknown>,
   opts: WaitOptions,
 ): Promise<number> {
+  const { failed } = await retryWhileNotReady((msLeft) => bounded(probe(), msLeft), opts);
+  return failed;
+}
+
+export interface RetryOptions extends WaitOptions {
+  /** Logged (a warning) at the first failure; "database not ready; waiting" unless said. */
+  message?: string;
+  /** Asked before each retry: true gives up at once with the last error (a stop was asked). */
+  giveUp?: () => boolean;
+}
+
+/**
+ * Runs `attempt` until it succeeds, again after a pause (250 ms doubling to 2 s) each time it
+ * fails because the database is not ready, for at most `timeoutMs` in all; any other failure is
+ * thrown at once. `attempt` is told the time left, and is not cut short: one that must end by
+ * the deadline bounds itself.
+ */
+export async function retryWhileNotReady<T>(
+  attempt: (msLeft: number) => Promise<T>,
+  opts: RetryOptions,
+): Promise<{ value: T; failed: number }> {
   const now = opts.now ?? (() => performance.now());
   const sleep = opts.sleep ?? ((ms) => new Promise<void>((r) => setTimeout(r, ms)));
   const deadline = now() + opts.timeoutMs;
   let pause = opts.pauseMs ?? 250;
   const maxPause = opts.maxPauseMs ?? 2_000;
   let last: unknown;
-  for (let attempt = 1;; attempt++) {
+  for (let tries = 1;; tries++) {
     try {
-      await bounded(probe(), Math.max(1, deadline - now()));
-      if (attempt > 1) opts.log?.info("database answered", { tries: attempt });
-      return attempt - 1;
+      const value = await attempt(Math.max(1, deadline - now()));
+      if (tries > 1) opts.log?.info("database answered", { tries });
+      return { value, failed: tries - 1 };
     } catch (e) {
       if (!databaseNotReady(e)) throw e;
       // The last try cut short by the deadline says less than the server's last answer did.
@@ -77,13 +100,14 @@ export async function waitForDatabase(
           { cause: last },
         );
       }
-      if (attempt === 1) {
-        opts.log?.warn("database not ready; waiting", {
+      if (opts.giveUp?.()) throw last;
+      if (tries === 1) {
+        opts.log?.warn(opts.message ?? "database not ready; waiting", {
           error: e instanceof Error ? e.message : String(e),
           waitMs: opts.timeoutMs,
         });
       }
-      await opts.onRetry?.(attempt, e);
+      await opts.onRetry?.(tries, e);
       await sleep(Math.min(pause, left));
       pause = Math.min(pause * 2, maxPause);
     }

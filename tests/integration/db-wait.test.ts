@@ -17,6 +17,7 @@ import { createTestDatabase } from "../helpers/db.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { freePort, startTestService } from "../helpers/service.ts";
 import { api } from "../helpers/accounts.ts";
+import { deploymentEnv, startProcess } from "../helpers/processes.ts";
 import { M } from "../../src/http/messages.ts";
 
 type Mode = "starting" | "forward";
@@ -43,6 +44,8 @@ function startingUp(): Uint8Array {
 function front(port: number, target: { hostname: string; port: number }) {
   let listener: Deno.Listener | undefined;
   let mode: Mode = "starting";
+  /** Modes for the next connections, in order, before `mode` applies again. */
+  const plan: Mode[] = [];
   const refused = { count: 0 };
   const conns = new Set<Deno.Conn>();
   const serve = async (l: Deno.Listener) => {
@@ -50,7 +53,7 @@ function front(port: number, target: { hostname: string; port: number }) {
       conns.add(conn);
       (async () => {
         try {
-          if (mode === "starting") {
+          if ((plan.shift() ?? mode) === "starting") {
             await conn.read(new Uint8Array(1024)); // the startup message
             await conn.write(startingUp());
             refused.count++;
@@ -73,6 +76,10 @@ function front(port: number, target: { hostname: string; port: number }) {
   };
   return {
     refused,
+    /** The next connections get these answers, in order; then the mode's again. */
+    then(...modes: Mode[]) {
+      plan.push(...modes);
+    },
     async open(m: Mode) {
       mode = m;
       if (listener) return;
@@ -279,6 +286,37 @@ Deno.test({
       assert.equal(back.status, 201);
     } finally {
       await svc.close();
+      f.close();
+      await db.drop();
+    }
+  },
+});
+
+Deno.test({
+  name: "database wait: a role whose database goes away during its start starts again",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const db = await createTestDatabase();
+    const primary = await startTestService({ db });
+    const { port, f } = frontFor(db.url);
+    // The start's first connection (its ping) is answered; the next three say "starting up", as a
+    // server that crashed right after it does while it recovers; then every one is answered.
+    f.then("forward", "starting", "starting", "starting");
+    await f.open("forward");
+    const role = await startProcess("all", {
+      ...deploymentEnv(primary),
+      DATABASE_URL: via(db.url, port),
+    });
+    try {
+      assert.ok(f.refused.count >= 1, `refused ${f.refused.count}`);
+      assert.match(role.output(), /the database went away during the start; starting again/);
+      // Started once, in the end: it answers as a whole service does.
+      const r = await fetch(`${role.baseUrl}/readyz`);
+      assert.equal(r.status, 200, await r.text());
+    } finally {
+      await role.stop();
+      await primary.close();
       f.close();
       await db.drop();
     }
