@@ -153,9 +153,18 @@ async function postgresReport(id: string, lines = 30): Promise<string> {
     "-c",
     "dmesg 2>&1 | grep -iE 'killed|oom|segfault|bus error' | tail -n 5",
   ]);
+  // A full disk makes PostgreSQL PANIC at its next WAL write, and again after each recovery.
+  const disk = await run([
+    "df",
+    "-h",
+    "--output=target,avail,size,pcent",
+    "/var/lib/docker",
+    "/tmp",
+  ]);
   return [
     `  container: ${state.out.trim() || state.err.trim()}`,
     `  kernel: ${kernel.out.trim().replaceAll("\n", "\n          ") || "(nothing)"}`,
+    `  disk: ${disk.out.trim().split("\n").slice(1).join("; ") || disk.err.trim()}`,
     ...server.slice(-lines).map((l) => `  ${l.slice(0, 400)}`),
   ].join("\n");
 }
@@ -319,7 +328,12 @@ async function productionStart(postgres: string): Promise<void> {
 
 async function main(): Promise<void> {
   const t0 = performance.now();
-  log(`docker ${(await must(["docker", "version", "-f", "{{.Server.Version}}"])).trim()}`);
+  const disk = await run(["df", "-h", "--output=avail,size", "/var/lib/docker"]);
+  log(
+    `docker ${(await must(["docker", "version", "-f", "{{.Server.Version}}"])).trim()}; ${
+      disk.out.trim().split("\n")[1]?.trim().replace(/\s+/, " free of ") ?? "disk unknown"
+    } on its disk`,
+  );
   const { cmd, label } = await composeCommand();
   log(label);
   await baseImages();
@@ -374,21 +388,23 @@ async function main(): Promise<void> {
   } catch (e) {
     const ps = await run([...cmd, ...files, "-p", PROJECT, "ps"], { cwd: ROOT, env });
     console.error(ps.out + ps.err);
-    // CI keeps only the end of its output: the roles' last errors go just above the verdict.
+    // CI keeps only the end of its output: the roles' last errors and PostgreSQL's account go
+    // with the verdict, PostgreSQL's last.
+    const reports: string[] = [];
     for (const service of ["web", "worker", "postgres"]) {
       const ids = await run([...cmd, ...files, "-p", PROJECT, "ps", "-q", service], {
         cwd: ROOT,
         env,
       });
       for (const id of ids.out.trim().split("\n").filter(Boolean)) {
-        console.error(
+        reports.push(
           service === "postgres"
             ? `postgres ${id.slice(0, 12)} (its server lines):\n${await postgresReport(id)}`
             : `${service} ${id.slice(0, 12)}'s last errors:\n${await errorsOf(id)}`,
         );
       }
     }
-    throw e;
+    throw new CheckFailed(e, reports);
   } finally {
     if (Deno.env.get("CONTAINER_CHECK_KEEP") !== "1") {
       // Not a compose service: it would keep the project's network from being removed.
@@ -403,11 +419,23 @@ async function main(): Promise<void> {
   log(`passed in ${total} s (image ${build.mb} MB, built in ${build.seconds} s)`);
 }
 
+/** A failure, with what the deployment's containers said meanwhile. */
+class CheckFailed extends Error {
+  constructor(readonly failure: unknown, readonly reports: string[]) {
+    super(failure instanceof Error ? failure.message : String(failure));
+  }
+}
+
 if (import.meta.main) {
   try {
     await main();
   } catch (e) {
-    log(`FAILED: ${e instanceof Error ? e.message : e}`);
+    // Each line cut short (a role's JSON log line with its stack runs to kilobytes), and the
+    // containers' reports after the verdict: CI keeps only the end of what is printed.
+    const message = (e instanceof Error ? e.message : String(e)).split("\n")
+      .map((l) => l.length > 400 ? `${l.slice(0, 400)}…` : l).join("\n");
+    log(`FAILED: ${message}`);
+    if (e instanceof CheckFailed) { for (const r of e.reports) console.error(r); }
     Deno.exit(1);
   }
 }
