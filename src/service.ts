@@ -219,11 +219,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
         return stopping;
       },
       abort: () => {
-        for (const node of ownedNodes(chain)) {
-          try {
-            Deno.kill(node.pid, "SIGKILL");
-          } catch { /* already gone */ }
-        }
+        for (const node of ownedNodes(chain)) node.kill();
       },
     };
   } catch (e) {
@@ -250,11 +246,7 @@ async function stopLocalNodes(chain: Chain, ms: number): Promise<void> {
       const late = new Promise<"late">((r) => timer = setTimeout(() => r("late"), ms));
       const outcome = await Promise.race([node.stop().then(() => "stopped" as const), late]);
       clearTimeout(timer);
-      if (outcome === "late") {
-        try {
-          Deno.kill(node.pid, "SIGKILL");
-        } catch { /* already gone */ }
-      }
+      if (outcome === "late") node.kill();
     }),
   );
 }

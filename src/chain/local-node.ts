@@ -44,6 +44,11 @@ export interface LocalNode {
   /** False when another live process of ours runs this node (an operator task beside the service). */
   owned: boolean;
   stop(): Promise<void>;
+  /**
+   * SIGKILL now, if it still runs (nothing otherwise: its pid may already be another process's;
+   * the machine's pid space can wrap in minutes). A node of another process is not ours to kill.
+   */
+  kill(): void;
 }
 
 interface NodeFile {
@@ -80,6 +85,7 @@ export async function startLocalNode(opts: LocalNodeOptions): Promise<LocalNode>
         pid: running.pid,
         owned: false,
         stop: () => Promise.resolve(),
+        kill: () => {},
       };
     }
     if (running) await stopLeftover(running.pid, log);
@@ -182,6 +188,13 @@ async function spawnNode(opts: LocalNodeOptions): Promise<LocalNode> {
       })();
       return stopping;
     },
+    kill: () => {
+      // Once its exit was seen, the child's pid is free for any process: never signal it then.
+      if (exited) return;
+      try {
+        child.kill("SIGKILL");
+      } catch { /* gone meanwhile */ }
+    },
   };
 }
 
@@ -264,7 +277,9 @@ async function stopLeftover(pid: number, log: Logger): Promise<void> {
     if (!(await processAlive(pid))) return;
     await new Promise((r) => setTimeout(r, 10));
   }
-  Deno.kill(pid, "SIGKILL");
+  // Still an anvil: the pid was not freed and taken by another process meanwhile.
+  const cmd = await Deno.readTextFile(`/proc/${pid}/cmdline`).catch(() => "");
+  if (cmd.includes("anvil")) Deno.kill(pid, "SIGKILL");
 }
 
 async function answers(rpcUrl: string): Promise<boolean> {

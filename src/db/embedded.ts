@@ -143,9 +143,12 @@ async function start(opts: EmbeddedOptions): Promise<EmbeddedDatabase> {
     signalStop: () => {
       if (stopped) return;
       stopped = true;
-      // SIGINT to the postmaster is PostgreSQL's fast shutdown, as `pg_ctl stop -m fast`.
+      // SIGINT to the postmaster is PostgreSQL's fast shutdown, as `pg_ctl stop -m fast`. Only
+      // while that pid is still a postgres: one that exited may have been reused by any process.
       try {
-        Deno.kill(postmaster, "SIGINT");
+        if (Deno.readTextFileSync(`/proc/${postmaster}/cmdline`).includes("postgres")) {
+          Deno.kill(postmaster, "SIGINT");
+        }
       } catch {
         // Already gone.
       }

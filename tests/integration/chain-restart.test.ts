@@ -321,7 +321,9 @@ async function stopLeftoverNodes(dataDir: string) {
       const file = JSON.parse(
         await Deno.readTextFile(join(dataDir, "chains", profile, "node.json")),
       );
-      Deno.kill(file.pid, "SIGKILL");
+      // Only if that pid is still this directory's anvil: the machine's pids wrap in minutes.
+      const cmd = await Deno.readTextFile(`/proc/${file.pid}/cmdline`);
+      if (cmd.includes("anvil") && cmd.includes(dataDir)) Deno.kill(file.pid, "SIGKILL");
     } catch { /* none left */ }
   }
 }
