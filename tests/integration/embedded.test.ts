@@ -67,16 +67,22 @@ console.log(db.url);
     assert.ok(out.success, new TextDecoder().decode(out.stderr));
     const url = new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!;
     assert.match(url, /^postgres:\/\//);
-    // The server goes down with the script (a fast shutdown takes a moment): bounded poll.
+    // The server goes down with the script (a fast shutdown takes a moment): bounded poll. It
+    // refuses connections as soon as its shutdown begins, and is down once it has written its
+    // shutdown checkpoint and removed postmaster.pid: only then may its directory go (removed
+    // under a checkpoint in progress, the checkpointer PANICs).
     const deadline = Date.now() + 20_000;
     let down = false;
     while (!down && Date.now() < deadline) {
       const sql = postgres(url, { max: 1, connect_timeout: 2, onnotice: () => {} });
-      down = await sql`select 1`.then(() => false, () => true);
+      down = await sql`select 1`.then(() => false, () => true) &&
+        !(await Deno.stat(`${dir}/data/postgres/postmaster.pid`).then(() => true, () => false));
       await sql.end({ timeout: 1 });
       if (!down) await new Promise((r) => setTimeout(r, 100));
     }
     assert.ok(down, "the server outlived the script that started it");
+    const log = await Deno.readTextFile(`${dir}/data/postgres/server.log`);
+    assert.match(log, /database system is shut down/, "a clean shutdown");
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
