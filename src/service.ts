@@ -7,6 +7,7 @@ import type { Config } from "./config.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { createSql, describeUrl, NO_TABLE_SCANS, ping, type Sql } from "./db/client.ts";
 import { waitForDatabase } from "./db/wait.ts";
+import { guardEndedSockets } from "./db/ended-sockets.ts";
 import { type EmbeddedDatabase, startEmbeddedPostgres } from "./db/embedded-loader.ts";
 import { migrate, readMigrations } from "./db/migrate.ts";
 import { type Queue, startQueue } from "./queue/queue.ts";
@@ -84,6 +85,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       idleInTransactionTimeoutMs: config.DATABASE_IDLE_TX_TIMEOUT_MS,
       statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
     };
+    guardEndedSockets(log);
     const sql: Sql = createSql(databaseUrl, { max: config.DATABASE_POOL_MAX, backstops });
     // Forced: every connection is closed now, failing what still waits on it.
     cleanups.add(

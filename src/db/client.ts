@@ -4,6 +4,7 @@
  */
 import postgres from "postgres";
 import { connectionGone, guardTransactions } from "./transactions.ts";
+import { guardEndedSockets } from "./ended-sockets.ts";
 
 export type DbTypes = { bigint: bigint };
 /** A pool. */
@@ -53,6 +54,7 @@ export interface Backstops {
 }
 
 export function createSql(url: string, opts: ClientOptions = {}): Sql {
+  guardEndedSockets();
   return guardTransactions(postgres(url, {
     max: opts.max ?? 10,
     idle_timeout: 30,

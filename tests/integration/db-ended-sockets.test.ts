@@ -1,0 +1,110 @@
+/**
+ * A PostgreSQL that ends its connections (a FIN from its side, as when it crashes or restarts)
+ * while queries are in flight: every query settles (answered or failed), and the promise Deno's
+ * node:net leaves rejected when postgres.js writes to such a connection does not end the process
+ * (src/db/ended-sockets.ts). Without the guard this test fails on that unhandled rejection.
+ *
+ * The server is the run's real one, behind a small TCP front that half-closes every connection
+ * it carries at a random moment of each round.
+ */
+import assert from "node:assert/strict";
+import { createSql } from "../../src/db/client.ts";
+import { endedSocketWritesDropped, isEndedSocketWrite } from "../../src/db/ended-sockets.ts";
+import { createTestDatabase } from "../helpers/db.ts";
+import { waitFor } from "../helpers/poll.ts";
+
+Deno.test({
+  name:
+    "database connections ended by the server mid-query: every query settles, the process lives",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const db = await createTestDatabase({ migrate: false });
+    const real = new URL(db.url);
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const conns = new Set<Deno.Conn>();
+    (async () => {
+      for await (const conn of listener) {
+        conns.add(conn);
+        (async () => {
+          try {
+            const up = await Deno.connect({
+              hostname: real.hostname,
+              port: Number(real.port || 5432),
+            });
+            await Promise.allSettled([
+              conn.readable.pipeTo(up.writable),
+              up.readable.pipeTo(conn.writable),
+            ]);
+          } catch {
+            /* a side closed */
+          } finally {
+            conns.delete(conn);
+          }
+        })();
+      }
+    })();
+    const url = new URL(db.url);
+    url.hostname = "127.0.0.1";
+    url.port = String((listener.addr as Deno.NetAddr).port);
+    const sql = createSql(url.toString(), { max: 4 });
+    const before = endedSocketWritesDropped();
+    let answered = 0, failed = 0, rounds = 0;
+    const deadline = Date.now() + 60_000;
+    try {
+      // Rounds until the leftover rejection was seen (within ~40 rounds here), within a bound.
+      while (endedSocketWritesDropped() === before && Date.now() < deadline) {
+        rounds++;
+        const queries = Array.from(
+          { length: 20 },
+          (_, i) =>
+            sql`select pg_sleep(${Math.random() * 0.02}), ${i}::int as i`.then(
+              () => answered++,
+              () => failed++,
+            ),
+        );
+        await new Promise((r) => setTimeout(r, Math.random() * 15));
+        for (const c of conns) await c.closeWrite().catch(() => {});
+        await Promise.all(queries);
+        for (const c of conns) {
+          try {
+            c.close();
+          } catch { /* closed */ }
+        }
+      }
+      assert.ok(
+        endedSocketWritesDropped() > before,
+        `no write to an ended connection in ${rounds} rounds`,
+      );
+      assert.equal(answered + failed, rounds * 20, "every query settled");
+      assert.ok(failed > 0 && answered > 0, `${answered} answered, ${failed} failed`);
+      // The pool serves again (a connection it still holds may be one just cut: failed, then a
+      // new one).
+      const n = await waitFor(
+        () => sql`select 41 + 1 as n`.then(([r]) => r.n as number, () => undefined),
+        { timeoutMs: 10_000, what: "an answer through the pool again" },
+      );
+      assert.equal(n, 42);
+    } finally {
+      listener.close();
+      await sql.end({ timeout: 1 });
+      await db.drop();
+    }
+  },
+});
+
+Deno.test("isEndedSocketWrite: that rejection only", () => {
+  const ended = Object.assign(new Error("This socket has been ended by the other party"), {
+    code: "EPIPE",
+  });
+  ended.stack = `Error: This socket has been ended by the other party
+    at Socket._writeAfterFIN [as write] (ext:deno_node/net.ts:1:10175)
+    at Immediate.nextWrite (file:///app/node_modules/.deno/postgres@3.4.9/node_modules/postgres/src/connection.js:255:22)`;
+  assert.equal(isEndedSocketWrite(ended), true);
+  const elsewhere = Object.assign(new Error(ended.message), { code: "EPIPE" });
+  elsewhere.stack =
+    `Error: ${ended.message}\n    at Socket._writeAfterFIN (ext:deno_node/net.ts:1:1)`;
+  assert.equal(isEndedSocketWrite(elsewhere), false, "not postgres.js's connection");
+  assert.equal(isEndedSocketWrite(Object.assign(new Error("boom"), { code: "EPIPE" })), false);
+  assert.equal(isEndedSocketWrite("This socket has been ended by the other party"), false);
+});
