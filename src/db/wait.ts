@@ -31,8 +31,10 @@ export function databaseNotReady(e: unknown): boolean {
   if (!(e instanceof Error)) return false;
   const code = (e as { code?: unknown }).code;
   if (typeof code === "string") return NOT_READY_CODES.has(code);
-  // pg-pool's (the queue's driver) own connect timeout carries no code.
-  return e.message.startsWith("timeout exceeded when trying to connect");
+  // The queue's driver (pg) says these with no code: pg-pool's own connect timeout, and a
+  // connection the server closed (it crashed or restarted).
+  return e.message.startsWith("timeout exceeded when trying to connect") ||
+    e.message === "Connection terminated unexpectedly";
 }
 
 export interface WaitOptions {

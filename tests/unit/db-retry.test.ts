@@ -78,7 +78,8 @@ Deno.test("retryWhileNotReady: a refusal waiting cannot cure, a stop asked, the 
   assert.equal(u.c.now, 3_000);
 });
 
-Deno.test("databaseNotReady: the queue driver's connect timeout, which has no code", () => {
+Deno.test("databaseNotReady: the queue driver's connect timeout and closed connection, which have no code", () => {
+  assert.equal(databaseNotReady(new Error("Connection terminated unexpectedly")), true);
   const e = new Error(
     "timeout exceeded when trying to connect (Queue: webhooks.deliver, Worker: 6e5bc77d)",
   );
