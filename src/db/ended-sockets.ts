@@ -7,10 +7,12 @@
  * unhandled rejection. A role whose PostgreSQL crashed exited so (the container check, with the
  * server's backends killed while a worker started); tests/integration/db-ended-sockets.test.ts.
  *
- * This guard drops exactly that rejection (its message, its code and postgres.js's connection in
- * its stack) and counts it; every other unhandled rejection still ends the process.
+ * This guard drops exactly such rejections (a database that cannot be reached, raised in
+ * postgres.js's connection) and counts them; every other unhandled rejection still ends the
+ * process.
  */
 import type { Logger } from "../log.ts";
+import { databaseNotReady } from "./wait.ts";
 
 let installed = false;
 let logger: Logger | undefined;
@@ -37,8 +39,15 @@ export function endedSocketWritesDropped(): number {
 }
 
 export function isEndedSocketWrite(reason: unknown): boolean {
-  return reason instanceof Error &&
+  if (!(reason instanceof Error) || !/\/postgres\/src\/connection\.js/.test(reason.stack ?? "")) {
+    return false;
+  }
+  if (
     (reason as { code?: unknown }).code === "EPIPE" &&
-    reason.message === "This socket has been ended by the other party" &&
-    /\/postgres\/src\/connection\.js/.test(reason.stack ?? "");
+    reason.message === "This socket has been ended by the other party"
+  ) return true;
+  // The same for a connection's own start refused by a server still recovering (57P03 and the
+  // like), seen left over in the same way: a promise of postgres.js's own, never a query's (a
+  // query's rejection is handled by whoever awaits it, and never reaches this listener).
+  return databaseNotReady(reason);
 }

@@ -24,6 +24,8 @@ const GONE = new Set([
   "25P03", // idle_in_transaction_session_timeout
   "57P01", // admin_shutdown
   "57P02", // crash_shutdown
+  "EPIPE", // the socket's own errors: the server closed it
+  "ECONNRESET",
 ]);
 
 /** An error that means the session is gone (not a refused statement in a live session). */
@@ -69,10 +71,67 @@ export function guardTransactions<S extends postgres.Sql<any>>(sql: S): S {
       throw e;
     }
   };
+  const reserve = sql.reserve.bind(sql) as AnyFn;
+  const guardedReserve = async () => guardReserved(await reserve());
   return new Proxy(sql, {
     get(target, prop, receiver) {
       if (prop === "begin") return guarded;
+      if (prop === "reserve") return guardedReserve;
       return Reflect.get(target, prop, receiver);
+    },
+  });
+}
+
+/**
+ * A reserved connection (`sql.reserve()`: a session advisory lock's, for migrations, contract
+ * deployment and the transaction sender) guarded the same way, for the same postgres.js defect
+ * (porsager/postgres#1208): once a statement of it failed with a connection error, its session is
+ * gone and postgres.js has put the connection back among its closed ones. A further statement
+ * written to it would throw the uncatchable TypeError, and `release()` would put the dead
+ * connection among the open ones for the pool's next query. So every further statement rejects
+ * at once with that first error (the callers' `finally` blocks, an unlock, a reset, run on and
+ * fail as they would on a lost session), and `release()` does nothing: the pool reconnects the
+ * connection from its closed ones when it needs it.
+ */
+function guardReserved(conn: AnyFn): AnyFn {
+  const state: TxState & { error?: unknown } = { gone: false };
+  const refused = () => {
+    const p = Promise.reject(state.error) as Promise<never> & { execute?: () => unknown };
+    p.catch(() => {}); // rejected for whoever awaits it; not unhandled if nobody does
+    p.execute = () => p;
+    return p;
+  };
+  const watched = <T>(q: T): T => {
+    const first = watch(q, state);
+    if (typeof (first as { then?: unknown })?.then !== "function") return first;
+    const then = (first as { then: AnyFn }).then;
+    Object.defineProperty(first, "then", {
+      configurable: true,
+      writable: true,
+      value: (onFulfilled?: AnyFn, onRejected?: AnyFn) =>
+        then.call(first, onFulfilled, (e: unknown) => {
+          if (state.gone && state.error === undefined) state.error = e;
+          if (onRejected) return onRejected(e);
+          throw e;
+        }),
+    });
+    return first;
+  };
+  return new Proxy(conn, {
+    apply(target, thisArg, args) {
+      if (state.gone) return refused();
+      return watched(Reflect.apply(target, thisArg, args));
+    },
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (prop === "unsafe" || prop === "file") {
+        return (...args: unknown[]) =>
+          state.gone ? refused() : watched((value as AnyFn).apply(target, args));
+      }
+      if (prop === "release") {
+        return () => state.gone ? undefined : (value as AnyFn).apply(target, []);
+      }
+      return value;
     },
   });
 }

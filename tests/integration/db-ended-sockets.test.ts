@@ -107,4 +107,15 @@ Deno.test("isEndedSocketWrite: that rejection only", () => {
   assert.equal(isEndedSocketWrite(elsewhere), false, "not postgres.js's connection");
   assert.equal(isEndedSocketWrite(Object.assign(new Error("boom"), { code: "EPIPE" })), false);
   assert.equal(isEndedSocketWrite("This socket has been ended by the other party"), false);
+  // A connection's start refused by a recovering server, left over the same way (seen with the
+  // service's pools while its server crashed again and again).
+  const recovering = Object.assign(new Error("the database system is in recovery mode"), {
+    code: "57P03",
+  });
+  recovering.stack = `PostgresError: the database system is in recovery mode
+    at ErrorResponse (file:///app/node_modules/.deno/postgres@3.4.9/node_modules/postgres/src/connection.js:815:30)`;
+  assert.equal(isEndedSocketWrite(recovering), true);
+  const refused = Object.assign(new Error("duplicate key"), { code: "23505" });
+  refused.stack = recovering.stack;
+  assert.equal(isEndedSocketWrite(refused), false, "a refused statement is not dropped");
 });
