@@ -35,6 +35,8 @@ export function connectionGone(e: unknown): boolean {
 
 interface TxState {
   gone: boolean;
+  /** The connection error that showed it gone. */
+  error?: unknown;
 }
 
 /** A promise that never settles, new each time (a shared one would keep every waiter alive). */
@@ -94,39 +96,23 @@ export function guardTransactions<S extends postgres.Sql<any>>(sql: S): S {
  * connection from its closed ones when it needs it.
  */
 function guardReserved(conn: AnyFn): AnyFn {
-  const state: TxState & { error?: unknown } = { gone: false };
+  const state: TxState = { gone: false };
   const refused = () => {
     const p = Promise.reject(state.error) as Promise<never> & { execute?: () => unknown };
     p.catch(() => {}); // rejected for whoever awaits it; not unhandled if nobody does
     p.execute = () => p;
     return p;
   };
-  const watched = <T>(q: T): T => {
-    const first = watch(q, state);
-    if (typeof (first as { then?: unknown })?.then !== "function") return first;
-    const then = (first as { then: AnyFn }).then;
-    Object.defineProperty(first, "then", {
-      configurable: true,
-      writable: true,
-      value: (onFulfilled?: AnyFn, onRejected?: AnyFn) =>
-        then.call(first, onFulfilled, (e: unknown) => {
-          if (state.gone && state.error === undefined) state.error = e;
-          if (onRejected) return onRejected(e);
-          throw e;
-        }),
-    });
-    return first;
-  };
   return new Proxy(conn, {
     apply(target, thisArg, args) {
       if (state.gone) return refused();
-      return watched(Reflect.apply(target, thisArg, args));
+      return watch(Reflect.apply(target, thisArg, args), state);
     },
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
       if (prop === "unsafe" || prop === "file") {
         return (...args: unknown[]) =>
-          state.gone ? refused() : watched((value as AnyFn).apply(target, args));
+          state.gone ? refused() : watch((value as AnyFn).apply(target, args), state);
       }
       if (prop === "release") {
         return () => state.gone ? undefined : (value as AnyFn).apply(target, []);
@@ -169,7 +155,10 @@ function watch<T>(q: T, state: TxState): T {
     writable: true,
     value: (onFulfilled?: AnyFn, onRejected?: AnyFn) =>
       then.call(q, onFulfilled, (e: unknown) => {
-        if (connectionGone(e)) state.gone = true;
+        if (connectionGone(e) && !state.gone) {
+          state.gone = true;
+          state.error = e;
+        }
         if (onRejected) return onRejected(e);
         throw e;
       }),
