@@ -12,6 +12,7 @@ import { createSql } from "../../src/db/client.ts";
 import { endedSocketWritesDropped, isEndedSocketWrite } from "../../src/db/ended-sockets.ts";
 import { createTestDatabase } from "../helpers/db.ts";
 import { waitFor } from "../helpers/poll.ts";
+import { passThrough } from "../helpers/tcp-pass.ts";
 
 Deno.test({
   name:
@@ -26,22 +27,8 @@ Deno.test({
     (async () => {
       for await (const conn of listener) {
         conns.add(conn);
-        (async () => {
-          try {
-            const up = await Deno.connect({
-              hostname: real.hostname,
-              port: Number(real.port || 5432),
-            });
-            await Promise.allSettled([
-              conn.readable.pipeTo(up.writable),
-              up.readable.pipeTo(conn.writable),
-            ]);
-          } catch {
-            /* a side closed */
-          } finally {
-            conns.delete(conn);
-          }
-        })();
+        passThrough(conn, { hostname: real.hostname, port: Number(real.port || 5432) })
+          .finally(() => conns.delete(conn));
       }
     })();
     const url = new URL(db.url);

@@ -18,6 +18,7 @@ import { waitFor } from "../helpers/poll.ts";
 import { freePort, startTestService } from "../helpers/service.ts";
 import { api } from "../helpers/accounts.ts";
 import { deploymentEnv, startProcess } from "../helpers/processes.ts";
+import { passThrough } from "../helpers/tcp-pass.ts";
 import { M } from "../../src/http/messages.ts";
 
 type Mode = "starting" | "forward";
@@ -60,12 +61,7 @@ function front(port: number, target: { hostname: string; port: number }) {
             conn.close();
             return;
           }
-          const up = await Deno.connect(target);
-          conns.add(up);
-          await Promise.allSettled([
-            conn.readable.pipeTo(up.writable),
-            up.readable.pipeTo(conn.writable),
-          ]);
+          await passThrough(conn, target, (up) => conns.add(up));
         } catch {
           // a side closed
         } finally {
