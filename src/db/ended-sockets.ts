@@ -27,7 +27,9 @@ export function guardEndedSockets(log?: Logger): void {
     if (!isEndedSocketWrite(e.reason)) return;
     e.preventDefault();
     dropped++;
-    logger?.warn("a write to a database connection its server had ended was dropped", {
+    // An EPIPE of a write, or a start refused while the server recovers: say which.
+    logger?.warn("a rejection the database client left unhandled was dropped", {
+      error: (e.reason as Error).message,
       dropped,
     });
   });
