@@ -37,6 +37,11 @@ interface TxState {
   gone: boolean;
   /** The connection error that showed it gone. */
   error?: unknown;
+  /**
+   * Shown gone by the connection's close alone (a reserved handle): a statement that was in
+   * flight and fails with the session's own error afterwards gives the handle that error instead.
+   */
+  byClose?: boolean;
 }
 
 /** A promise that never settles, new each time (a shared one would keep every waiter alive). */
@@ -94,9 +99,31 @@ export function guardTransactions<S extends postgres.Sql<any>>(sql: S): S {
  * at once with that first error (the callers' `finally` blocks, an unlock, a reset, run on and
  * fail as they would on a lost session), and `release()` does nothing: the pool reconnects the
  * connection from its closed ones when it needs it.
+ *
+ * A session that ends while the connection is idle (between two statements: the sender's batch
+ * waiting on a node, say) fails no statement. So the pool's connection behind the handle is
+ * learnt from the handle's first statement that runs (postgres.js hands it to a query's
+ * `onexecute`, as its own `begin` uses it), and its close, which postgres.js reports to the
+ * connection's `onclose` whether or not a statement was in flight, marks the handle gone with
+ * postgres.js's CONNECTION_CLOSED error.
  */
 function guardReserved(conn: AnyFn): AnyFn {
   const state: TxState = { gone: false };
+  let pooled: PooledConnection | undefined;
+  const closed = (e: unknown) => {
+    if (state.gone) return;
+    state.gone = true;
+    state.error = e;
+    state.byClose = true;
+  };
+  const learn = (c: PooledConnection) => {
+    if (!pooled) {
+      pooled = c;
+      c.onclose = closed;
+    }
+    return true; // as if no `onexecute` were given: the connection takes the next statement
+  };
+  const run = <T>(q: T) => watch(onExecute(q, learn), state);
   const refused = () => {
     const p = Promise.reject(state.error) as Promise<never> & { execute?: () => unknown };
     p.catch(() => {}); // rejected for whoever awaits it; not unhandled if nobody does
@@ -106,20 +133,44 @@ function guardReserved(conn: AnyFn): AnyFn {
   return new Proxy(conn, {
     apply(target, thisArg, args) {
       if (state.gone) return refused();
-      return watch(Reflect.apply(target, thisArg, args), state);
+      return run(Reflect.apply(target, thisArg, args));
     },
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
       if (prop === "unsafe" || prop === "file") {
         return (...args: unknown[]) =>
-          state.gone ? refused() : watch((value as AnyFn).apply(target, args), state);
+          state.gone ? refused() : run((value as AnyFn).apply(target, args));
       }
       if (prop === "release") {
-        return () => state.gone ? undefined : (value as AnyFn).apply(target, []);
+        return () => {
+          if (state.gone) return;
+          if (pooled?.onclose === closed) pooled.onclose = null;
+          (value as AnyFn).apply(target, []);
+        };
       }
       return value;
     },
   });
+}
+
+/** What this module uses of postgres.js's pooled connection (src/connection.js, 3.4.9). */
+interface PooledConnection {
+  /** Called once when the connection closes, with postgres.js's CONNECTION_CLOSED error. */
+  onclose?: ((e: unknown) => void) | null;
+}
+
+/**
+ * Has `learn` hear which pooled connection runs the query: postgres.js calls a query's
+ * `options.onexecute` with it when the query is written (not for a statement described first: a
+ * new one with parameters; the handle's next runs it). A query with its own `onexecute` is left
+ * as it is.
+ */
+function onExecute<T>(q: T, learn: (c: PooledConnection) => boolean): T {
+  const options = (q as { options?: { onexecute?: unknown } })?.options;
+  if (options && typeof options === "object" && options.onexecute === undefined) {
+    options.onexecute = learn;
+  }
+  return q;
 }
 
 function guardHandle(tx: AnyFn, state: TxState): AnyFn {
@@ -155,9 +206,10 @@ function watch<T>(q: T, state: TxState): T {
     writable: true,
     value: (onFulfilled?: AnyFn, onRejected?: AnyFn) =>
       then.call(q, onFulfilled, (e: unknown) => {
-        if (connectionGone(e) && !state.gone) {
+        if (connectionGone(e) && (!state.gone || state.byClose)) {
           state.gone = true;
           state.error = e;
+          state.byClose = false;
         }
         if (onRejected) return onRejected(e);
         throw e;
