@@ -5,6 +5,7 @@
 import postgres from "postgres";
 import { connectionGone, guardTransactions } from "./transactions.ts";
 import { guardEndedSockets } from "./ended-sockets.ts";
+import { poolSockets } from "./sockets.ts";
 
 export type DbTypes = { bigint: bigint };
 /** A pool. */
@@ -66,6 +67,9 @@ export function createSql(url: string, opts: ClientOptions = {}): Sql {
       ...opts.settings,
     },
     types: { bigint: postgres.BigInt },
+    // A peer that closes before answering must fail the query, not loop (src/db/sockets.ts).
+    // postgres.js reads `socket` (src/index.js) but its types do not declare it.
+    ...({ socket: poolSockets() } as unknown as Record<string, never>),
     ...(opts.camel === false ? {} : { transform: postgres.camel }),
   })) as unknown as Sql;
 }

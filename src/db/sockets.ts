@@ -1,0 +1,152 @@
+/**
+ * The sockets of our postgres.js pools (its `socket` option), for one defect of postgres.js
+ * 3.4.9: a peer that accepts a connection and closes it before answering anything (a TCP proxy or
+ * load balancer with no database behind it; Docker's port proxy while the container's PostgreSQL
+ * is not listening yet) sends postgres.js into a loop. Its connection sees the close with the
+ * query it was opened for still waiting, and connects again at once, with no backoff and no
+ * error: ~350 connections a second on one core, and the query (a request's, a role's start ping)
+ * never settles, so a request hangs instead of answering 503.
+ *
+ * Each socket is made as postgres.js makes its own (a `net.Socket` connecting to the next host;
+ * postgres.js writes its start-up message behind the connect and keeps its own connect timeout).
+ * Its first messages are read beside postgres.js: when the peer closes it before the session was
+ * ready and without PostgreSQL's own error (closed with nothing said, or after bytes that are not
+ * PostgreSQL's), the pool's next socket is a refused one. It fails with CONNECTION_CLOSED as a
+ * network error does, so postgres.js rejects the query it connects for, closes the connection
+ * with its backoff, and the caller hears that the database cannot be reached (src/db/wait.ts
+ * `databaseNotReady`: a 503, or a start that waits). The next query tries the server again.
+ */
+import net from "node:net";
+import { EventEmitter } from "node:events";
+
+/** What postgres.js hands its `socket` option (its parsed options). */
+export interface SocketTarget {
+  host: string[];
+  port: number[];
+  path?: string | false;
+  ssl?: unknown;
+}
+
+/** A new `socket` option for one pool: its state is the pool's. */
+export function poolSockets(): (o: SocketTarget) => net.Socket | RefusedSocket {
+  /** Sockets the peer closed before the session was ready, not yet answered by a refusal. */
+  let silent = 0;
+  let next = 0;
+  return (o) => {
+    const i = next % o.port.length;
+    const host = o.host[i] ?? o.host[0];
+    const port = o.port[i] ?? o.port[0];
+    next = (i + 1) % o.port.length;
+    if (silent > 0) {
+      silent--;
+      return new RefusedSocket(host, port, o.path || undefined);
+    }
+    const socket = o.path ? net.connect(o.path) : net.connect(port, host);
+    // postgres.js names the host in its errors and in TLS's server name from these.
+    Object.assign(socket, { host, port });
+    // Under TLS the bytes are not PostgreSQL's until postgres.js has wrapped the socket (and it
+    // drops every listener of the plain one then): nothing is read.
+    if (o.ssl && o.ssl !== "disable") return socket;
+    const start = new StartupReader();
+    // Read beside postgres.js (it adds its own listener before any byte can arrive), until the
+    // session is ready or the server said why not.
+    const read = (chunk: Uint8Array) => {
+      if (start.read(chunk) !== "starting") socket.removeListener("data", read);
+    };
+    socket.on("data", read);
+    let ended = false;
+    socket.once("end", () => ended = true);
+    socket.once("close", () => {
+      if (ended && (start.state === "starting" || start.state === "garbled")) silent++;
+      else if (start.state === "ready") silent = 0;
+    });
+    return socket;
+  };
+}
+
+/**
+ * Follows the server's first messages on a connection: "ready" at its ReadyForQuery, "refused"
+ * at an ErrorResponse (the server said why, and postgres.js fails the query with it), "garbled"
+ * at bytes that are not PostgreSQL's protocol (a proxy's own answer), "starting" until then.
+ */
+export class StartupReader {
+  state: "starting" | "ready" | "refused" | "garbled" = "starting";
+  #buffered = new Uint8Array(0);
+
+  read(chunk: Uint8Array): StartupReader["state"] {
+    if (this.state !== "starting") return this.state;
+    let buf = concat(this.#buffered, chunk);
+    while (buf.length >= 5) {
+      const type = buf[0];
+      const length = ((buf[1] << 24) | (buf[2] << 16) | (buf[3] << 8) | buf[4]) >>> 0;
+      // The start-up's messages are small; a length past this is not PostgreSQL speaking.
+      if (length < 4 || length > 1 << 20) return this.state = "garbled";
+      if (buf.length < 1 + length) break;
+      if (type === 0x5a) return this.state = "ready"; // 'Z' ReadyForQuery
+      if (type === 0x45) return this.state = "refused"; // 'E' ErrorResponse
+      buf = buf.subarray(1 + length);
+    }
+    this.#buffered = buf.slice();
+    return this.state;
+  }
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  if (!a.length) return b;
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+/** The error a refused socket fails with: the same code postgres.js gives a closed connection. */
+export function closedBeforeAnswering(host: string, port: number, path?: string): Error {
+  const where = path ?? `${host}:${port}`;
+  return Object.assign(
+    new Error(`the database at ${where} closed the connection before answering`),
+    { code: "CONNECTION_CLOSED", errno: "CONNECTION_CLOSED", address: path ?? host },
+    path ? {} : { port },
+  );
+}
+
+/**
+ * A socket that fails on the next turn of the event loop (after postgres.js has attached its
+ * listeners and written its start-up message, which is dropped): `error`, then `close`.
+ */
+export class RefusedSocket extends EventEmitter {
+  destroyed = false;
+  readonly bytesRead = 0;
+  readonly readyState = "closed";
+  #timer: ReturnType<typeof setTimeout>;
+
+  constructor(readonly host: string, readonly port: number, path?: string) {
+    super();
+    this.#timer = setTimeout(() => this.destroy(closedBeforeAnswering(host, port, path)), 0);
+  }
+
+  write(_chunk: unknown, cb?: unknown): boolean {
+    if (typeof cb === "function") queueMicrotask(() => cb());
+    return true;
+  }
+
+  end(): this {
+    return this.destroy();
+  }
+
+  destroy(error?: Error): this {
+    if (this.destroyed) return this;
+    this.destroyed = true;
+    clearTimeout(this.#timer);
+    if (error) this.emit("error", error);
+    this.emit("close", !!error);
+    return this;
+  }
+
+  setKeepAlive(): this {
+    return this;
+  }
+
+  setNoDelay(): this {
+    return this;
+  }
+}

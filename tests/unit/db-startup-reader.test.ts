@@ -1,0 +1,51 @@
+/** The start-up reader of src/db/sockets.ts: where a new connection's first messages leave it. */
+import assert from "node:assert/strict";
+import { closedBeforeAnswering, StartupReader } from "../../src/db/sockets.ts";
+import { databaseNotReady } from "../../src/db/wait.ts";
+
+/** One backend message: its type, its length (itself included), its payload. */
+function message(type: string, payload: number[] = []): number[] {
+  const n = payload.length + 4;
+  return [type.charCodeAt(0), n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255, ...payload];
+}
+
+const startup = [
+  ...message("R", [0, 0, 0, 0]), // AuthenticationOk
+  ...message("S", [...new TextEncoder().encode("server_version\u000018.4\u0000")]),
+  ...message("K", [0, 0, 0, 7, 1, 2, 3, 4]),
+  ...message("Z", ["I".charCodeAt(0)]),
+];
+
+Deno.test("start-up reader: ready at ReadyForQuery, whatever the chunks", () => {
+  for (const size of [1, 2, 3, 5, 7, startup.length]) {
+    const r = new StartupReader();
+    const states = [];
+    for (let i = 0; i < startup.length; i += size) {
+      states.push(r.read(Uint8Array.from(startup.slice(i, i + size))));
+    }
+    assert.equal(states.at(-1), "ready", `chunks of ${size}`);
+    assert.ok(states.slice(0, -1).every((s) => s === "starting"), `chunks of ${size}`);
+  }
+});
+
+Deno.test("start-up reader: PostgreSQL's refusal, a proxy's own answer, and silence", () => {
+  const refused = new StartupReader();
+  const e = message("E", [...new TextEncoder().encode("SFATAL\u0000C57P03\u0000\u0000")]);
+  assert.equal(refused.read(Uint8Array.from(e)), "refused");
+
+  const proxy = new StartupReader();
+  assert.equal(proxy.read(new TextEncoder().encode("HTTP/1.1 502 Bad Gateway\r\n\r\n")), "garbled");
+
+  const partial = new StartupReader();
+  assert.equal(partial.read(Uint8Array.from(startup.slice(0, 12))), "starting");
+  assert.equal(partial.state, "starting");
+  // Once decided, later bytes change nothing.
+  assert.equal(refused.read(Uint8Array.from(startup)), "refused");
+});
+
+Deno.test("a refused socket's error reads as a database that cannot be reached", () => {
+  const e = closedBeforeAnswering("db.internal", 5432);
+  assert.ok(databaseNotReady(e));
+  assert.equal((e as Error & { code?: string }).code, "CONNECTION_CLOSED");
+  assert.match(e.message, /db\.internal:5432 closed the connection before answering/);
+});
