@@ -60,6 +60,7 @@ export function createSql(url: string, opts: ClientOptions = {}): Sql {
     max: opts.max ?? 10,
     idle_timeout: 30,
     connect_timeout: 10,
+    backoff: reconnectPause,
     onnotice: (n) => opts.onnotice?.(n.message),
     connection: {
       application_name: opts.name ?? "settlement",
@@ -72,6 +73,18 @@ export function createSql(url: string, opts: ClientOptions = {}): Sql {
     ...({ socket: poolSockets() } as unknown as Record<string, never>),
     ...(opts.camel === false ? {} : { transform: postgres.camel }),
   })) as unknown as Sql;
+}
+
+/**
+ * Seconds a pool's connection waits before connecting again after its connection failed, by how
+ * many failed in a row (postgres.js counts them per pool, until a connection is ready): as a
+ * role's start waits for its database (src/db/wait.ts), 250 ms doubling to 2 s, less up to half
+ * at random. postgres.js's own grows to 20 s, so a service could be ~20 s late to notice its
+ * database back after a few failures (docs/decisions.md).
+ */
+export function reconnectPause(failures: number): number {
+  const pause = Math.min(0.25 * 2 ** Math.max(0, failures - 1), 2);
+  return pause * (0.5 + Math.random() / 2);
 }
 
 function startupSettings(b: Backstops = {}): Record<string, string> {

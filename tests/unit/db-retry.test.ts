@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { databaseNotReady, retryWhileNotReady } from "../../src/db/wait.ts";
+import { reconnectPause } from "../../src/db/client.ts";
 
 function coded(code: string, message = code): Error {
   return Object.assign(new Error(message), { code });
@@ -86,4 +87,21 @@ Deno.test("databaseNotReady: the queue driver's connect timeout and closed conne
   assert.equal(databaseNotReady(e), true);
   assert.equal(databaseNotReady(new Error("timeout exceeded")), false);
   assert.equal(databaseNotReady(coded("23505", "timeout exceeded when trying to connect")), false);
+});
+
+Deno.test("a pool's reconnect pause: 250 ms doubling to 2 s, less up to half at random", () => {
+  const bounds: Array<[number, number, number]> = [
+    [0, 0.125, 0.25], // postgres.js asks with 0 only before any failure counted
+    [1, 0.125, 0.25],
+    [2, 0.25, 0.5],
+    [3, 0.5, 1],
+    [4, 1, 2],
+    [50, 1, 2],
+  ];
+  for (const [failures, low, high] of bounds) {
+    for (let i = 0; i < 200; i++) {
+      const s = reconnectPause(failures);
+      assert.ok(s >= low && s <= high, `${failures} failures: ${s} s`);
+    }
+  }
 });
