@@ -25,6 +25,11 @@ export interface ClientOptions {
   backstops?: Backstops;
   /** Hears the server's notices (default: dropped). */
   onnotice?: (message: string) => void;
+  /**
+   * How long a connection may take to become ready (default 10 s): postgres.js's own bound, and
+   * how long queries wait out a peer that closes connections before answering (src/db/sockets.ts).
+   */
+  connectTimeoutSeconds?: number;
   /** More settings for every connection at its start (`NO_TABLE_SCANS`, say). */
   settings?: Record<string, string>;
 }
@@ -59,7 +64,7 @@ export function createSql(url: string, opts: ClientOptions = {}): Sql {
   return guardTransactions(postgres(url, {
     max: opts.max ?? 10,
     idle_timeout: 30,
-    connect_timeout: 10,
+    connect_timeout: opts.connectTimeoutSeconds ?? 10,
     backoff: reconnectPause,
     onnotice: (n) => opts.onnotice?.(n.message),
     connection: {
@@ -68,7 +73,7 @@ export function createSql(url: string, opts: ClientOptions = {}): Sql {
       ...opts.settings,
     },
     types: { bigint: postgres.BigInt },
-    // A peer that closes before answering must fail the query, not loop (src/db/sockets.ts).
+    // A peer that closes before answering: a pause, then a refusal, not a loop (src/db/sockets.ts).
     // postgres.js reads `socket` (src/index.js) but its types do not declare it.
     ...({ socket: poolSockets() } as unknown as Record<string, never>),
     ...(opts.camel === false ? {} : { transform: postgres.camel }),
@@ -76,15 +81,14 @@ export function createSql(url: string, opts: ClientOptions = {}): Sql {
 }
 
 /**
- * Seconds a pool's connection waits before connecting again after its connection failed, by how
- * many failed in a row (postgres.js counts them per pool, until a connection is ready): as a
- * role's start waits for its database (src/db/wait.ts), 250 ms doubling to 2 s, less up to half
- * at random. postgres.js's own grows to 20 s, so a service could be ~20 s late to notice its
- * database back after a few failures (docs/decisions.md).
+ * Seconds a pool's connection waits before connecting again after it closed, by how many
+ * connections failed in a row in the pool (postgres.js counts them until one is ready):
+ * postgres.js's own curve (10 ms, then ×3 a failure, less up to half at random), capped at 2 s,
+ * where postgres.js's goes on to 20 s: a service would be up to ~20 s late to see its database
+ * back after a few failures (docs/decisions.md).
  */
 export function reconnectPause(failures: number): number {
-  const pause = Math.min(0.25 * 2 ** Math.max(0, failures - 1), 2);
-  return pause * (0.5 + Math.random() / 2);
+  return (0.5 + Math.random() / 2) * Math.min(3 ** failures / 100, 2);
 }
 
 function startupSettings(b: Backstops = {}): Record<string, string> {

@@ -13,6 +13,7 @@
  */
 import type { Logger } from "../log.ts";
 import { databaseNotReady } from "./wait.ts";
+import { ClosedBeforeAnswering } from "./sockets.ts";
 
 let installed = false;
 let logger: Logger | undefined;
@@ -41,6 +42,9 @@ export function endedSocketWritesDropped(): number {
 }
 
 export function isEndedSocketWrite(reason: unknown): boolean {
+  // A refused socket's error (src/db/sockets.ts) travels the same way, made in our file rather
+  // than in postgres.js's connection.
+  if (reason instanceof ClosedBeforeAnswering) return true;
   if (!(reason instanceof Error) || !/\/postgres\/src\/connection\.js/.test(reason.stack ?? "")) {
     return false;
   }

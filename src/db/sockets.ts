@@ -3,18 +3,22 @@
  * 3.4.9: a peer that accepts a connection and closes it before answering anything (a TCP proxy or
  * load balancer with no database behind it; Docker's port proxy while the container's PostgreSQL
  * is not listening yet) sends postgres.js into a loop. Its connection sees the close with the
- * query it was opened for still waiting, and connects again at once, with no backoff and no
- * error: ~350 connections a second on one core, and the query (a request's, a role's start ping)
- * never settles, so a request hangs instead of answering 503.
+ * query it was opened for still waiting, and connects again at once, with no pause and no error:
+ * ~350 connections a second on one core, and the query (a request's, a role's start ping) never
+ * settles while the peer does that, so a request hangs instead of answering 503.
  *
  * Each socket is made as postgres.js makes its own (a `net.Socket` connecting to the next host;
- * postgres.js writes its start-up message behind the connect and keeps its own connect timeout).
- * Its first messages are read beside postgres.js: when the peer closes it before the session was
- * ready and without PostgreSQL's own error (closed with nothing said, or after bytes that are not
- * PostgreSQL's), the pool's next socket is a refused one. It fails with CONNECTION_CLOSED as a
- * network error does, so postgres.js rejects the query it connects for, closes the connection
- * with its backoff, and the caller hears that the database cannot be reached (src/db/wait.ts
- * `databaseNotReady`: a 503, or a start that waits). The next query tries the server again.
+ * postgres.js writes its start-up message behind the connect and keeps its own connect timeout),
+ * and its first messages are read beside postgres.js. A socket the peer closed before the session
+ * was ready and without PostgreSQL's own error (closed with nothing said, or after bytes that are
+ * not PostgreSQL's) starts or extends the pool's run of such closes. While a run lasts, the next
+ * socket is made after a pause (25 ms doubling to 250 ms), so a query waits out a short cut as it
+ * did, without the loop; once the run is older than the pool's connect timeout, the next socket is
+ * a refused one. It fails with CONNECTION_CLOSED as a network error does, so postgres.js rejects
+ * the query it connects for and closes the connection with its backoff, and the caller hears that
+ * the database cannot be reached (src/db/wait.ts `databaseNotReady`: a 503, or a start that waits
+ * and tries again). Every query still gets a real try of its own before a refusal; a session that
+ * becomes ready ends the run.
  */
 import net from "node:net";
 import { EventEmitter } from "node:events";
@@ -25,21 +29,42 @@ export interface SocketTarget {
   port: number[];
   path?: string | false;
   ssl?: unknown;
+  /** Seconds (postgres.js's `connect_timeout`). */
+  connect_timeout?: number;
+}
+
+/**
+ * The pause before a socket made during a run of closes: 25 ms doubling to 250 ms. Short, so that
+ * a cut is waited out as soon as it ends (a longer pause could skip the whole window in which a
+ * flapping network answers); at most four connections a second for a connection in a long one.
+ */
+export function silentPauseMs(closes: number): number {
+  return Math.min(25 * 2 ** Math.max(0, closes - 1), 250);
 }
 
 /** A new `socket` option for one pool: its state is the pool's. */
-export function poolSockets(): (o: SocketTarget) => net.Socket | RefusedSocket {
-  /** Sockets the peer closed before the session was ready, not yet answered by a refusal. */
-  let silent = 0;
+export function poolSockets(
+  now: () => number = () => performance.now(),
+): (o: SocketTarget) => Promise<net.Socket | RefusedSocket> {
+  /** The pool's run of sockets closed before their session was ready: how many, since when. */
+  let closes = 0;
+  let since = 0;
+  /** Whether the socket made after the last close was refused (the next one is a real try). */
+  let refusedLast = false;
   let next = 0;
-  return (o) => {
+  return async (o) => {
     const i = next % o.port.length;
     const host = o.host[i] ?? o.host[0];
     const port = o.port[i] ?? o.port[0];
     next = (i + 1) % o.port.length;
-    if (silent > 0) {
-      silent--;
-      return new RefusedSocket(host, port, o.path || undefined);
+    if (closes > 0) {
+      const limitMs = (o.connect_timeout ?? 30) * 1000;
+      if (!refusedLast && now() - since >= limitMs) {
+        refusedLast = true;
+        return new RefusedSocket(host, port, o.path || undefined);
+      }
+      refusedLast = false;
+      await new Promise((r) => setTimeout(r, silentPauseMs(closes)));
     }
     const socket = o.path ? net.connect(o.path) : net.connect(port, host);
     // postgres.js names the host in its errors and in TLS's server name from these.
@@ -51,17 +76,37 @@ export function poolSockets(): (o: SocketTarget) => net.Socket | RefusedSocket {
     // Read beside postgres.js (it adds its own listener before any byte can arrive), until the
     // session is ready or the server said why not.
     const read = (chunk: Uint8Array) => {
-      if (start.read(chunk) !== "starting") socket.removeListener("data", read);
+      if (start.read(chunk) === "starting") return;
+      socket.removeListener("data", read);
+      if (start.state === "ready") closes = 0;
     };
     socket.on("data", read);
     let ended = false;
     socket.once("end", () => ended = true);
     socket.once("close", () => {
-      if (ended && (start.state === "starting" || start.state === "garbled")) silent++;
-      else if (start.state === "ready") silent = 0;
+      if (!ended || (start.state !== "starting" && start.state !== "garbled")) return;
+      if (closes++ === 0) since = now();
     });
     return socket;
   };
+}
+
+/** The error a refused socket fails with: the code postgres.js gives a closed connection. */
+export class ClosedBeforeAnswering extends Error {
+  readonly code = "CONNECTION_CLOSED";
+  readonly errno = "CONNECTION_CLOSED";
+  readonly address: string;
+  readonly port?: number;
+
+  constructor(host: string, port: number, path?: string) {
+    super(
+      `the database at ${path ?? `${host}:${port}`} closed the connection before answering, ` +
+        "again and again",
+    );
+    this.name = "ClosedBeforeAnswering";
+    this.address = path ?? host;
+    if (!path) this.port = port;
+  }
 }
 
 /**
@@ -99,16 +144,6 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
   return out;
 }
 
-/** The error a refused socket fails with: the same code postgres.js gives a closed connection. */
-export function closedBeforeAnswering(host: string, port: number, path?: string): Error {
-  const where = path ?? `${host}:${port}`;
-  return Object.assign(
-    new Error(`the database at ${where} closed the connection before answering`),
-    { code: "CONNECTION_CLOSED", errno: "CONNECTION_CLOSED", address: path ?? host },
-    path ? {} : { port },
-  );
-}
-
 /**
  * A socket that fails on the next turn of the event loop (after postgres.js has attached its
  * listeners and written its start-up message, which is dropped): `error`, then `close`.
@@ -121,7 +156,7 @@ export class RefusedSocket extends EventEmitter {
 
   constructor(readonly host: string, readonly port: number, path?: string) {
     super();
-    this.#timer = setTimeout(() => this.destroy(closedBeforeAnswering(host, port, path)), 0);
+    this.#timer = setTimeout(() => this.destroy(new ClosedBeforeAnswering(host, port, path)), 0);
   }
 
   write(_chunk: unknown, cb?: unknown): boolean {

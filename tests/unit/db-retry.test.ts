@@ -89,19 +89,20 @@ Deno.test("databaseNotReady: the queue driver's connect timeout and closed conne
   assert.equal(databaseNotReady(coded("23505", "timeout exceeded when trying to connect")), false);
 });
 
-Deno.test("a pool's reconnect pause: 250 ms doubling to 2 s, less up to half at random", () => {
+Deno.test("a pool's reconnect pause: postgres.js's curve, capped at 2 s", () => {
   const bounds: Array<[number, number, number]> = [
-    [0, 0.125, 0.25], // postgres.js asks with 0 only before any failure counted
-    [1, 0.125, 0.25],
-    [2, 0.25, 0.5],
-    [3, 0.5, 1],
-    [4, 1, 2],
+    [0, 0.005, 0.01], // a close, no failure: at once, as postgres.js does
+    [1, 0.015, 0.03],
+    [3, 0.135, 0.27],
+    [4, 0.405, 0.81],
+    [5, 1, 2], // postgres.js: 2.43 s
+    [7, 1, 2], // postgres.js: 20 s
     [50, 1, 2],
   ];
   for (const [failures, low, high] of bounds) {
     for (let i = 0; i < 200; i++) {
       const s = reconnectPause(failures);
-      assert.ok(s >= low && s <= high, `${failures} failures: ${s} s`);
+      assert.ok(s >= low - 1e-12 && s <= high + 1e-12, `${failures} failures: ${s} s`);
     }
   }
 });

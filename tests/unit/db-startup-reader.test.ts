@@ -1,6 +1,7 @@
 /** The start-up reader of src/db/sockets.ts: where a new connection's first messages leave it. */
 import assert from "node:assert/strict";
-import { closedBeforeAnswering, StartupReader } from "../../src/db/sockets.ts";
+import { ClosedBeforeAnswering, silentPauseMs, StartupReader } from "../../src/db/sockets.ts";
+import { isEndedSocketWrite } from "../../src/db/ended-sockets.ts";
 import { databaseNotReady } from "../../src/db/wait.ts";
 
 /** One backend message: its type, its length (itself included), its payload. */
@@ -44,8 +45,15 @@ Deno.test("start-up reader: PostgreSQL's refusal, a proxy's own answer, and sile
 });
 
 Deno.test("a refused socket's error reads as a database that cannot be reached", () => {
-  const e = closedBeforeAnswering("db.internal", 5432);
+  const e = new ClosedBeforeAnswering("db.internal", 5432);
   assert.ok(databaseNotReady(e));
-  assert.equal((e as Error & { code?: string }).code, "CONNECTION_CLOSED");
+  assert.equal(e.code, "CONNECTION_CLOSED");
   assert.match(e.message, /db\.internal:5432 closed the connection before answering/);
+  // Left over in one of postgres.js's own promises, it is dropped as its own errors are.
+  assert.ok(isEndedSocketWrite(e));
+  assert.ok(!isEndedSocketWrite(new Error("the database at db.internal:5432 closed")));
+});
+
+Deno.test("the pause before a socket made during a run of closes: 25 ms doubling to 250 ms", () => {
+  assert.deepEqual([1, 2, 3, 4, 5, 6, 40].map(silentPauseMs), [25, 50, 100, 200, 250, 250, 250]);
 });
