@@ -17,8 +17,8 @@
  * a refused one. It fails with CONNECTION_CLOSED as a network error does, so postgres.js rejects
  * the query it connects for and closes the connection with its backoff, and the caller hears that
  * the database cannot be reached (src/db/wait.ts `databaseNotReady`: a 503, or a start that waits
- * and tries again). Every query still gets a real try of its own before a refusal; a session that
- * becomes ready ends the run.
+ * and tries again). A refusal and a real try then take turns; a session that becomes ready ends
+ * the run, as does a pool left idle for longer than the bound.
  */
 import net from "node:net";
 import { EventEmitter } from "node:events";
@@ -46,9 +46,10 @@ export function silentPauseMs(closes: number): number {
 export function poolSockets(
   now: () => number = () => performance.now(),
 ): (o: SocketTarget) => Promise<net.Socket | RefusedSocket> {
-  /** The pool's run of sockets closed before their session was ready: how many, since when. */
+  /** The pool's run of sockets closed before their session was ready: how many, first, last. */
   let closes = 0;
   let since = 0;
+  let last = 0;
   /** Whether the socket made after the last close was refused (the next one is a real try). */
   let refusedLast = false;
   let next = 0;
@@ -57,8 +58,11 @@ export function poolSockets(
     const host = o.host[i] ?? o.host[0];
     const port = o.port[i] ?? o.port[0];
     next = (i + 1) % o.port.length;
+    const limitMs = (o.connect_timeout ?? 30) * 1000;
+    // A run whose last close is older than the bound is over (the pool was idle since): the
+    // database gets a real try again, at once.
+    if (closes > 0 && now() - last >= limitMs) closes = 0;
     if (closes > 0) {
-      const limitMs = (o.connect_timeout ?? 30) * 1000;
       if (!refusedLast && now() - since >= limitMs) {
         refusedLast = true;
         return new RefusedSocket(host, port, o.path || undefined);
@@ -85,7 +89,8 @@ export function poolSockets(
     socket.once("end", () => ended = true);
     socket.once("close", () => {
       if (!ended || (start.state !== "starting" && start.state !== "garbled")) return;
-      if (closes++ === 0) since = now();
+      last = now();
+      if (closes++ === 0) since = last;
     });
     return socket;
   };

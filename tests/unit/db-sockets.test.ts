@@ -1,6 +1,12 @@
-/** The start-up reader of src/db/sockets.ts: where a new connection's first messages leave it. */
+/** src/db/sockets.ts: the start-up reader, the run of closes and its refusals, the pauses. */
 import assert from "node:assert/strict";
-import { ClosedBeforeAnswering, silentPauseMs, StartupReader } from "../../src/db/sockets.ts";
+import {
+  ClosedBeforeAnswering,
+  poolSockets,
+  RefusedSocket,
+  silentPauseMs,
+  StartupReader,
+} from "../../src/db/sockets.ts";
 import { isEndedSocketWrite } from "../../src/db/ended-sockets.ts";
 import { databaseNotReady } from "../../src/db/wait.ts";
 
@@ -56,4 +62,53 @@ Deno.test("a refused socket's error reads as a database that cannot be reached",
 
 Deno.test("the pause before a socket made during a run of closes: 25 ms doubling to 250 ms", () => {
   assert.deepEqual([1, 2, 3, 4, 5, 6, 40].map(silentPauseMs), [25, 50, 100, 200, 250, 250, 250]);
+});
+
+Deno.test({
+  name: "a run of closes: paused tries, a refusal once it is older than the bound, then a try",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    // A peer that accepts and closes at once.
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    (async () => {
+      for await (const c of listener) c.close();
+    })();
+    const target = {
+      host: ["127.0.0.1"],
+      port: [(listener.addr as Deno.NetAddr).port],
+      connect_timeout: 1,
+    };
+    let t = 0;
+    const make = poolSockets(() => t);
+    const closed = (s: Awaited<ReturnType<typeof make>>) =>
+      new Promise<void>((r) => s.once("close", () => r()));
+    const tryOnce = async () => {
+      const s = await make(target);
+      if (s instanceof RefusedSocket) {
+        s.on("error", () => {});
+        await closed(s);
+        return "refused";
+      }
+      await closed(s);
+      return "tried";
+    };
+    try {
+      assert.equal(await tryOnce(), "tried"); // the run starts at 0
+      t = 500;
+      assert.equal(await tryOnce(), "tried"); // within the bound: a try (after its pause)
+      t = 1_100;
+      assert.equal(await tryOnce(), "refused"); // the run is older than 1 s
+      assert.equal(await tryOnce(), "tried"); // a refusal and a try take turns
+      t = 1_200;
+      assert.equal(await tryOnce(), "refused");
+      assert.equal(await tryOnce(), "tried");
+      // Idle since (no close for longer than the bound): the run is over, and the database gets a
+      // try at once where the turns would have refused.
+      t = 10_000;
+      assert.equal(await tryOnce(), "tried");
+    } finally {
+      listener.close();
+    }
+  },
 });
