@@ -81,7 +81,7 @@ Deno.test({
     };
     let t = 0;
     const make = poolSockets(() => t);
-    const closed = (s: Awaited<ReturnType<typeof make>>) =>
+    const closed = (s: { once(event: "close", f: () => void): unknown }) =>
       new Promise<void>((r) => s.once("close", () => r()));
     const tryOnce = async () => {
       const s = await make(target);
