@@ -13,6 +13,23 @@ import { connectionGone, guardTransactions } from "../../src/db/transactions.ts"
 import { createTestDatabase } from "../helpers/db.ts";
 import { waitFor } from "../helpers/poll.ts";
 
+/**
+ * The pool serves again, on new sessions (no statement goes to the dead connection), and a new
+ * reservation works and releases as usual (the pool's next statement after it is answered).
+ */
+async function assertPoolServes(sql: postgres.Sql) {
+  for (let i = 0; i < 6; i++) {
+    const [{ n }] = await sql`select ${i}::int as n`;
+    assert.equal(n, i);
+  }
+  const again = await sql.reserve();
+  const [{ ok }] = await again`select true as ok`;
+  assert.equal(ok, true);
+  again.release();
+  const [{ n }] = await sql`select 7::int as n`;
+  assert.equal(n, 7);
+}
+
 Deno.test("a reserved connection whose session was ended under a statement: refused after, never written to", async () => {
   const db = await createTestDatabase({ migrate: false });
   const sql = createSql(db.url, { max: 2 });
@@ -41,16 +58,7 @@ Deno.test("a reserved connection whose session was ended under a statement: refu
     assert.equal(executed, first);
     reserved.release();
 
-    // The pool serves again, on new sessions (no statement goes to the dead connection).
-    for (let i = 0; i < 6; i++) {
-      const [{ n }] = await sql`select ${i}::int as n`;
-      assert.equal(n, i);
-    }
-    // And a new reservation works, and releases as usual.
-    const again = await sql.reserve();
-    const [{ ok }] = await again`select true as ok`;
-    assert.equal(ok, true);
-    again.release();
+    await assertPoolServes(sql);
   } finally {
     await sql.end({ timeout: 1 });
     await db.drop();
@@ -79,17 +87,7 @@ Deno.test("a reserved connection whose session ended while it was idle: refused 
     assert.equal(reset, unlock);
     reserved.release();
 
-    for (let i = 0; i < 6; i++) {
-      const [{ n }] = await sql`select ${i}::int as n`;
-      assert.equal(n, i);
-    }
-    // A new reservation works and releases as usual; its own close is its own.
-    const again = await sql.reserve();
-    const [{ ok }] = await again`select true as ok`;
-    assert.equal(ok, true);
-    again.release();
-    const [{ n }] = await sql`select 7::int as n`;
-    assert.equal(n, 7);
+    await assertPoolServes(sql);
   } finally {
     await sql.end({ timeout: 1 });
     await db.drop();
