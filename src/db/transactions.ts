@@ -161,9 +161,9 @@ interface PooledConnection {
 
 /**
  * Has `learn` hear which pooled connection runs the query: postgres.js calls a query's
- * `options.onexecute` with it when the query is written (not for a statement described first: a
- * new one with parameters; the handle's next runs it). A query with its own `onexecute` is left
- * as it is.
+ * `options.onexecute` with it when the query is written. It does not for a statement it describes
+ * first (one with parameters, new on that connection): a later statement of the handle teaches it
+ * then. A query with its own `onexecute` is left as it is.
  */
 function onExecute<T>(q: T, learn: (c: PooledConnection) => boolean): T {
   const options = (q as { options?: { onexecute?: unknown } })?.options;
