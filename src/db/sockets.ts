@@ -73,9 +73,23 @@ export function poolSockets(
     const socket = o.path ? net.connect(o.path) : net.connect(port, host);
     // postgres.js names the host in its errors and in TLS's server name from these.
     Object.assign(socket, { host, port });
-    // Under TLS the bytes are not PostgreSQL's until postgres.js has wrapped the socket (and it
-    // drops every listener of the plain one then): nothing is read.
-    if (o.ssl && o.ssl !== "disable") return socket;
+    const closedEarly = () => {
+      last = now();
+      if (closes++ === 0) since = last;
+    };
+    let ended = false;
+    socket.once("end", () => ended = true);
+    // Under TLS the bytes are not PostgreSQL's until postgres.js has wrapped the socket, and it
+    // drops every listener of the plain one once the server answered its TLS request. So a close
+    // before that answer counts (the proxy's case), and the answer itself ends the run: a
+    // PostgreSQL server is there (a session's readiness is not seen).
+    if (o.ssl && o.ssl !== "disable") {
+      socket.once("data", () => closes = 0);
+      socket.once("close", () => {
+        if (ended && socket.bytesRead === 0) closedEarly();
+      });
+      return socket;
+    }
     const start = new StartupReader();
     // Read beside postgres.js (it adds its own listener before any byte can arrive), until the
     // session is ready or the server said why not.
@@ -85,12 +99,8 @@ export function poolSockets(
       if (start.state === "ready") closes = 0;
     };
     socket.on("data", read);
-    let ended = false;
-    socket.once("end", () => ended = true);
     socket.once("close", () => {
-      if (!ended || (start.state !== "starting" && start.state !== "garbled")) return;
-      last = now();
-      if (closes++ === 0) since = last;
+      if (ended && (start.state === "starting" || start.state === "garbled")) closedEarly();
     });
     return socket;
   };

@@ -91,6 +91,21 @@ Deno.test({
         await garbling.end({ timeout: 1 });
       }
 
+      // A pool that asks for TLS: a peer that closes before answering its TLS request, the same.
+      mode = "close";
+      const tlsUrl = new URL(url);
+      tlsUrl.searchParams.set("sslmode", "require");
+      const tls = createSql(tlsUrl.toString(), { max: 1, connectTimeoutSeconds: 1 });
+      try {
+        const at = accepted;
+        const refused = await settled(tls`select 6 as six`);
+        assert.notEqual(refused, "hung", "the query never settled: postgres.js loops under TLS");
+        assert.ok(databaseNotReady(refused), `fails as unreachable: ${refused}`);
+        assert.ok(accepted - at <= 12, `a few connections, not a loop: ${accepted - at}`);
+      } finally {
+        await tls.end({ timeout: 1 });
+      }
+
       // A short cut within the connect timeout is waited out: the query answers once the
       // database does (a pool of its own, with no run of closes behind it).
       mode = "close";
