@@ -78,33 +78,28 @@ Deno.test({
       for (const r of many) assert.ok(databaseNotReady(r), `each fails as unreachable: ${r}`);
       assert.ok(accepted - before <= 24, `a few connections, not a loop: ${accepted - before}`);
 
+      // A pool of its own (no run of closes behind it) fails its query as unreachable after a
+      // few connections, not a loop of them.
+      const refusedAlone = async (poolUrl: string, what: string) => {
+        const pool = createSql(poolUrl, { max: 1, connectTimeoutSeconds: 1 });
+        try {
+          const at = accepted;
+          const r = await settled(pool`select 4 as four`);
+          assert.notEqual(r, "hung", `the query never settled: ${what}`);
+          assert.ok(databaseNotReady(r), `fails as unreachable: ${r}`);
+          assert.ok(accepted - at <= 12, `a few connections, not a loop: ${accepted - at}`);
+        } finally {
+          await pool.end({ timeout: 1 });
+        }
+      };
       // A peer that answers in another protocol before its close: the same.
       mode = "garble";
-      const garbling = createSql(url.toString(), { max: 1, connectTimeoutSeconds: 1 });
-      try {
-        const at = accepted;
-        const garbled = await settled(garbling`select 4 as four`);
-        assert.notEqual(garbled, "hung", "the query never settled behind a garbling peer");
-        assert.ok(databaseNotReady(garbled), `fails as unreachable: ${garbled}`);
-        assert.ok(accepted - at <= 12, `a few connections, not a loop: ${accepted - at}`);
-      } finally {
-        await garbling.end({ timeout: 1 });
-      }
-
+      await refusedAlone(url.toString(), "behind a garbling peer");
       // A pool that asks for TLS: a peer that closes before answering its TLS request, the same.
       mode = "close";
       const tlsUrl = new URL(url);
       tlsUrl.searchParams.set("sslmode", "require");
-      const tls = createSql(tlsUrl.toString(), { max: 1, connectTimeoutSeconds: 1 });
-      try {
-        const at = accepted;
-        const refused = await settled(tls`select 6 as six`);
-        assert.notEqual(refused, "hung", "the query never settled: postgres.js loops under TLS");
-        assert.ok(databaseNotReady(refused), `fails as unreachable: ${refused}`);
-        assert.ok(accepted - at <= 12, `a few connections, not a loop: ${accepted - at}`);
-      } finally {
-        await tls.end({ timeout: 1 });
-      }
+      await refusedAlone(tlsUrl.toString(), "postgres.js loops under TLS");
 
       // A short cut within the connect timeout is waited out: the query answers once the
       // database does (a pool of its own, with no run of closes behind it).
