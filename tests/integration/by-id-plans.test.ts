@@ -24,7 +24,7 @@ import {
   markMinedMany,
   withdrawUnsent,
 } from "../../src/chain/transactions.repo.ts";
-import { markFailed as failPayment } from "../../src/modules/payments/payments.repo.ts";
+import { recordRevertedAttempt } from "../../src/modules/payments/payments.repo.ts";
 import { markStopped } from "../../src/modules/streams/streams.repo.ts";
 import {
   batchCharges,
@@ -395,7 +395,7 @@ Deno.test("payments and streams are moved by id whatever the statistics say", as
     await streams(2000, "ACTIVE");
 
     const [p] = await db.sql`select id from payments where reference = 'PENDING17'`;
-    assert.equal(await failPayment(probe.sql, p.id, "expired quote", new Date()), true);
+    assert.equal(await recordRevertedAttempt(probe.sql, p.id, "reverted", new Date()), true);
     byPrimaryKey(probe.plans("payments"), 1, "payments_pkey", "payments_pending_expiry");
 
     const [st] = await db.sql`select id from streams where reference = 'ACTIVE17'`;

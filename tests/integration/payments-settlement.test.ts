@@ -3,7 +3,7 @@
  * webhook — and expiry, late payment, underpayment, duplicates, unknown references, reverts.
  */
 import assert from "node:assert/strict";
-import { decodeFunctionData, encodeFunctionData, getAddress, type Hex } from "viem";
+import { decodeFunctionData, encodeFunctionData, getAddress, type Hex, stringToHex } from "viem";
 import { Webhook } from "standardwebhooks";
 import { startTestService, type TestService } from "../helpers/service.ts";
 import { api, createMerchant, type TestMerchant } from "../helpers/accounts.ts";
@@ -140,17 +140,64 @@ Deno.test("payments settle on chain", async (t) => {
       reverted = { ref, hash };
     });
 
-    await t.step("the payer reports that reverted transaction: the payment is FAILED", async () => {
-      const { ref, hash } = reverted;
-      {
+    await t.step(
+      "the payer reports that reverted transaction: the payment stays open, the revert shown",
+      async () => {
+        const { ref, hash } = reverted;
         const r = await api(svc)("POST", `/checkout/${ref}/submitted`, { body: { txHash: hash } });
         assert.equal(r.status, 200);
-        await waitFor(async () => (await payment(svc, ref)).status === "FAILED", {
-          what: "FAILED",
+        await waitFor(async () => (await payment(svc, ref)).failureReason !== null, {
+          what: "the revert recorded",
         });
-        assert.match((await payment(svc, ref)).failureReason, /reverted/);
-      }
-    });
+        const p = await payment(svc, ref);
+        assert.equal(p.status, "PENDING");
+        assert.match(p.failureReason, /reverted \(0x[0-9a-f]{8}…[0-9a-f]{8}\): nothing was paid/);
+        const page = await fetch(`${svc.baseUrl}/checkout/${ref}/status`);
+        const html = await page.text();
+        assert.match(html, /nothing was paid\. The payment is still open: you can pay again\./);
+        // Still payable: the payer pays it, and the revert's note is gone.
+        const { hash: paid } = await alice.pay(ref);
+        assert.equal((await alice.receipt(paid)).status, "success");
+        await waitFor(async () => (await payment(svc, ref)).status === "SUCCESS", {
+          what: "settlement after the revert",
+        });
+        assert.equal((await payment(svc, ref)).failureReason, null);
+      },
+    );
+
+    await t.step(
+      "a stranger's reverted router call carrying the reference does not end the checkout",
+      async () => {
+        const ref = await link(svc, m, "6");
+        const mallory = payer(svc, ANVIL_KEYS[2]);
+        // pay() with this reference and a made-up order: it always reverts (no order signature).
+        const grief = encodeFunctionData({
+          abi: PaymentRouter.abi,
+          functionName: "pay",
+          args: [{
+            ref: stringToHex(ref, { size: 32 }),
+            payTo: mallory.address,
+            amount: 1n,
+            validBefore: 1n,
+          }, "0x"],
+        });
+        const hash = await mallory.send(svc.deps.chain.checkout.routerAddress("production"), grief);
+        assert.equal((await mallory.receipt(hash)).status, "reverted");
+        const r = await api(svc)("POST", `/checkout/${ref}/submitted`, { body: { txHash: hash } });
+        assert.equal(r.status, 200);
+        await waitFor(async () => (await payment(svc, ref)).failureReason !== null, {
+          what: "the stranger's revert recorded",
+        });
+        assert.equal((await payment(svc, ref)).status, "PENDING");
+        const pd = await api(svc)("GET", `/checkout/${ref}/pay-data?payer=${alice.address}`);
+        assert.equal(pd.status, 200, pd.text);
+        const { hash: paid } = await alice.pay(ref);
+        assert.equal((await alice.receipt(paid)).status, "success");
+        await waitFor(async () => (await payment(svc, ref)).status === "SUCCESS", {
+          what: "the real payer's settlement",
+        });
+      },
+    );
 
     await t.step("a reported transaction for another payment does not fail this one", async () => {
       const ref = await link(svc, m, "3");
@@ -159,12 +206,14 @@ Deno.test("payments settle on chain", async (t) => {
       await alice.receipt(hash);
       await api(svc)("POST", `/checkout/${ref}/submitted`, { body: { txHash: hash } });
       await waitFor(async () => (await payment(svc, other)).status === "SUCCESS");
-      // The check ran (the job completed) and left this payment alone.
+      // The check of this payment's report ran (its job completed) and left the payment alone.
+      const { id } = await payment(svc, ref);
       await waitFor(async () => {
         const [{ n }] = await svc.db.sql`
           select count(*)::int as n from pgboss.job
-          where name = 'payments.check-submitted' and state = 'completed'`;
-        return n >= 2;
+          where name = 'payments.check-submitted' and state = 'completed'
+            and data->>'paymentId' = ${id}`;
+        return n === 1;
       }, { what: "the check of the reported transaction" });
       assert.equal((await payment(svc, ref)).status, "PENDING");
     });

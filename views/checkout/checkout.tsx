@@ -154,6 +154,11 @@ export function StatusBlock(props: { view: CheckoutView }) {
           </time>
         </p>
       )}
+      {v.status === "PENDING" && v.payable && v.failureReason && (
+        <p class="notice" role="status">
+          {v.failureReason} The payment is still open: you can pay again.
+        </p>
+      )}
       {v.status === "PENDING" && !v.payable && <p>This payment is expiring.</p>}
       {v.status === "SUCCESS" && (
         <div>

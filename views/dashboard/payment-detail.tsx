@@ -199,6 +199,8 @@ function steps(p: PaymentItem): Step[] {
       label: "Waiting for payment until",
       at: p.expiresAt,
       tone: "warn",
+      // A reported transaction that reverted (the payment stays open).
+      note: p.failureReason ?? undefined,
     });
   }
   return list;

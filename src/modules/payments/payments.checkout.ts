@@ -244,8 +244,10 @@ async function watchSubmitted(deps: Deps, paymentId: string, txHash: string) {
 }
 
 /**
- * DESIGN §9: a settlement transaction that reverts fails the payment. Only a router call for
- * this very reference counts. Returns whether to look again later (not mined yet).
+ * A reported router call for this very reference that reverted is recorded as the attempt's
+ * failure, shown on the page; the payment stays PENDING and payable. DESIGN §9 had it FAILED, but
+ * the reference is public and anyone can make such a call revert, so that let a stranger end
+ * any checkout (docs/decisions.md). Returns whether to look again later (not mined yet).
  */
 export async function checkSubmitted(deps: Deps, paymentId: string): Promise<"again" | "done"> {
   const p = await repo.findById(deps.sql, paymentId);
@@ -254,7 +256,19 @@ export async function checkSubmitted(deps: Deps, paymentId: string): Promise<"ag
   const seen = await deps.chain.checkout.inspect(profile, p.submittedTxHash as `0x${string}`);
   if (seen.status === null) return "again";
   if (seen.status === "reverted" && seen.reference === p.reference) {
-    await repo.markFailed(deps.sql, p.id, "the settlement transaction reverted", deps.clock.now());
+    await repo.recordRevertedAttempt(
+      deps.sql,
+      p.id,
+      revertedAttemptReason(p.submittedTxHash),
+      deps.clock.now(),
+    );
   }
   return "done";
+}
+
+/** What the page and the dashboard say of a reported transaction that reverted. */
+export function revertedAttemptReason(txHash: string): string {
+  return `A transaction for this payment reverted (${txHash.slice(0, 10)}…${
+    txHash.slice(-8)
+  }): nothing was paid.`;
 }

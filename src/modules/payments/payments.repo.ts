@@ -104,7 +104,8 @@ export async function markSettled(
 ): Promise<void> {
   await sql`
     update payments set status = 'SUCCESS', payer = ${f.payer}, chain_tx_hash = ${f.txHash},
-      settled_at = ${f.now}, settled_after_expiry = ${f.late}, updated_at = ${f.now}
+      settled_at = ${f.now}, settled_after_expiry = ${f.late}, failure_reason = null,
+      updated_at = ${f.now}
     where id = ${id}`;
 }
 
@@ -130,9 +131,18 @@ export async function recordSubmitted(
   return rows.length === 1;
 }
 
-export async function markFailed(sql: Db, id: string, reason: string, now: Date): Promise<boolean> {
+/**
+ * A reported transaction for this payment reverted: its reason is kept for the page and the
+ * dashboard, and the payment stays PENDING (anyone can make such a transaction).
+ */
+export async function recordRevertedAttempt(
+  sql: Db,
+  id: string,
+  reason: string,
+  now: Date,
+): Promise<boolean> {
   const rows = await sql`
-    update payments set status = 'FAILED', failure_reason = ${reason}, updated_at = ${now}
+    update payments set failure_reason = ${reason}, updated_at = ${now}
     where id = ${id} and ${statusIn(sql, "status", ["PENDING"])} returning 1`;
   return rows.length === 1;
 }
