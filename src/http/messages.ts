@@ -408,7 +408,7 @@ export const MF = {
     `Withdrawal of ${amount} USDC started: withdrawable from ${at}.`,
   /** A payroll recipient's malformed field, by its 0-based index. */
   payrollRecipientAddress: (i: number) =>
-    `recipients[${i}].recipientSCA must be a 0x address (40 hex characters).`,
+    `recipients[${i}].recipientSCA must be a 0x address (40 hex characters; mixed case must be a valid checksum).`,
   payrollRecipientAmount: (i: number) =>
     `recipients[${i}].amount must be a USDC amount (a string or number, at most 6 decimal places, not negative).`,
   payrollRecipientLabel: (i: number) =>

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { assignChunks, endState, newBatchRef } from "../../src/modules/payroll/payroll.rules.ts";
 import { parsePayrollCsv } from "../../src/modules/payroll/payroll.csv.ts";
+import { parseRunBody, RunBodyError } from "../../src/modules/payroll/payroll.schemas.ts";
 
 const A = "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2";
 const B = "0x4B20993Bc481177ec7E8f571ceCaE8A9e22C02db";
@@ -49,7 +50,7 @@ Deno.test("payroll CSV: header, BOM, quotes, blank lines; each bad line named", 
   assert.deepEqual(p.lines.map((l) => [l.line, l.error ?? "ok"]), [
     [2, "ok"],
     [4, "ok"],
-    [5, "recipient must be a 0x address (40 hex characters)."],
+    [5, "recipient must be a 0x address (40 hex characters; mixed case must be a valid checksum)."],
     [
       6,
       "amount must be a USDC amount (a string or number, at most 6 decimal places, not negative).",
@@ -105,5 +106,22 @@ Deno.test("payroll: the run's message counts in words that fit one recipient or 
   assert.match(
     runMessage(batch({ status: "AWAITING_SIGNATURES", successCount: 0, pendingSignatureCount: 1 })),
     /^1 payment awaits your wallet's signature/,
+  );
+});
+
+Deno.test("payroll run body: a mixed-case address with a wrong checksum is refused (a typo)", () => {
+  const good = "0x7F9B92C89C392876D5b4B650133FF63F55Ced245";
+  const typo = "0x7F9B92c89C392876D5B4B650133Ff63F55CED245";
+  const body = (recipientSCA: string) => ({ recipients: [{ recipientSCA, amount: "1" }] });
+  assert.equal(parseRunBody(body(good), "any").recipients[0].recipientSCA, good.toLowerCase());
+  assert.equal(
+    parseRunBody(body(good.toLowerCase()), "any").recipients[0].recipientSCA,
+    good.toLowerCase(),
+  );
+  assert.throws(
+    () => parseRunBody(body(typo), "any"),
+    (e) =>
+      e instanceof RunBodyError && (e as RunBodyError).extra.index === 0 &&
+      /mixed case must be a valid checksum/.test(e.message),
   );
 });

@@ -4,6 +4,7 @@
  * and the routes.
  */
 import { z } from "zod";
+import { isAddress } from "../../chain/address.ts";
 import { M, MF } from "../../http/messages.ts";
 import { AmountError, parseUsdcLoose } from "../../money.ts";
 import type { TargetPolicy } from "../webhooks/webhooks.targets.ts";
@@ -23,8 +24,6 @@ export const PAYROLL_EXAMPLE = {
   description: "March payroll",
   webhookUrl: "https://example.com/hooks/payroll",
 };
-
-const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
 /** Why a run body was refused (answered as a 400; nothing is recorded or sent). */
 export class RunBodyError extends Error {
@@ -59,7 +58,7 @@ export function parseRunBody(body: Record<string, unknown>, policy: TargetPolicy
       refuse(i, MF.payrollRecipientObject(i));
     }
     const { recipientSCA, amount, label } = r as Record<string, unknown>;
-    if (typeof recipientSCA !== "string" || !ADDRESS.test(recipientSCA)) {
+    if (!isAddress(recipientSCA)) {
       refuse(i, MF.payrollRecipientAddress(i));
     }
     let units: bigint;
