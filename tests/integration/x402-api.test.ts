@@ -42,7 +42,7 @@ function startUpstream() {
   const calls: UpstreamCall[] = [];
   const state = {
     calls,
-    answer: (_c: UpstreamCall): Response =>
+    answer: (_c: UpstreamCall): Response | Promise<Response> =>
       Response.json({ temperature: 21.5, unit: "C", tags: ["x", null] }),
   };
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
@@ -317,9 +317,51 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
       );
       assert.equal(agent.status, 400);
       assert.equal(agent.json.error, M.x402AgentIdField);
+      // validBefore too close to settle in time, or beyond what any record holds (2^255).
+      const soon = await proofFor({ validBefore: now + 3n });
+      const s = await pay({ slug: "weather", method: "GET", paymentProof: soon.proof });
+      assert.equal(s.status, 403, s.text);
+      assert.equal(s.json.error, M.x402ProofInvalid);
+      assert.match(String(s.json.hint), /at least 6 seconds/);
+      const far = await proofFor({ validBefore: 2n ** 255n });
+      const fr = await pay({ slug: "weather", method: "GET", paymentProof: far.proof });
+      assert.equal(fr.status, 403, fr.text);
+      assert.equal(fr.json.hint, "validBefore is too far in the future");
+      const fv = await call("POST", "/api/x402/verify", {
+        headers: bearer,
+        body: { proof: far.proof },
+      });
+      assert.equal(fv.status, 200, fv.text);
+      assert.equal(fv.json.valid, false);
       assert.equal(await txCount(), sent, "nothing was broadcast");
       assert.equal(upstream.calls.length, calls, "the upstream was not called");
     });
+
+    await t.step(
+      "an upstream slower than the proof's time left: cut off in time to settle, nothing charged",
+      async () => {
+        const sent = await txCount();
+        const before = await gatewayOf(buyer.address);
+        const release = Promise.withResolvers<Response>();
+        const answer = upstream.state.answer;
+        upstream.state.answer = () => release.promise;
+        try {
+          const now = BigInt(Math.floor(svc.clock.now().getTime() / 1000));
+          // 8 s left: the upstream gets what remains before the settlement's 5 s margin.
+          const { proof, nonce } = await proofFor({ validBefore: now + 8n });
+          const r = await pay({ slug: "weather", method: "GET", paymentProof: proof });
+          assert.equal(r.status, 500, r.text);
+          assert.equal(r.json.error, M.x402UpstreamUnreachable);
+          assert.deepEqual(await gatewayOf(buyer.address), before);
+          assert.equal(await txCount(), sent, "nothing was broadcast");
+          const [row] = await svc.db.sql`select status from x402_payments where nonce = ${nonce}`;
+          assert.equal(row.status, "FAILED");
+        } finally {
+          release.resolve(Response.json({ late: true }));
+          upstream.state.answer = answer;
+        }
+      },
+    );
 
     await t.step("an ERC-1271 smart account pays (its owner signs); verify agrees", async () => {
       const owner = await externalBuyer(svc, generatePrivateKey(), 5n * USDC);

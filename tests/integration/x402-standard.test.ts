@@ -135,13 +135,15 @@ Deno.test("x402 standard protocol: @x402/fetch client, v1, facilitator, agent po
     });
 
     const now = () => BigInt(Math.floor(svc.clock.now().getTime() / 1000));
-    const signExact = async (over: { value?: bigint; to?: string; nonce?: Hex } = {}) => {
+    const signExact = async (
+      over: { value?: bigint; to?: string; nonce?: Hex; validBefore?: bigint } = {},
+    ) => {
       const authorization = {
         from: buyer.address,
         to: getAddress(over.to ?? seller.walletAddress!),
         value: over.value ?? 250_000n,
         validAfter: now() - 600n,
-        validBefore: now() + 120n,
+        validBefore: over.validBefore ?? now() + 120n,
         nonce: over.nonce ?? toHex(crypto.getRandomValues(new Uint8Array(32))),
       };
       const signature = await buyer.signTypedData({
@@ -186,7 +188,7 @@ Deno.test("x402 standard protocol: @x402/fetch client, v1, facilitator, agent po
     });
 
     await t.step(
-      "wrong amount, wrong payee, garbage: 402 with the reason, nothing sent",
+      "wrong amount, wrong payee, garbage, a validBefore of 2^255: 402 with the reason, nothing sent",
       async () => {
         const sent = await txCount();
         const cases: [string, string][] = [
@@ -199,6 +201,11 @@ Deno.test("x402 standard protocol: @x402/fetch client, v1, facilitator, agent po
             "invalid_exact_evm_recipient_mismatch",
           ],
           ["%%%", "invalid_payload"],
+          // Beyond any stored time (it answered 500 before the bound).
+          [
+            v1Header(await signExact({ validBefore: 2n ** 255n })),
+            "invalid_exact_evm_payload_authorization_valid_before",
+          ],
         ];
         for (const [header, reason] of cases) {
           const r = await fetch(resource, { headers: { "X-PAYMENT": header } });

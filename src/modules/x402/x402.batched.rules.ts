@@ -12,6 +12,7 @@
  * settlers (our relayers) may submit authorizations, so a payer cannot move that balance with
  * one of its own before our settlement does (batchedRefusal).
  */
+import { MAX_AUTHORIZATION_SECONDS } from "./x402.context.ts";
 export const BATCHED_NAME = "GatewayWalletBatched";
 export const BATCHED_VERSION = "1";
 /** What the offer says (Circle's client signs for at least 7 days whatever it says). */
@@ -59,6 +60,8 @@ export function checkBatchedWindow(
 ): WindowCheck {
   if (a.validAfter > nowS) return "not_yet_valid";
   if (a.validBefore < nowS + BigInt(settleWindow(batchSeconds))) return "too_short";
+  // Beyond what is stored (a bigint): as good as never expiring, refused like a short one.
+  if (a.validBefore > MAX_AUTHORIZATION_SECONDS) return "too_short";
   return "ok";
 }
 

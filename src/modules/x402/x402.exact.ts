@@ -13,11 +13,10 @@ import type { ProfileName } from "../../chain/profiles.ts";
 import * as repo from "./x402.repo.ts";
 import { authorizationTerms, nowSeconds, settlementIntent } from "./x402.rules.ts";
 import type { Address, X402PaymentRecord } from "./x402.types.ts";
+import { MAX_AUTHORIZATION_SECONDS, MIN_VALID_FOR_SECONDS } from "./x402.context.ts";
 
 /** How long a standard client's authorization should stay valid (its validBefore - now). */
 export const MAX_TIMEOUT_SECONDS = 120;
-/** A settlement needs this much time left on the authorization (x402's facilitators use 6 s). */
-const MIN_VALID_FOR_SECONDS = 6n;
 
 export interface ExactRequirements {
   scheme: "exact";
@@ -138,7 +137,7 @@ export async function verifyExact(
   if (a.to !== lower(req.payTo)) return bad("invalid_exact_evm_recipient_mismatch");
   if (a.value !== req.amount) return bad("invalid_exact_evm_payload_authorization_value_mismatch");
   const now = nowSeconds(deps.clock.now());
-  if (a.validBefore < now + MIN_VALID_FOR_SECONDS) {
+  if (a.validBefore < now + MIN_VALID_FOR_SECONDS || a.validBefore > MAX_AUTHORIZATION_SECONDS) {
     return bad("invalid_exact_evm_payload_authorization_valid_before");
   }
   if (a.validAfter > now) return bad("invalid_exact_evm_payload_authorization_valid_after");

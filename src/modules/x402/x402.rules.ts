@@ -9,6 +9,7 @@
 import { z } from "zod";
 import { isAddress } from "../../chain/address.ts";
 import type { Address } from "./x402.types.ts";
+import { MAX_AUTHORIZATION_SECONDS, MIN_VALID_FOR_SECONDS } from "./x402.context.ts";
 
 export const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 export type HttpMethod = typeof METHODS[number];
@@ -126,18 +127,44 @@ export function encodeGatewayProof(input: {
   return new TextEncoder().encode(json).toBase64();
 }
 
-export type WindowCheck = "ok" | "expired" | "not_yet_valid" | "window_invalid";
+export type WindowCheck =
+  | "ok"
+  | "expired"
+  | "not_yet_valid"
+  | "window_invalid"
+  | "too_soon"
+  | "too_far";
 
-/** The proof window against our clock: timestamp (validAfter) at most 5 minutes old. */
+/**
+ * The proof window against our clock: timestamp (validAfter) at most 5 minutes old, and
+ * validBefore leaving time to call the upstream and settle (`MIN_VALID_FOR_SECONDS`), within
+ * what is stored (`MAX_AUTHORIZATION_SECONDS`).
+ */
 export function checkWindow(
   a: { validAfter: bigint; validBefore: bigint },
   nowSeconds: bigint,
 ): WindowCheck {
   if (a.validBefore <= a.validAfter) return "window_invalid";
+  if (a.validBefore > MAX_AUTHORIZATION_SECONDS) return "too_far";
   if (a.validAfter > nowSeconds + BigInt(PROOF_MAX_SKEW_SECONDS)) return "not_yet_valid";
   if (nowSeconds - a.validAfter > BigInt(PROOF_MAX_AGE_SECONDS)) return "expired";
   if (a.validBefore <= nowSeconds) return "expired";
+  if (a.validBefore < nowSeconds + MIN_VALID_FOR_SECONDS) return "too_soon";
   return "ok";
+}
+
+/** The 403 hint of a window that is not "ok" or "expired". */
+export function windowHint(w: Exclude<WindowCheck, "ok" | "expired">): string {
+  switch (w) {
+    case "not_yet_valid":
+      return "validAfter is in the future";
+    case "window_invalid":
+      return "validBefore must be after validAfter";
+    case "too_soon":
+      return `validBefore must leave at least ${MIN_VALID_FOR_SECONDS} seconds to settle`;
+    case "too_far":
+      return "validBefore is too far in the future";
+  }
 }
 
 /** Query string for GET/DELETE, JSON body otherwise (params forwarded verbatim). */

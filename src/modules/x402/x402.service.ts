@@ -19,6 +19,7 @@ import {
   type HttpMethod,
   nowSeconds,
   upstreamRequest,
+  windowHint,
 } from "./x402.rules.ts";
 import {
   callUpstream,
@@ -27,7 +28,7 @@ import {
   type UpstreamResult,
 } from "./x402.upstream.ts";
 import type { Address, AgentPayments, X402PaymentRecord } from "./x402.types.ts";
-import { UPSTREAM_TIMEOUT_MS, type X402Deps, x402Profile, ZERO_ADDRESS } from "./x402.context.ts";
+import { upstreamTimeoutMs, type X402Deps, x402Profile, ZERO_ADDRESS } from "./x402.context.ts";
 import { cachedListing, paymentRequirements } from "./x402.listings.ts";
 import { settleOne } from "./x402.settler.ts";
 import { paidSql, syncAccount } from "./x402.batched.mirror.ts";
@@ -74,13 +75,7 @@ export async function checkProof(deps: Deps, text: string): Promise<VerifiedProo
   const a = decoded.proof.payload.authorization;
   const window = checkWindow(a, nowSeconds(deps.clock.now()));
   if (window === "expired") throw new DomainError("x402_proof_expired");
-  if (window !== "ok") {
-    throw new DomainError("x402_proof_invalid", {
-      hint: window === "not_yet_valid"
-        ? "validAfter is in the future"
-        : "validBefore must be after validAfter",
-    });
-  }
+  if (window !== "ok") throw new DomainError("x402_proof_invalid", { hint: windowHint(window) });
   if (a.value <= 0n) throw new DomainError("x402_proof_invalid", { hint: "value must be > 0" });
   const signed = await deps.chain.gateway.signedBy(
     profile,
@@ -215,7 +210,7 @@ export async function pay(deps: X402Deps, input: PayInput): Promise<PayOutcome> 
   const up = await callForAttempt(deps, attempt.id, req.url, {
     method: input.method,
     body: req.body,
-  });
+  }, a.validBefore);
   const item = { attemptId: attempt.id, authorization: a, signature: v.proof.payload.signature };
   const txHash = await settleAttempt(
     deps,
@@ -325,9 +320,11 @@ export async function callForAttempt(
   attemptId: string,
   url: URL,
   req: { method: string; body?: string; headers?: Record<string, string> },
+  /** The paying authorization's: the upstream must answer in time to settle before it. */
+  validBefore: bigint,
 ): Promise<Extract<UpstreamResult, { ok: true }>> {
   const up = await callUpstream(url, req, {
-    timeoutMs: UPSTREAM_TIMEOUT_MS,
+    timeoutMs: upstreamTimeoutMs(validBefore, deps.clock.now().getTime()),
     policy: deps.config.WEBHOOK_TARGETS,
   });
   if (up.ok) return up;

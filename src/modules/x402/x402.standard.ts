@@ -127,7 +127,7 @@ export async function standardCall(deps: X402Deps, input: StandardCall): Promise
     method: input.method,
     body: input.method === "GET" || input.method === "DELETE" ? undefined : input.body ?? "",
     headers: input.contentType ? { "content-type": input.contentType } : {},
-  });
+  }, v.payload.authorization.validBefore);
   const txHash = await settleAttempt(deps, attempt.id, up.status, () => settleExact(deps, v));
   return {
     kind: "paid",
