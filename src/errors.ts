@@ -155,6 +155,7 @@ export const ERROR_CODES = [
   "job_evaluator_not_controlled",
   "job_wrong_status",
   "job_not_expired",
+  "job_insufficient_balance",
   // Agents (ERC-8004)
   "agent_not_found",
   // Chain

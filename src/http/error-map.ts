@@ -183,6 +183,8 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   // Decided from the job's state before anything is sent (a wrong-status call is never broadcast).
   job_wrong_status: { status: 400, text: M.jobWrongStatus },
   job_not_expired: { status: 502, text: M.jobNotExpired },
+  // The client wallet cannot cover the budget: refused before the approval (with `balance`).
+  job_insufficient_balance: { status: 400, text: M.jobInsufficientBalance },
 
   agent_not_found: { status: 404, text: M.agentNotFound },
 

@@ -320,6 +320,7 @@ export const M = {
   jobEvaluatorMismatch: "evaluatorWalletId does not resolve to this job's evaluator.",
   jobEvaluatorNotControlled: "You do not control this job's evaluator wallet.",
   jobWrongStatus: "The job's status does not allow this action.",
+  jobInsufficientBalance: "Insufficient USDC balance in the client wallet for this job's budget.",
   jobNotExpired: "The job contract reverted: the job has not expired yet.",
   jobId: "jobId is required: the on-chain job id (digits).",
   jobIdString: 'jobId must be a string: the on-chain job id in digits, e.g. "42".',

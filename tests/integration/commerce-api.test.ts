@@ -279,6 +279,51 @@ Deno.test("jobs API: lifecycle, reject, refund, refusals, database = contract", 
       assert.equal(await balance(client), before - 25_500_000n);
     });
 
+    await t.step(
+      "fund beyond the client's balance: 400 with the balance, no approval sent",
+      async () => {
+        const big = await create({ budget: "100000" });
+        const sent = await txCount();
+        const allowance = () =>
+          chain.runtime(profile).client.readContract({
+            address: chain.contract(profile, "TestUSDC"),
+            abi: [{
+              type: "function",
+              name: "allowance",
+              stateMutability: "view",
+              inputs: [{ type: "address" }, { type: "address" }],
+              outputs: [{ type: "uint256" }],
+            }],
+            functionName: "allowance",
+            args: [client.address, chain.jobs.address(profile)],
+          });
+        const before = await allowance();
+        const r = await post("/api/jobs/fund", a.apiKey, {
+          jobId: big.jobId,
+          clientWalletId: client.id,
+        });
+        assert.equal(r.status, 400, r.text);
+        assert.equal(r.json.error, M.jobInsufficientBalance);
+        assert.equal(r.json.balance, (Number(await balance(client)) / 1e6).toFixed(6));
+        assert.equal(await txCount(), sent, "nothing was broadcast");
+        assert.equal(await allowance(), before);
+        await agrees(big.jobId, "OPEN");
+      },
+    );
+
+    await t.step("three jobs funded at once from one wallet: all FUNDED", async () => {
+      const jobs = await Promise.all(["3", "4", "5"].map((budget) => create({ budget })));
+      const before = await balance(client);
+      const rs = await Promise.all(
+        jobs.map((j) =>
+          post("/api/jobs/fund", a.apiKey, { jobId: j.jobId, clientWalletId: client.id })
+        ),
+      );
+      for (const r of rs) assert.equal(r.status, 200, r.text);
+      assert.equal(await balance(client), before - 12_000_000n);
+      for (const j of jobs) await agrees(j.jobId, "FUNDED");
+    });
+
     await t.step("submit: deliverable hash on chain and in database.deliverableHash", async () => {
       const badData = await post("/api/jobs/submit", b.apiKey, {
         jobId,

@@ -162,7 +162,12 @@ export const jobsRoutes = [
           explorerUrl: z.string(),
         }),
       },
-      ...errors([400]),
+      ...errors([]),
+      400: {
+        description:
+          "Malformed input, the job's status, or the client wallet's balance is below the budget (then `balance`)",
+        schema: errorBody.extend({ balance: z.string().optional() }),
+      },
       403: refused("clientWalletId is not the job's client, or not a wallet you control"),
       404: refused("`Job not found`"),
       ...chainErrors,

@@ -18,7 +18,7 @@ import { JOB_CHAIN_STATUSES, textHash } from "../../chain/commerce.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 import { formatUsdc } from "../../money.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
-import { controlledWallet } from "../wallets/wallets.service.ts";
+import { controlledWallet, usdcClaim } from "../wallets/wallets.service.ts";
 import * as repo from "./commerce.repo.ts";
 import type { CreateJobInput } from "./commerce.schemas.ts";
 import {
@@ -321,13 +321,31 @@ export async function fund(
     role: "client",
     action: "fund",
     keyed: { merchantId: m.id, requestKey, input },
+    // Under the client wallet's USDC claim (its withdrawals, deposits and other funds take it):
+    // the balance checked is the one the approval and the deposit spend, and two jobs funded at
+    // once from one wallet cannot overwrite each other's approval. A short balance is a 400
+    // before anything is signed; a retry of a sent fund finds its transactions by intent.
     send: (job, intentKey) =>
-      deps.chain.jobs.fund(profile, {
-        walletId: input.clientWalletId,
-        client: job.client as `0x${string}`,
-        jobId: BigInt(job.jobId),
-        budget: job.budget,
-        intentKey,
+      withClaim(deps.sql, usdcClaim(deps, profile, job.client), async () => {
+        const [approved, funded] = await Promise.all([
+          deps.chain.intent(profile, `${intentKey}:approve`),
+          deps.chain.intent(profile, `${intentKey}:fund`),
+        ]);
+        if (!approved && !funded) {
+          const balance = await deps.chain.usdcBalance(profile, job.client as `0x${string}`);
+          if (balance < job.budget) {
+            throw new DomainError("job_insufficient_balance", {
+              balance: formatUsdc(balance, { decimals: "fixed" }),
+            });
+          }
+        }
+        return await deps.chain.jobs.fund(profile, {
+          walletId: input.clientWalletId,
+          client: job.client as `0x${string}`,
+          jobId: BigInt(job.jobId),
+          budget: job.budget,
+          intentKey,
+        });
       }),
     change: (r) => ({
       status: "FUNDED",
