@@ -13,8 +13,12 @@ import { z } from "zod";
 
 export const USDC_DECIMALS = 6;
 export const USDC_UNIT = 1_000_000n;
-/** Default upper bound: the largest PostgreSQL `bigint` (2^63-1 base units). */
-export const USDC_MAX_UNITS = 9_223_372_036_854_775_807n;
+/**
+ * Default upper bound of an amount in a request: 2^53-1 base units (9,007,199,254.740991 USDC),
+ * the largest a JSON number (the spec's numeric `amount` fields) carries exactly. A larger one
+ * was accepted and then shown rounded (docs/decisions.md, "Amounts a JSON number carries").
+ */
+export const USDC_MAX_UNITS = 9_007_199_254_740_991n;
 
 export type AmountErrorReason =
   | "type"
