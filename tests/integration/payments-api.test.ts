@@ -163,6 +163,9 @@ Deno.test("payments API", async (t) => {
         403,
         "Insufficient permissions",
       ]);
+      // A publishable key ships in browsers: it verifies one payment, never lists them all.
+      const pubList = await call("GET", "/api/payments", { headers: { "x-api-key": pubTest } });
+      assert.deepEqual([pubList.status, pubList.json.error], [403, "Insufficient permissions"]);
     });
 
     await t.step(

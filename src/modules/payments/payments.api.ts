@@ -29,6 +29,11 @@ const write: RouteAuth = {
   group: "payments",
 };
 const read: RouteAuth = { accept: ["apiKey", "bearer"], scope: "payments", group: "payments" };
+/**
+ * The whole history: not for a publishable key (it ships in browsers). One payment by its
+ * reference is, as the public checkout page shows it.
+ */
+const readAll: RouteAuth = { ...read, keyKinds: ["merchant", "secret"] };
 const body = createPaymentBody("public");
 
 export const paymentsRoutes = [
@@ -199,7 +204,7 @@ export const paymentsRoutes = [
     path: "/api/payments",
     summary: "Payment history on the key's chain, newest first, by cursor pages",
     tag: "Payments",
-    auth: read,
+    auth: readAll,
     query: historyQuery,
     responses: {
       200: {
