@@ -11,6 +11,7 @@ import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { rpc } from "../helpers/chain.ts";
 import { M } from "../../src/http/messages.ts";
+import { checksum } from "../../src/chain/address.ts";
 
 const USDC = 1_000_000n;
 const P = "production";
@@ -151,6 +152,38 @@ Deno.test("streams: creates from one wallet take turns on its balance", async (t
       );
       assert.equal(await chain.runtime(P).client.getTransactionCount({ address: sender }), 4);
     });
+    await t.step(
+      "refused before anything is sent: zero receiver, self, under a second",
+      async () => {
+        const sender = await wallet("Checks");
+        await chain.mintUsdc({ profile: P, to: sender, amount: 10n * USDC });
+        const zero = `0x${"0".repeat(40)}`;
+        const refused = [
+          // The vault would revert it (ZeroAddress) after an approval: a 502 before.
+          [() => create(sender, "1", { receiver: zero }), M.streamReceiverZero],
+          // The same wallet in another case is the same wallet.
+          [() => create(sender, "1", { receiver: checksum(sender) }), M.streamSameParties],
+          // 3 USDC at 5 per second would end in the block that starts it.
+          [() => create(sender, "3", { rate: "5" }), M.streamTooShort],
+          [() => create(sender, "4.999999", { rate: "5" }), M.streamTooShort],
+        ] as const;
+        for (const [send, text] of refused) {
+          const r = await send();
+          assert.equal(r.status, 400, r.text);
+          assert.equal(r.json.error, text);
+        }
+        assert.equal((await sent(sender)).length, 0, "nothing signed for a refused create");
+        const [intents] = await sql<{ n: number }[]>`
+        select count(*)::int as n from stream_creates where sender_sca = ${sender}`;
+        assert.equal(intents.n, 0);
+        assert.equal(await chain.usdcBalance(P, sender), 10n * USDC);
+        // One second's rate is the shortest stream. (Last: its drain mines a block on the local
+        // node, which the step with blocks held back must not meet.)
+        const shortest = await create(sender, "5", { rate: "5" });
+        assert.equal(shortest.status, 200, shortest.text);
+        assert.equal(shortest.json.estimatedDurationSeconds, 1);
+      },
+    );
   } finally {
     await svc.close();
   }
