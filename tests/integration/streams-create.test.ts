@@ -19,7 +19,7 @@ const P = "production";
 Deno.test("streams: creates from one wallet take turns on its balance", async (t) => {
   // A short receipt bound: the step with blocks held back waits this long for its 408.
   const svc = await startTestService({
-    env: { RATE_LIMITS: "off", CHAIN_RECEIPT_TIMEOUT_MS: "3000" },
+    env: { RATE_LIMITS: "off", CHAIN_RECEIPT_TIMEOUT_MS: "5000" },
   });
   const call = api(svc);
   const chain = svc.deps.chain;
