@@ -84,7 +84,10 @@ export const M = {
     "ratePerSecond must be a decimal USDC amount with at most 6 decimal places, at least 0.000001.",
   streamDeposit:
     "totalDeposited must be a positive decimal USDC amount with at most 6 decimal places.",
+  streamReceiverZero: "receiverSCA must be a 0x address other than the zero address.",
   streamSameParties: "senderSCA and receiverSCA must be different wallets.",
+  streamTooShort:
+    "totalDeposited must be at least ratePerSecond: a stream lasts at least one second.",
   streamReference: "reference is required.",
   streamCaller: "callerSCA is required and must be a 0x address.",
   streamReceiver: "receiverSCA is required and must be a 0x address.",

@@ -48,8 +48,9 @@ export const streamsRoutes = [
     responses: {
       200: { description: "Locked on chain; the stream is ACTIVE", schema: createResponse },
       400: {
-        description:
-          "Missing or malformed fields, or too little USDC in the sender (then `balance`)",
+        description: "Missing or malformed fields (among them a receiver that is the zero " +
+          "address or the sender, and a deposit below one second's rate), or too little USDC " +
+          "in the sender, less its creates still on their way (then `balance`)",
         schema: createError,
       },
       ...errors([401, 403, 408, 409, 429, 500, 502]),

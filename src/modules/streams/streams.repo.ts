@@ -214,3 +214,17 @@ export async function pendingCreates(
     where status = 'PENDING' and chain_id = any(${chainIds})
     order by created_at limit ${limit}`;
 }
+
+/** One sender wallet's PENDING creates on one chain, but `except` (the create asking). */
+export async function pendingCreatesOf(
+  sql: Db,
+  senderWalletId: string,
+  chainId: number,
+  except: string,
+): Promise<CreateIntent[]> {
+  return await sql<CreateIntent[]>`
+    select ${sql.unsafe(INTENT_COLUMNS)} from stream_creates
+    where status = 'PENDING' and sender_wallet_id = ${senderWalletId} and chain_id = ${chainId}
+      and reference <> ${except}
+    order by created_at limit 100`;
+}

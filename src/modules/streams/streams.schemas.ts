@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { M } from "../../http/messages.ts";
 import { usdcAmount } from "../../money.ts";
+import { isZeroAddress } from "../../chain/address.ts";
 import type { TargetPolicy } from "../webhooks/webhooks.targets.ts";
 import { webhookUrlField } from "../webhooks/webhooks.schemas.ts";
 
@@ -25,14 +26,26 @@ export const STREAM_EXAMPLE = {
   totalDeposited: "10.00",
 };
 
+/**
+ * The create request. Refused with 400 before anything is signed (each would be sent and revert,
+ * or lock a stream that cannot stream): the zero address as receiver (the vault's `ZeroAddress`),
+ * the sender as its own receiver, and a deposit below one second's rate (it would end in the
+ * block that starts it). The object's checks run only once every field parsed.
+ */
 export function createStreamBody(policy: TargetPolicy) {
   return z.object({
     senderSCA: address(M.streamAddress),
-    receiverSCA: address(M.streamAddress),
+    receiverSCA: address(M.streamAddress).refine((a) => !isZeroAddress(a), M.streamReceiverZero),
     // At least one base unit per second (0.000001), at most 6 places, never rounded.
     ratePerSecond: usdcAmount(M.streamRate),
     totalDeposited: usdcAmount(M.streamDeposit),
     webhookUrl: webhookUrlField(policy),
+  }).superRefine((b, ctx) => {
+    if (b.senderSCA === b.receiverSCA) {
+      ctx.addIssue({ code: "custom", path: ["receiverSCA"], message: M.streamSameParties });
+    } else if (b.totalDeposited < b.ratePerSecond) {
+      ctx.addIssue({ code: "custom", path: ["totalDeposited"], message: M.streamTooShort });
+    }
   });
 }
 export type CreateStreamInput = z.output<ReturnType<typeof createStreamBody>>;

@@ -4,9 +4,11 @@
  * streams.drain.ts. Every lookup and list is by merchant and the credential's chain (DESIGN §11).
  *
  * A create is recorded (`stream_creates`, PENDING) with everything that rebuilds its record
- * before its transaction is sent, and runs under the stream's claim; its record, `stream.created`
- * and the drain job are written in one transaction after the chain confirmed. A process killed in
- * between leaves the intent PENDING for the recovery (streams.recovery.ts).
+ * before its transaction is sent, and runs under the stream's claim; its balance check, record
+ * and send also under the sender wallet's USDC claim (one create per wallet at a time, so none is
+ * sent to revert); its record, `stream.created` and the drain job are written in one transaction
+ * after the chain confirmed. A process killed in between leaves the intent PENDING for the
+ * recovery (streams.recovery.ts).
  */
 import { bigintJson, sha256 } from "../../codec.ts";
 import type { Deps } from "../../deps.ts";
@@ -16,7 +18,7 @@ import { checksum } from "../../chain/address.ts";
 import { withClaim } from "../../db/claims.ts";
 import { formatUsdc, usdcToNumber } from "../../money.ts";
 import { emit } from "../webhooks/webhooks.service.ts";
-import { controlledWallet } from "../wallets/wallets.service.ts";
+import { controlledWallet, usdcClaim } from "../wallets/wallets.service.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
 import * as repo from "./streams.repo.ts";
 import type { StreamRow } from "./streams.types.ts";
@@ -100,46 +102,78 @@ export async function createStream(
     const done = await repo.findAnyByReference(deps.sql, reference);
     if (done) return createdView(deps, done);
     const intentKey = `stream-create:${reference}`;
-    // The first attempt's deposit may already have left the wallet: no balance to check then.
-    if (!(await deps.chain.transaction(profile, intentKey))) {
-      const balance = await deps.chain.usdcBalance(profile, wallet.address);
-      if (balance < input.totalDeposited) {
-        throw new DomainError("stream_insufficient_balance", {
-          balance: formatUsdc(balance, { decimals: "fixed" }),
-        });
+    // The wallet's USDC claim (withdrawals and gateway deposits spend under it too), taken inside
+    // the stream's: creates from one wallet check and send one at a time, so each checks the
+    // balance the one before left and none is sent to revert. No path takes them the other way.
+    const mined = await withClaim(deps.sql, usdcClaim(deps, profile, wallet.address), async () => {
+      // The first attempt's deposit may already have left the wallet: no balance to check then.
+      if (!(await deps.chain.transaction(profile, intentKey))) {
+        const balance = await available(deps, profile, wallet, reference);
+        if (balance < input.totalDeposited) {
+          throw new DomainError("stream_insufficient_balance", {
+            balance: formatUsdc(balance > 0n ? balance : 0n, { decimals: "fixed" }),
+          });
+        }
       }
-    }
-    const intent = await repo.recordCreate(deps.sql, {
-      reference,
-      merchantId: merchant.id,
-      profile,
-      chainId: deps.chain.chainId(profile),
-      senderWalletId: wallet.walletId,
-      senderSca: wallet.address,
-      receiverSca: input.receiverSCA,
-      rate: input.ratePerSecond,
-      deposit: input.totalDeposited,
-      contractAddress: deps.chain.streams.vaultAddress(profile).toLowerCase(),
-      webhookUrl: input.webhookUrl,
-      keyHash,
-    });
-    let mined;
-    try {
-      mined = await deps.chain.streams.create({
-        profile,
-        walletId: intent.senderWalletId,
-        sender: intent.senderSca,
+      const intent = await repo.recordCreate(deps.sql, {
         reference,
-        receiver: intent.receiverSca,
-        rate: intent.rate,
-        deposit: intent.deposit,
+        merchantId: merchant.id,
+        profile,
+        chainId: deps.chain.chainId(profile),
+        senderWalletId: wallet.walletId,
+        senderSca: wallet.address,
+        receiverSca: input.receiverSCA,
+        rate: input.ratePerSecond,
+        deposit: input.totalDeposited,
+        contractAddress: deps.chain.streams.vaultAddress(profile).toLowerCase(),
+        webhookUrl: input.webhookUrl,
+        keyHash,
       });
-    } catch (e) {
-      await failUnlessSent(deps, intent, e);
-      throw e;
-    }
-    return createdView(deps, await finishCreate(deps, intent, mined.tx.txHash, mined.blockTime));
+      try {
+        const m = await deps.chain.streams.create({
+          profile,
+          walletId: intent.senderWalletId,
+          sender: intent.senderSca,
+          reference,
+          receiver: intent.receiverSca,
+          rate: intent.rate,
+          deposit: intent.deposit,
+        });
+        return { intent, ...m };
+      } catch (e) {
+        await failUnlessSent(deps, intent, e);
+        throw e;
+      }
+    });
+    return createdView(
+      deps,
+      await finishCreate(deps, mined.intent, mined.tx.txHash, mined.blockTime),
+    );
   });
+}
+
+/**
+ * The sender's USDC a new create may lock: its balance on chain less the deposits of its other
+ * creates still on their way (signed or broadcast, not yet in the vault: a create whose receipt
+ * timed out, or one a dead process left). Read in that order, so a create mined in between is
+ * counted twice (a refusal to retry), never missed. Call it holding the wallet's USDC claim: any
+ * other create of the wallet sends only under it.
+ */
+async function available(
+  deps: Deps,
+  profile: ProfileName,
+  wallet: { walletId: string; address: string },
+  reference: string,
+): Promise<bigint> {
+  const chainId = deps.chain.chainId(profile);
+  let inFlight = 0n;
+  for (const c of await repo.pendingCreatesOf(deps.sql, wallet.walletId, chainId, reference)) {
+    const tx = await deps.chain.intent(profile, `stream-create:${c.reference}`);
+    if (!tx || (tx.status !== "signed" && tx.status !== "broadcast")) continue;
+    if ((await deps.chain.streams.get(profile, c.reference)).status !== "None") continue;
+    inFlight += c.deposit;
+  }
+  return await deps.chain.usdcBalance(profile, wallet.address as `0x${string}`) - inFlight;
 }
 
 /**
