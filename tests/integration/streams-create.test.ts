@@ -16,46 +16,48 @@ import { checksum } from "../../src/chain/address.ts";
 const USDC = 1_000_000n;
 const P = "production";
 
-Deno.test("streams: creates from one wallet take turns on its balance", async (t) => {
-  // A short receipt bound: the step with blocks held back waits this long for its 408.
-  const svc = await startTestService({
-    env: { RATE_LIMITS: "off", CHAIN_RECEIPT_TIMEOUT_MS: "5000" },
-  });
+async function open(env: Record<string, string> = {}) {
+  const svc = await startTestService({ env: { RATE_LIMITS: "off", ...env } });
   const call = api(svc);
   const chain = svc.deps.chain;
   const sql = svc.db.sql;
   const rpcUrl = chain.runtime(P).rpcUrl;
-  try {
-    const m = await createMerchant(svc);
-    const h = { "x-api-key": m.apiKey };
-    const wallet = async (label: string) => {
-      const r = await call("POST", "/api/wallets", { headers: h, body: { label } });
-      assert.equal(r.status, 201, r.text);
-      return (r.json.wallet as { address: string }).address.toLowerCase() as `0x${string}`;
-    };
-    const receiver = await wallet("Receiver");
-    const vault = chain.contract(P, "StreamVault");
-    const create = (
-      sender: string,
-      deposit: string,
-      extra: { rate?: string; receiver?: string; key?: string } = {},
-    ) =>
-      call("POST", "/api/payments/stream", {
-        headers: extra.key ? { ...h, "idempotency-key": extra.key } : h,
-        body: {
-          senderSCA: sender,
-          receiverSCA: extra.receiver ?? receiver,
-          ratePerSecond: extra.rate ?? "0.000001",
-          totalDeposited: deposit,
-        },
-      });
-    /** Every transaction the chain module recorded from `from`, by status. */
-    const sent = async (from: string) =>
-      await sql<{ intentKey: string; status: string }[]>`
-        select intent_key, status from chain_transactions
-        where chain_id = ${chain.chainId(P)} and from_address = ${from}
-        order by nonce`;
+  const m = await createMerchant(svc);
+  const h = { "x-api-key": m.apiKey };
+  const wallet = async (label: string) => {
+    const r = await call("POST", "/api/wallets", { headers: h, body: { label } });
+    assert.equal(r.status, 201, r.text);
+    return (r.json.wallet as { address: string }).address.toLowerCase() as `0x${string}`;
+  };
+  const receiver = await wallet("Receiver");
+  const vault = chain.contract(P, "StreamVault");
+  const create = (
+    sender: string,
+    deposit: string,
+    extra: { rate?: string; receiver?: string; key?: string } = {},
+  ) =>
+    call("POST", "/api/payments/stream", {
+      headers: extra.key ? { ...h, "idempotency-key": extra.key } : h,
+      body: {
+        senderSCA: sender,
+        receiverSCA: extra.receiver ?? receiver,
+        ratePerSecond: extra.rate ?? "0.000001",
+        totalDeposited: deposit,
+      },
+    });
+  /** Every transaction the chain module recorded from `from`, by status. */
+  const sent = async (from: string) =>
+    await sql<{ intentKey: string; status: string }[]>`
+      select intent_key, status from chain_transactions
+      where chain_id = ${chain.chainId(P)} and from_address = ${from}
+      order by nonce`;
 
+  return { svc, call, chain, sql, rpcUrl, h, wallet, receiver, vault, create, sent };
+}
+
+Deno.test("streams: creates from one wallet take turns on its balance", async (t) => {
+  const { svc, chain, sql, wallet, vault, create, sent } = await open();
+  try {
     await t.step(
       "10 creates at once, funds for 4: 4 locked, 6 refused, none reverted",
       async () => {
@@ -104,6 +106,49 @@ Deno.test("streams: creates from one wallet take turns on its balance", async (t
       },
     );
 
+    await t.step(
+      "refused before anything is sent: zero receiver, self, under a second",
+      async () => {
+        const sender = await wallet("Checks");
+        await chain.mintUsdc({ profile: P, to: sender, amount: 10n * USDC });
+        const zero = `0x${"0".repeat(40)}`;
+        const refused = [
+          // The vault would revert it (ZeroAddress) after an approval: a 502 before.
+          [() => create(sender, "1", { receiver: zero }), M.streamReceiverZero],
+          // The same wallet in another case is the same wallet.
+          [() => create(sender, "1", { receiver: checksum(sender) }), M.streamSameParties],
+          // 3 USDC at 5 per second would end in the block that starts it.
+          [() => create(sender, "3", { rate: "5" }), M.streamTooShort],
+          [() => create(sender, "4.999999", { rate: "5" }), M.streamTooShort],
+        ] as const;
+        for (const [send, text] of refused) {
+          const r = await send();
+          assert.equal(r.status, 400, r.text);
+          assert.equal(r.json.error, text);
+        }
+        assert.equal((await sent(sender)).length, 0, "nothing signed for a refused create");
+        const [intents] = await sql<{ n: number }[]>`
+        select count(*)::int as n from stream_creates where sender_sca = ${sender}`;
+        assert.equal(intents.n, 0);
+        assert.equal(await chain.usdcBalance(P, sender), 10n * USDC);
+        // One second's rate is the shortest stream.
+        const shortest = await create(sender, "5", { rate: "5" });
+        assert.equal(shortest.status, 200, shortest.text);
+        assert.equal(shortest.json.estimatedDurationSeconds, 1);
+      },
+    );
+  } finally {
+    await svc.close();
+  }
+});
+
+Deno.test("streams: a create whose receipt timed out counts against the next", async (t) => {
+  // A short receipt bound: blocks are held back and the create waits this long for its 408. A
+  // service of its own: nothing else of it mines a block meanwhile.
+  const { svc, chain, rpcUrl, h, wallet, receiver, create, sent } = await open({
+    CHAIN_RECEIPT_TIMEOUT_MS: "5000",
+  });
+  try {
     await t.step("a create still on its way counts against the next one's balance", async () => {
       const sender = await wallet("In flight");
       await chain.mintUsdc({ profile: P, to: sender, amount: 30n * USDC });
@@ -152,38 +197,6 @@ Deno.test("streams: creates from one wallet take turns on its balance", async (t
       );
       assert.equal(await chain.runtime(P).client.getTransactionCount({ address: sender }), 4);
     });
-    await t.step(
-      "refused before anything is sent: zero receiver, self, under a second",
-      async () => {
-        const sender = await wallet("Checks");
-        await chain.mintUsdc({ profile: P, to: sender, amount: 10n * USDC });
-        const zero = `0x${"0".repeat(40)}`;
-        const refused = [
-          // The vault would revert it (ZeroAddress) after an approval: a 502 before.
-          [() => create(sender, "1", { receiver: zero }), M.streamReceiverZero],
-          // The same wallet in another case is the same wallet.
-          [() => create(sender, "1", { receiver: checksum(sender) }), M.streamSameParties],
-          // 3 USDC at 5 per second would end in the block that starts it.
-          [() => create(sender, "3", { rate: "5" }), M.streamTooShort],
-          [() => create(sender, "4.999999", { rate: "5" }), M.streamTooShort],
-        ] as const;
-        for (const [send, text] of refused) {
-          const r = await send();
-          assert.equal(r.status, 400, r.text);
-          assert.equal(r.json.error, text);
-        }
-        assert.equal((await sent(sender)).length, 0, "nothing signed for a refused create");
-        const [intents] = await sql<{ n: number }[]>`
-        select count(*)::int as n from stream_creates where sender_sca = ${sender}`;
-        assert.equal(intents.n, 0);
-        assert.equal(await chain.usdcBalance(P, sender), 10n * USDC);
-        // One second's rate is the shortest stream. (Last: its drain mines a block on the local
-        // node, which the step with blocks held back must not meet.)
-        const shortest = await create(sender, "5", { rate: "5" });
-        assert.equal(shortest.status, 200, shortest.text);
-        assert.equal(shortest.json.estimatedDurationSeconds, 1);
-      },
-    );
   } finally {
     await svc.close();
   }
