@@ -47,6 +47,13 @@ export const errorBody = z.object({
   hint: z.string().optional(),
 }).meta({ id: "Error" });
 
+/**
+ * A chain action's 408 (no receipt in time) and 502 (reverted): the error body, and the
+ * transaction's hash when one was sent (src/http/error-map.ts).
+ */
+export const chainErrorBody = errorBody.extend({ txHash: z.string().optional() })
+  .meta({ id: "ChainError" });
+
 /** `{ error }` only: the spec's exceptions (the merchant dashboard JSON). */
 export const bareErrorBody = z.object({ error: z.string() }).meta({ id: "BareError" });
 
@@ -59,7 +66,10 @@ export function errors(
   schema: z.ZodType = errorBody,
 ): Record<number, ResponseDoc> {
   const out: Record<number, ResponseDoc> = {};
-  for (const s of statuses) out[s] = { description: ERROR_TEXT[s] ?? "Error", schema };
+  for (const s of statuses) {
+    const chain = schema === errorBody && (s === 408 || s === 502);
+    out[s] = { description: ERROR_TEXT[s] ?? "Error", schema: chain ? chainErrorBody : schema };
+  }
   out[503] = { description: ERROR_TEXT[503], schema: errorBody };
   return out;
 }
