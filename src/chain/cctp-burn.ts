@@ -24,6 +24,12 @@ export function cctpDomain(chain: Pick<CctpChain, "runtime">, p: ProfileName): n
  * Burns `amount` of the wallet's USDC on `p` for `mintRecipient` on `destination`: the
  * approval and the burn are intents (`<key>:approve`, `<key>:burn`), so a retry after a
  * crash finds them instead of burning twice. Waits for the burn's receipt.
+ *
+ * The approval is exact, so one wallet's burns must not interleave (the caller holds the
+ * wallet's USDC claim across this call): another transfer's approval would replace this one's.
+ * After a crash between approve and burn, another transfer of the wallet may have approved and
+ * burned meanwhile; the retry then finds its approval spent and approves again
+ * (`<key>:approve:2`, …), rather than sending a burn that reverts.
  */
 export async function burnUsdc(chain: CctpChain, p: ProfileName, req: {
   from: Signer;
@@ -40,17 +46,10 @@ export async function burnUsdc(chain: CctpChain, p: ProfileName, req: {
   await chain.ensure(p);
   const messenger = chain.contract(p, "TokenMessengerV2");
   const usdc = chain.contract(p, "TestUSDC");
-  await chain.send({
-    profile: p,
-    from: req.from,
-    to: usdc,
-    data: encodeFunctionData({
-      abi: TestUSDC.abi,
-      functionName: "approve",
-      args: [messenger, req.amount],
-    }),
-    intentKey: `${req.intentKey}:approve`,
-  });
+  const burnSent = await chain.intent(p, `${req.intentKey}:burn`);
+  if (!burnSent || burnSent.status === "failed") {
+    await approveOnce(chain, p, { ...req, usdc, messenger });
+  }
   const common = [
     req.amount,
     cctpDomain(chain, req.destination),
@@ -77,6 +76,46 @@ export async function burnUsdc(chain: CctpChain, p: ProfileName, req: {
       }),
     intentKey: `${req.intentKey}:burn`,
   });
+}
+
+/**
+ * The approval of a burn not yet sent: the first `<key>:approve` (or the one in flight), or,
+ * when every approval so far is mined and the allowance no longer covers the burn (another
+ * burn of the wallet spent it after a crash), the next `<key>:approve:<n>`.
+ */
+async function approveOnce(chain: CctpChain, p: ProfileName, req: {
+  from: Signer;
+  amount: bigint;
+  intentKey: string;
+  usdc: `0x${string}`;
+  messenger: `0x${string}`;
+}): Promise<void> {
+  for (let n = 1;; n++) {
+    const intentKey = n === 1 ? `${req.intentKey}:approve` : `${req.intentKey}:approve:${n}`;
+    const earlier = await chain.intent(p, intentKey);
+    if (earlier?.status === "confirmed") {
+      const allowance = await chain.runtime(p).client.readContract({
+        address: req.usdc,
+        abi: TestUSDC.abi,
+        functionName: "allowance",
+        args: [earlier.fromAddress as `0x${string}`, req.messenger],
+      });
+      if (allowance >= req.amount) return;
+      continue;
+    }
+    await chain.send({
+      profile: p,
+      from: req.from,
+      to: req.usdc,
+      data: encodeFunctionData({
+        abi: TestUSDC.abi,
+        functionName: "approve",
+        args: [req.messenger, req.amount],
+      }),
+      intentKey,
+    });
+    return;
+  }
 }
 
 /** The source messenger's minimum fee for burning `amount` (0 without a fee switch). */

@@ -31,6 +31,7 @@ export interface CctpChain extends AttesterChain {
   ensure(profile: ProfileName): Promise<ChainRuntime>;
   contract(profile: ProfileName, name: ContractName): `0x${string}`;
   send(req: TxRequest, wait?: { timeoutMs?: number }): Promise<TxRow>;
+  intent(profile: ProfileName, intentKey: string): Promise<TxRow | null>;
 }
 
 /** The CCTP operations a `Chain` offers, each bound to it (the functions live in cctp-*.ts). */

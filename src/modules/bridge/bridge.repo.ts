@@ -163,6 +163,19 @@ export async function openForPayment(sql: Db, paymentReference: string): Promise
     order by created_at`;
 }
 
+/**
+ * What the wallet `sender` still has to burn on `fromChain`: the burn amounts of its transfers
+ * accepted and not yet burned (`pending`, burned by our sender from that wallet).
+ */
+export async function pendingBurns(sql: Db, fromChain: string, sender: string): Promise<bigint> {
+  const [row] = await sql<{ total: string }[]>`
+    select coalesce(sum(coalesce(burn_amount, amount)), 0)::text as total
+    from bridge_transfers
+    where status = 'pending' and from_chain = ${fromChain} and sender = ${sender.toLowerCase()}
+      and burn_mode = 'service'`;
+  return BigInt(row.total);
+}
+
 export async function find(sql: Db, reference: string): Promise<BridgeRow | null> {
   const [row] = await sql<BridgeRow[]>`
     select * from bridge_transfers where reference = ${reference}`;

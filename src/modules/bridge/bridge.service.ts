@@ -21,6 +21,9 @@ import {
   type TransferSpeed,
 } from "./bridge.rules.ts";
 import { quote } from "./bridge.attestation.ts";
+import { withClaim } from "../../db/claims.ts";
+import type { ProfileName } from "../../chain/profiles.ts";
+import { usdcClaim } from "../wallets/wallets.service.ts";
 
 type ConsumerRow = Awaited<ReturnType<typeof sessionAccount>>;
 
@@ -66,7 +69,8 @@ export interface TransferRequest {
 /**
  * Starts an inbound transfer from the consumer's own managed wallet on `fromChain` (started on
  * first use) to `recipient` on the testnet chain: quotes the fee, checks the wallet's balance
- * there covers the burn, records the transfer and enqueues its burn in one transaction. A plain
+ * there, less the burns of its transfers not yet burned, covers this burn, and records the
+ * transfer and enqueues its burn in one transaction, both under the wallet's USDC claim. A plain
  * transfer burns `amount` (the recipient gets it less the fee); a checkout burns the payment's
  * amount plus the fee (`opts.paymentReference`: the merchant gets the whole amount).
  */
@@ -90,22 +94,68 @@ export async function startTransfer(
     covers: opts.paymentReference ? "net" : "gross",
   });
   const source = account.walletAddress as `0x${string}`;
-  const balance = await deps.chain.usdcBalance(input.fromChain, source);
-  if (balance < q.burnAmount) {
-    const usdc = (u: bigint) => formatUsdc(u, { decimals: "fixed" });
-    throw new DomainError("bridge_insufficient_balance", {
-      balance: usdc(balance),
-      ...(q.burnAmount !== input.amount
-        ? {
-          hint: `This payment burns ${usdc(q.burnAmount)} USDC: ${
-            usdc(input.amount)
-          } for the merchant and ${usdc(q.maxFee)} for the bridge fee.`,
-        }
-        : {}),
-    });
-  }
   const now = deps.clock.now();
-  const row = await deps.sql.begin(async (tx) => {
+  // Under the wallet's USDC claim (its burns take it too): the balance less what its accepted
+  // transfers will still burn must cover this burn, and concurrent requests take turns, so
+  // nothing is accepted that the wallet cannot burn.
+  return await withClaim(deps.sql, usdcClaim(deps, input.fromChain, source), async () => {
+    await ensureCovered(deps, input.fromChain, source, q.burnAmount, {
+      hint: q.burnAmount !== input.amount
+        ? `This payment burns ${usdc(q.burnAmount)} USDC: ${
+          usdc(input.amount)
+        } for the merchant and ${usdc(q.maxFee)} for the bridge fee.`
+        : undefined,
+    });
+    return await insertTransfer(deps, account, input, opts, { q, speed, source, now });
+  });
+}
+
+/**
+ * Refuses (`bridge_insufficient_balance`, 400 with `balance`: what is left to bridge) a burn of
+ * `amount` from `wallet` on `chain` that its balance, less the burns of its transfers accepted
+ * and not yet burned, cannot cover. Called under the wallet's USDC claim.
+ */
+async function ensureCovered(
+  deps: Deps,
+  chain: ProfileName,
+  wallet: `0x${string}`,
+  amount: bigint,
+  opts: { hint?: string } = {},
+): Promise<void> {
+  const [balance, pending] = await Promise.all([
+    deps.chain.usdcBalance(chain, wallet),
+    repo.pendingBurns(deps.sql, chain, wallet),
+  ]);
+  const free = balance - pending;
+  if (free >= amount) return;
+  const committed = pending > 0n
+    ? `${usdc(pending)} USDC of the wallet's ${
+      usdc(balance)
+    } is already committed to transfers not yet burned.`
+    : undefined;
+  const hint = [opts.hint, committed].filter(Boolean).join(" ");
+  throw new DomainError("bridge_insufficient_balance", {
+    balance: usdc(free > 0n ? free : 0n),
+    ...(hint ? { hint } : {}),
+  });
+}
+
+const usdc = (u: bigint) => formatUsdc(u, { decimals: "fixed" });
+
+async function insertTransfer(
+  deps: Deps,
+  account: ConsumerRow,
+  input: TransferRequest,
+  opts: { paymentReference?: string },
+  f: {
+    q: { burnAmount: bigint; maxFee: bigint };
+    speed: TransferSpeed;
+    source: `0x${string}`;
+    now: Date;
+  },
+): Promise<repo.BridgeRow> {
+  const { q, speed, source, now } = f;
+  return await deps.sql.begin(async (tx) => {
     const row = await repo.insert(tx, {
       reference: newReference(),
       direction: "inbound",
@@ -134,7 +184,6 @@ export async function startTransfer(
     }
     throw e;
   });
-  return row;
 }
 
 /**
@@ -180,7 +229,8 @@ export async function payFromChain(
  * An outbound transfer (settlement chain → a source chain): `walletId`'s USDC on the testnet
  * chain is burned and minted to `recipient` on `toChain` by the same steps, standard speed, the
  * fee (the testnet messenger's minimum) out of `amount`. Used by x402 seller withdrawals to
- * another destinationChain; the wallet must already hold `amount`. A caller that may retry (an
+ * another destinationChain; the wallet's balance there, less its transfers not yet burned, must
+ * cover `amount` (400 `bridge_insufficient_balance` otherwise). A caller that may retry (an
  * Idempotency-Key) passes a `reference` derived from its request: the retry finds the first
  * transfer instead of burning again.
  */
@@ -193,6 +243,8 @@ export async function startOutbound(
     toChain: SourceChainName;
     recipient: `0x${string}`;
     reference?: string;
+    /** The caller holds the wallet's `outboundClaim`. */
+    claimed?: boolean;
   },
 ): Promise<repo.BridgeRow> {
   if (!deps.chain.has(DESTINATION_PROFILE)) throw new DomainError("chain_not_configured");
@@ -200,6 +252,42 @@ export async function startOutbound(
   const existing = input.reference ? await repo.find(deps.sql, input.reference) : null;
   if (existing) return existing;
   const q = await quoteOutbound(deps, input);
+  // As for an inbound transfer: checked and recorded under the wallet's USDC claim (which the
+  // caller may hold already: `input.claimed`), so its burn is covered when it comes.
+  const record = async () => {
+    const again = input.reference ? await repo.find(deps.sql, input.reference) : null;
+    if (again) return again;
+    await ensureCovered(deps, DESTINATION_PROFILE, input.sender, q.burnAmount);
+    return await recordOutbound(deps, input, q);
+  };
+  return input.claimed
+    ? await record()
+    : await withClaim(deps.sql, outboundClaim(deps, input.sender), record);
+}
+
+/** The USDC claim of a wallet's outbound transfers (its balance on the settlement chain). */
+export function outboundClaim(deps: Pick<Deps, "chain">, sender: `0x${string}`): string {
+  return usdcClaim(deps, DESTINATION_PROFILE, sender);
+}
+
+/**
+ * Refuses, before anything moves, when the wallet's balance on the settlement chain does not
+ * cover its outbound transfers not yet burned plus `amount` (an x402 withdrawal passes 0: what
+ * it withdraws arrives in the wallet before its transfer is recorded). Under its outboundClaim.
+ */
+export async function ensureOutboundCovered(
+  deps: Deps,
+  sender: `0x${string}`,
+  amount: bigint,
+): Promise<void> {
+  await ensureCovered(deps, DESTINATION_PROFILE, sender, amount);
+}
+
+async function recordOutbound(
+  deps: Deps,
+  input: Parameters<typeof startOutbound>[1],
+  q: { burnAmount: bigint; maxFee: bigint },
+): Promise<repo.BridgeRow> {
   return await deps.sql.begin(async (tx) => {
     const row = await repo.insertIfAbsent(tx, {
       reference: input.reference ?? newReference(),

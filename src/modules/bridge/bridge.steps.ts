@@ -9,6 +9,8 @@ import type { Deps } from "../../deps.ts";
 import { decodeMessage } from "../../chain/index.ts";
 import { ChainRevertError } from "../../chain/errors.ts";
 import { formatUsdc } from "../../money.ts";
+import { withClaim } from "../../db/claims.ts";
+import { usdcClaim } from "../wallets/wallets.service.ts";
 import * as payments from "../payments/payments.service.ts";
 import * as repo from "./bridge.repo.ts";
 import { attestQueue, burnQueue, mintQueue } from "./bridge.queues.ts";
@@ -24,46 +26,81 @@ export interface BridgeHooks {
 
 /**
  * pending → burned: approve and burn on the source chain (intents `bridge:<ref>:…`) with the
- * maxFee and finality the transfer was quoted. Before anything is sent, the messenger's minimum
- * fee is read again: if it rose above the quote, the burn would revert after its approval, so
- * the transfer fails with nothing sent.
+ * maxFee and finality the transfer was quoted, under the burning wallet's USDC claim (the one
+ * its withdrawals and deposits take): the approval is exact, so two burns of one wallet must
+ * not interleave. Before anything is sent, the messenger's minimum fee is read again: if it rose
+ * above the quote, the burn would revert after its approval, so the transfer fails with nothing
+ * sent. Likewise, until the burn is sent, the wallet's balance must cover it (read under the
+ * claim), else the transfer fails with nothing burned instead of sending a burn that reverts.
+ * The result is recorded before the claim is given back, so whoever takes it next sees this
+ * transfer burned, not pending.
  */
 export async function burnStep(
   deps: Deps,
   reference: string,
   hooks: BridgeHooks = {},
 ): Promise<void> {
-  const t = await repo.find(deps.sql, reference);
-  if (!t || t.status !== "pending") return;
-  if (t.burnMode === "payer_authorization") return await relayStep(deps, t, hooks);
+  const first = await repo.find(deps.sql, reference);
+  if (!first || first.status !== "pending") return;
+  if (first.burnMode === "payer_authorization") return await relayStep(deps, first, hooks);
+  const source = profileOf(first.fromChain);
+  await deps.chain.ensure(source);
+  // The operator burns for transfers without a wallet: its burns take its own claim.
+  const burner = first.walletId ? first.sender : deps.chain.runtime(source).operator?.address;
+  // No operator account here: the send refuses it, as before.
+  if (!burner) return await burnClaimed(deps, first, null);
+  await withClaim(deps.sql, usdcClaim(deps, source, burner), async () => {
+    // Another delivery of this job may have burned it while this one waited for the claim.
+    const t = await repo.find(deps.sql, reference);
+    if (t?.status === "pending") await burnClaimed(deps, t, burner as `0x${string}`);
+  });
+}
+
+async function burnClaimed(
+  deps: Deps,
+  t: repo.BridgeRow,
+  burner: `0x${string}` | null,
+): Promise<void> {
   const source = profileOf(t.fromChain);
   const amount = repo.burnAmountOf(t);
+  const from = t.walletId ? { walletId: t.walletId } : "operator" as const;
   let burn;
   try {
-    await deps.chain.ensure(source);
-    if (!(await deps.chain.intent(source, `bridge:${t.reference}:approve`))) {
+    const key = `bridge:${t.reference}`;
+    if (!(await deps.chain.intent(source, `${key}:approve`))) {
       const floor = await deps.chain.cctp.minFee(source, amount);
       if (floor > t.maxFee) {
         return await fail(
           deps,
           t,
-          `the messenger's minimum fee rose to ${
-            formatUsdc(floor, { decimals: "fixed" })
-          } USDC, above the ${
-            formatUsdc(t.maxFee, { decimals: "fixed" })
+          `the messenger's minimum fee rose to ${usdc(floor)} USDC, above the ${
+            usdc(t.maxFee)
           } this transfer allows: nothing was burned`,
         );
       }
     }
+    const burnSent = await deps.chain.intent(source, `${key}:burn`);
+    if (burner && (!burnSent || burnSent.status === "failed")) {
+      const balance = await deps.chain.usdcBalance(source, burner);
+      if (balance < amount) {
+        return await fail(
+          deps,
+          t,
+          `the wallet's balance ${usdc(balance)} USDC cannot cover ${
+            usdc(amount)
+          }: nothing was burned`,
+        );
+      }
+    }
     burn = await deps.chain.cctp.burn(source, {
-      from: t.walletId ? { walletId: t.walletId } : "operator",
+      from,
       amount,
       destination: profileOf(t.toChain),
       mintRecipient: t.recipient as `0x${string}`,
       hookData: t.paymentReference ? paymentHookData(t.paymentReference) : "0x",
       maxFee: t.maxFee,
       minFinalityThreshold: finalityOf(t.transferSpeed),
-      intentKey: `bridge:${t.reference}`,
+      intentKey: key,
     });
   } catch (e) {
     if (e instanceof ChainRevertError) return await fail(deps, t, `burn reverted: ${e.reason}`);
@@ -71,6 +108,8 @@ export async function burnStep(
   }
   await burned(deps, t, burn.txHash);
 }
+
+const usdc = (units: bigint) => formatUsdc(units, { decimals: "fixed" });
 
 /**
  * pending → burned for a shopper's one-signature payment: our relayer submits their EIP-3009

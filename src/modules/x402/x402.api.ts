@@ -723,7 +723,8 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
         },
         400: {
           description: "More than withdrawable (with `withdrawable`), an unsupported " +
-            "destinationChain, or an external payout wallet",
+            "destinationChain, an external payout wallet, or (cross-chain) a payout wallet whose " +
+            "USDC no longer covers its transfers not yet burned (with `balance`)",
           schema: balanceError,
         },
         ...errors([401, 403, 408, 409, 429, 500, 502], balanceError),

@@ -281,52 +281,63 @@ export async function withdraw(
   // of this wallet are refused meanwhile, and those reserved before are counted
   // (x402.batched.mirror.ts).
   const claim = payerClaim(deps.chain.chainId(profile), seller);
-  const tx = await withClaim(
-    deps.sql,
-    claim,
-    () =>
-      whileWithdrawing(deps, profile, seller, async () => {
-        const earlier = requestKey === undefined
-          ? null
-          : await deps.chain.intent(profile, intentKey);
-        if (!earlier || earlier.status === "failed") {
-          const can = await withdrawableNow(deps, profile, seller, [
-            `x402-withdraw:${walletId}:`,
-            `x402-payer-withdraw:${walletId}:`,
-          ]);
-          if (can < input.amount) throw exceeds(can);
-        }
-        try {
-          return await deps.chain.gateway.withdraw(profile, {
-            from: { walletId },
-            amount: input.amount,
-            // Cross-chain: to the seller's own wallet first, which then burns through the messenger.
-            to: route.kind === "bridge" ? seller : recipient,
-            intentKey,
-          });
-        } catch (e) {
-          // Spent on the contract directly between our check and the node's estimate.
-          if (
-            e instanceof DomainError && e.code === "chain_reverted" &&
-            /NotWithdrawable/.test(e.details.hint ?? "")
-          ) {
-            throw exceeds((await deps.chain.gateway.balance(profile, seller)).withdrawable);
+  const withdrawn = () =>
+    withClaim(
+      deps.sql,
+      claim,
+      () =>
+        whileWithdrawing(deps, profile, seller, async () => {
+          const earlier = requestKey === undefined
+            ? null
+            : await deps.chain.intent(profile, intentKey);
+          if (!earlier || earlier.status === "failed") {
+            const can = await withdrawableNow(deps, profile, seller, [
+              `x402-withdraw:${walletId}:`,
+              `x402-payer-withdraw:${walletId}:`,
+            ]);
+            if (can < input.amount) throw exceeds(can);
           }
-          throw e;
-        }
-      }),
-  );
-  const bridged = route.kind === "bridge"
-    ? await bridge.startOutbound(deps, {
-      walletId: m.managedWalletId,
-      sender: seller,
-      amount: input.amount,
-      toChain: route.chain,
-      recipient,
-      // One bridge transfer per withdrawal intent: a retried request finds the first one.
-      reference: `bridge_${createHash("sha256").update(intentKey).digest("hex").slice(0, 24)}`,
+          try {
+            return await deps.chain.gateway.withdraw(profile, {
+              from: { walletId },
+              amount: input.amount,
+              // Cross-chain: to the seller's own wallet first, which then burns it
+              // through the messenger.
+              to: route.kind === "bridge" ? seller : recipient,
+              intentKey,
+            });
+          } catch (e) {
+            // Spent on the contract directly between our check and the node's estimate.
+            if (
+              e instanceof DomainError && e.code === "chain_reverted" &&
+              /NotWithdrawable/.test(e.details.hint ?? "")
+            ) {
+              throw exceeds((await deps.chain.gateway.balance(profile, seller)).withdrawable);
+            }
+            throw e;
+          }
+        }),
+    );
+  // Cross-chain, under the wallet's USDC claim (its burns and withdrawals take it too) from
+  // before the gateway withdrawal until the transfer is recorded: the transfers it has yet to
+  // burn must be covered before anything is withdrawn, and this one then is, by what arrives.
+  const { tx, bridged } = route.kind === "bridge"
+    ? await withClaim(deps.sql, bridge.outboundClaim(deps, seller), async () => {
+      await bridge.ensureOutboundCovered(deps, seller, 0n);
+      const tx = await withdrawn();
+      const bridged = await bridge.startOutbound(deps, {
+        walletId,
+        sender: seller,
+        amount: input.amount,
+        toChain: route.chain,
+        recipient,
+        // One bridge transfer per withdrawal intent: a retried request finds the first one.
+        reference: `bridge_${createHash("sha256").update(intentKey).digest("hex").slice(0, 24)}`,
+        claimed: true,
+      });
+      return { tx, bridged };
     })
-    : null;
+    : { tx: await withdrawn(), bridged: null };
   return {
     txHash: tx.txHash,
     amount: usdc(input.amount),
