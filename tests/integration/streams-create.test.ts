@@ -56,7 +56,7 @@ async function open(env: Record<string, string> = {}) {
 }
 
 Deno.test("streams: creates from one wallet take turns on its balance", async (t) => {
-  const { svc, chain, sql, wallet, vault, create, sent } = await open();
+  const { svc, call, chain, sql, h, wallet, receiver, vault, create, sent } = await open();
   try {
     await t.step(
       "10 creates at once, funds for 4: 4 locked, 6 refused, none reverted",
@@ -103,6 +103,38 @@ Deno.test("streams: creates from one wallet take turns on its balance", async (t
         const [rows] = await sql<{ n: number }[]>`
         select count(*)::int as n from streams where sender_sca = ${sender} and status = 'ACTIVE'`;
         assert.equal(rows.n, 4);
+      },
+    );
+
+    await t.step(
+      "an escrow and streams at once from one wallet funded for one: one locked, none reverted",
+      async () => {
+        const sender = await wallet("Shared");
+        await chain.mintUsdc({ profile: P, to: sender, amount: 10n * USDC });
+        const escrow = () =>
+          call("POST", "/api/escrow/create", {
+            headers: h,
+            body: {
+              depositorSCA: sender,
+              beneficiarySCA: receiver,
+              amount: "10",
+              expiresInSeconds: 3600,
+            },
+          });
+        const answers = await Promise.all([
+          escrow(),
+          create(sender, "10"),
+          create(sender, "10"),
+          escrow(),
+        ]);
+        const won = answers.filter((a) => a.status === 200 || a.status === 201);
+        assert.equal(won.length, 1, answers.map((a) => a.text).join("\n"));
+        for (const a of answers.filter((a) => !won.includes(a))) {
+          assert.equal(a.status, 400, a.text);
+          assert.equal(a.json.balance, "0.000000");
+        }
+        assert.equal(await chain.usdcBalance(P, sender), 0n);
+        for (const x of await sent(sender)) assert.equal(x.status, "confirmed", x.intentKey);
       },
     );
 

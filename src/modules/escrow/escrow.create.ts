@@ -23,7 +23,7 @@ import type { ProfileName } from "../../chain/profiles.ts";
 import type { TxRow } from "../../chain/index.ts";
 import { formatUsdc, usdcToNumber } from "../../money.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
-import { controlledWallet } from "../wallets/wallets.service.ts";
+import { controlledWallet, usdcClaim } from "../wallets/wallets.service.ts";
 import * as repo from "./escrow.repo.ts";
 import { refundExpiredQueue } from "./escrow.queues.ts";
 import { event } from "./escrow.apply.ts";
@@ -121,34 +121,44 @@ export async function createEscrow(
         reference = next;
       }
     }
-    const balance = await deps.chain.usdcBalance(profile, wallet.address) - held;
-    if (balance < input.amount) {
-      throw new DomainError("escrow_insufficient_balance", {
-        balance: formatUsdc(balance > 0n ? balance : 0n, { decimals: "fixed" }),
-      });
-    }
-    const intent: repo.CreateIntent = {
-      reference,
-      merchantId: m.id,
-      chainId,
-      amount: input.amount,
-      depositor: wallet.address.toLowerCase(),
-      depositorWalletId: wallet.walletId,
-      beneficiary: input.beneficiarySCA,
-      description: input.description,
-      webhookUrl: input.webhookUrl,
-      expiresAt,
-      status: "pending",
-      createdAt: deps.clock.now(),
-    };
-    await repo.insertCreate(deps.sql, intent);
-    let tx: TxRow;
-    try {
-      tx = await send(deps, profile, intent);
-    } catch (e) {
-      await afterFailedSend(deps, profile, intent, e);
-      throw e;
-    }
+    // Under the wallet's USDC claim too (its withdrawals, gateway deposits, stream creates, job
+    // funds and bridge burns take it), from the balance check to the send: another feature's
+    // spend cannot pass its own check on the same balance meanwhile.
+    const { intent, tx } = await withClaim(
+      deps.sql,
+      usdcClaim(deps, profile, wallet.address),
+      async () => {
+        const balance = await deps.chain.usdcBalance(profile, wallet.address) - held;
+        if (balance < input.amount) {
+          throw new DomainError("escrow_insufficient_balance", {
+            balance: formatUsdc(balance > 0n ? balance : 0n, { decimals: "fixed" }),
+          });
+        }
+        const intent: repo.CreateIntent = {
+          reference,
+          merchantId: m.id,
+          chainId,
+          amount: input.amount,
+          depositor: wallet.address.toLowerCase(),
+          depositorWalletId: wallet.walletId,
+          beneficiary: input.beneficiarySCA,
+          description: input.description,
+          webhookUrl: input.webhookUrl,
+          expiresAt,
+          status: "pending",
+          createdAt: deps.clock.now(),
+        };
+        await repo.insertCreate(deps.sql, intent);
+        let tx: TxRow;
+        try {
+          tx = await send(deps, profile, intent);
+        } catch (e) {
+          await afterFailedSend(deps, profile, intent, e);
+          throw e;
+        }
+        return { intent, tx };
+      },
+    );
     return await complete(deps, intent, tx);
   }, ESCROW_CLAIM);
 }
