@@ -109,6 +109,49 @@ Deno.test("merchant signup and verification through a real SMTP server", async (
       assert.deepEqual([r.status, r.json.error], [404, "No account found for this email."]);
     });
 
+    await t.step(
+      "a signup for an email whose code is live is refused: no one else's password replaces the owner's",
+      async () => {
+        const e = "d2@shop.example";
+        const owner = await call("POST", "/api/merchant/signup", {
+          body: { email: e, businessName: "D", password },
+        });
+        assert.equal(owner.status, 201, owner.text);
+        const attacker = await call("POST", "/api/merchant/signup", {
+          body: { email: e, businessName: "D-renamed", password: "another password" },
+        });
+        assert.deepEqual([attacker.status, attacker.json.error], [
+          409,
+          "An account with this email already exists.",
+        ]);
+        const code = await codeFor(smtp, e, 0);
+        const ok = await call("POST", "/api/merchant/verify", { body: { email: e, code } });
+        assert.equal(ok.status, 200, ok.text);
+        assert.equal((ok.json.merchant as { businessName: string }).businessName, "D");
+        const theirs = await call("POST", "/api/merchant/login", {
+          body: { email: e, password: "another password" },
+        });
+        assert.equal(theirs.status, 401, theirs.text);
+        const mine = await call("POST", "/api/merchant/login", { body: { email: e, password } });
+        assert.equal(mine.status, 200, mine.text);
+      },
+    );
+
+    await t.step("30 signups at once for one email: one 201, one mail, the rest 409", async () => {
+      const e = "burst@shop.example";
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          call("POST", "/api/merchant/signup", {
+            body: { email: e, businessName: `B${i}`, password },
+          })),
+      );
+      const statuses = answers.map((a) => a.status).sort();
+      assert.deepEqual(statuses, [201, ...Array(29).fill(409)]);
+      const [{ n }] = await svc.db.sql`
+        select count(*)::int as n from pgboss.job where name = 'mail.send' and data->>'to' = ${e}`;
+      assert.equal(n, 1);
+    });
+
     await t.step("a code expires after 10 minutes", async () => {
       const e = "late@shop.example";
       await call("POST", "/api/merchant/signup", {

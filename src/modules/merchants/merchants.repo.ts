@@ -1,6 +1,7 @@
 /** SQL for merchants, their sessions and wallet-link challenges. */
 import type { Db } from "../../db/client.ts";
 import type { MerchantRow, WalletProvider } from "./merchants.types.ts";
+import { MAX_CODE_ATTEMPTS } from "./merchants.rules.ts";
 
 export async function findById(sql: Db, id: string): Promise<MerchantRow | null> {
   const [row] = await sql<MerchantRow[]>`select * from merchants where id = ${id}`;
@@ -43,6 +44,11 @@ export async function upsertUnverified(sql: Db, f: SignupFields): Promise<Mercha
       verification_expires_at = excluded.verification_expires_at,
       verification_attempts = 0, updated_at = excluded.updated_at
     where merchants.verified_at is null
+      -- Only once the registration's code is dead (expired, or killed by wrong tries): while its
+      -- owner holds a live code, no one else's signup replaces the password or the code.
+      and (merchants.verification_code_hash is null
+        or merchants.verification_expires_at < ${f.now}
+        or merchants.verification_attempts >= ${MAX_CODE_ATTEMPTS})
     returning *`;
   return row ?? null;
 }

@@ -89,6 +89,23 @@ export function checkCode(
   return sameCodeHash(hashCode(m.email, code), m.verificationCodeHash) ? "ok" : "wrong";
 }
 
+/**
+ * Whether a registration's code can still verify it (not expired, not killed by wrong tries):
+ * while it can, a new signup for the email is refused (the repo's conditional upsert says the same).
+ */
+export function codeLive(
+  m: {
+    verificationCodeHash: string | null;
+    verificationExpiresAt: Date | null;
+    verificationAttempts: number;
+  },
+  now: Date,
+): boolean {
+  return m.verificationCodeHash !== null && m.verificationExpiresAt !== null &&
+    m.verificationAttempts < MAX_CODE_ATTEMPTS &&
+    now.getTime() <= m.verificationExpiresAt.getTime();
+}
+
 export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
 }

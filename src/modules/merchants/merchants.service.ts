@@ -9,6 +9,7 @@ import { activeMerchantKeyHint, issueKey } from "../keys/keys.service.ts";
 import {
   checkCode,
   CODE_TTL_MS,
+  codeLive,
   DUMMY_PASSWORD_HASH,
   EMAIL_MAX_LENGTH,
   hashCode,
@@ -32,7 +33,10 @@ export async function signup(
 ) {
   const email = normaliseEmail(body.email);
   const existing = await repo.findByEmail(deps.sql, email);
-  if (existing?.verifiedAt) throw new DomainError("email_taken");
+  // Verified, or a registration whose code is still live (its owner may be verifying now): 409.
+  if (existing && (existing.verifiedAt || codeLive(existing, deps.clock.now()))) {
+    throw new DomainError("email_taken");
+  }
   const code = newVerificationCode();
   const now = deps.clock.now();
   const passwordHash = await hashPassword(body.password);
@@ -46,7 +50,7 @@ export async function signup(
       codeExpiresAt: new Date(now.getTime() + CODE_TTL_MS),
       now,
     });
-    // Verified by a concurrent request between our read and this write.
+    // Verified, or signed up by a concurrent request, between our read and this write.
     if (!row) throw new DomainError("email_taken");
     await deps.mailer.send({
       to: email,
