@@ -240,6 +240,30 @@ Deno.test("wallet linking with SIWE", async (t) => {
         assert.equal(gas, 0n, "a new managed wallet gets gas only when it sends");
       },
     );
+    await t.step("30 PATCHes to MANAGED at once: one wallet made, the rest 409", async () => {
+      const linked = await createMerchant(svc, { walletProvider: "LINK_WALLET" });
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, () =>
+          call("PATCH", "/api/merchant/wallet", {
+            cookie: linked.cookie,
+            body: { walletProvider: "MANAGED" },
+          })),
+      );
+      const won = answers.filter((a) => a.status === 200);
+      assert.equal(won.length, 1, answers.map((a) => a.status).join(","));
+      for (const a of answers.filter((a) => a.status !== 200)) {
+        assert.deepEqual([a.status, a.json.error], [
+          409,
+          "You already have a service-managed wallet.",
+        ]);
+      }
+      const made = (won[0].json.wallet as { walletAddress: string }).walletAddress;
+      const payout = await call("GET", "/api/merchant/wallet", { cookie: linked.cookie });
+      assert.equal((payout.json.wallet as { walletAddress: string }).walletAddress, made);
+      const [{ n }] = await svc.db.sql`
+        select count(*)::int as n from merchant_wallets where merchant_id = ${linked.id}`;
+      assert.equal(n, 1, "no wallet left behind by a losing request");
+    });
   } finally {
     await svc.close();
   }

@@ -3,8 +3,14 @@ import type { Db } from "../../db/client.ts";
 import type { MerchantRow, WalletProvider } from "./merchants.types.ts";
 import { MAX_CODE_ATTEMPTS } from "./merchants.rules.ts";
 
-export async function findById(sql: Db, id: string): Promise<MerchantRow | null> {
-  const [row] = await sql<MerchantRow[]>`select * from merchants where id = ${id}`;
+export async function findById(
+  sql: Db,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<MerchantRow | null> {
+  const [row] = opts.forUpdate
+    ? await sql<MerchantRow[]>`select * from merchants where id = ${id} for update`
+    : await sql<MerchantRow[]>`select * from merchants where id = ${id}`;
   return row ?? null;
 }
 

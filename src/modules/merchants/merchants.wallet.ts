@@ -26,21 +26,28 @@ export function walletView(m: MerchantRow) {
 /** A brand-new managed wallet; allowed only when the payout wallet is not already managed. */
 export async function switchToManaged(deps: Deps, m: MerchantRow, walletProvider: string) {
   if (walletProvider !== "MANAGED") throw new DomainError("wallet_provider_not_managed");
-  if (m.walletProvider === "MANAGED" && m.managedWalletId) {
-    throw new DomainError("wallet_already_managed");
-  }
-  let wallet;
-  try {
-    wallet = await createManagedWallet(deps, m.id);
-  } catch (e) {
-    deps.log.error("managed wallet provisioning failed", { merchantId: m.id, error: e });
-    throw new DomainError("wallet_setup_failed", {}, { cause: e });
-  }
-  const updated = await repo.setPayoutWallet(deps.sql, m.id, {
-    walletProvider: "MANAGED",
-    walletAddress: wallet.address,
-    managedWalletId: wallet.walletId,
-    now: deps.clock.now(),
+  // On the merchant's row lock, the check, the new wallet and the switch in one transaction
+  // (a managed wallet is a keystore row, no chain work): of concurrent switches one makes a
+  // wallet, the others find it and are refused, and none leaves a wallet behind.
+  const updated = await deps.sql.begin(async (tx) => {
+    // The session's merchant (merchants are never deleted).
+    const current = (await repo.findById(tx, m.id, { forUpdate: true }))!;
+    if (current.walletProvider === "MANAGED" && current.managedWalletId) {
+      throw new DomainError("wallet_already_managed");
+    }
+    let wallet;
+    try {
+      wallet = await createManagedWallet(deps, m.id, { tx });
+    } catch (e) {
+      deps.log.error("managed wallet provisioning failed", { merchantId: m.id, error: e });
+      throw new DomainError("wallet_setup_failed", {}, { cause: e });
+    }
+    return await repo.setPayoutWallet(tx, m.id, {
+      walletProvider: "MANAGED",
+      walletAddress: wallet.address,
+      managedWalletId: wallet.walletId,
+      now: deps.clock.now(),
+    });
   });
   return {
     message: M.walletManagedCreated,
