@@ -8,6 +8,7 @@ import { startTestService } from "../helpers/service.ts";
 import { dashboardClient } from "../helpers/dashboard-client.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { M } from "../../src/http/messages.ts";
+import { checksum } from "../../src/chain/address.ts";
 
 const DEST = "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4";
 
@@ -103,6 +104,18 @@ Deno.test("dashboard: Wallets section", async (t) => {
       });
       assert.equal(review.status, 200, review.text);
       assert.match(review.text, /Confirm the withdrawal/);
+      // The review names the wallet the USDC leaves and what it holds.
+      assert.ok(review.text.includes(checksum(m.walletAddress!)), "the source wallet is named");
+      assert.match(review.text, /holding 100\.000000 USDC/);
+      // More than the wallet holds is refused at the review, before the final confirm.
+      const tooMuch = await d.post(b, `/dashboard/wallets/${payoutId}/withdraw/review`, {
+        amount: "100000",
+        destinationAddress: DEST,
+        chain: "testnet",
+      });
+      assert.equal(tooMuch.status, 400, tooMuch.text);
+      assert.ok(tooMuch.text.includes(`${M.withdrawInsufficient} Balance: 100.000000 USDC.`));
+      assert.doesNotMatch(tooMuch.text, /Confirm the withdrawal/);
       assert.equal(await chain.usdcBalance("testnet", dest), 0n, "nothing sent by the review");
       const requestKey = /name="requestKey" value="([^"]+)"/.exec(review.text)?.[1];
       assert.ok(requestKey);

@@ -28,6 +28,10 @@ export interface WithdrawReview {
   amount: string;
   destinationAddress: string;
   chain: string;
+  /** The wallet the USDC leaves, its label, and what it holds (less withdrawals in flight). */
+  from: string;
+  fromLabel: string | null;
+  balance: string;
   /** Sent with the confirmation, so a double submit sends once. */
   requestKey: string;
 }
@@ -169,7 +173,8 @@ function ReviewPanel(props: WalletsViewProps & { review: WithdrawReview }) {
     <div class="panel" data-withdraw-review>
       <h2>Confirm the withdrawal</h2>
       <p>
-        Send <strong>{r.amount} USDC</strong> on {chain} to <code>{r.destinationAddress}</code>?
+        Send <strong>{r.amount} USDC</strong> on {chain} from {r.fromLabel ? `${r.fromLabel} ` : ""}
+        <code>{r.from}</code> (holding {r.balance} USDC) to <code>{r.destinationAddress}</code>?
         {" "}
         Withdrawals cannot be reversed.
       </p>

@@ -50,12 +50,33 @@ export const walletsSection: DashboardSection = {
       const values = single(await formBody(c));
       const checked = await check(c, deps, id, values);
       if (!checked.ok) return checked.response;
+      // Checked as the withdrawal will be (the balance less what is in flight), nothing signed.
+      const preview = await attempt(() =>
+        wallets.previewWithdraw(deps, merchantOf(c), checked.profile, {
+          ...checked.input,
+          walletId: id,
+        })
+      );
+      if (!preview.ok) {
+        const balance = preview.error.body.balance
+          ? ` Balance: ${preview.error.body.balance} USDC.`
+          : "";
+        return render(
+          c,
+          deps,
+          { notice: { kind: "error", text: preview.error.message + balance } },
+          preview.error.status,
+        );
+      }
       return render(c, deps, {
         review: {
           walletId: id,
           amount: values.amount,
           destinationAddress: values.destinationAddress,
           chain: checked.profile,
+          from: preview.value.source,
+          fromLabel: preview.value.label,
+          balance: preview.value.balance,
           requestKey: crypto.randomUUID(),
         },
       });

@@ -221,6 +221,31 @@ export async function withdraw(
 }
 
 /**
+ * What a withdrawal would do, checked as `withdraw` checks it, nothing signed (the dashboard's
+ * review step): the source wallet, and a balance (less its withdrawals in flight) that covers
+ * the amount, else the same 400 with `balance`.
+ */
+export async function previewWithdraw(
+  deps: Deps,
+  m: MerchantRow,
+  profile: ProfileName,
+  input: WithdrawInput,
+) {
+  const source = await withdrawSource(deps, m, input.walletId);
+  if (!deps.chain.has(profile)) throw new DomainError("chain_not_configured");
+  const [balance, inFlight] = await Promise.all([
+    deps.chain.usdcBalance(profile, source.address),
+    transfersInFlight(deps, profile, `withdraw:${source.walletId}:`),
+  ]);
+  if (balance - inFlight < input.amount) throw insufficient(balance - inFlight);
+  return {
+    source: checksum(source.address),
+    label: source.label,
+    balance: formatUsdc(balance - inFlight, { decimals: "fixed" }),
+  };
+}
+
+/**
  * The claim under which a managed wallet's USDC is spent by this service's checked actions
  * (withdrawals, gateway deposits): one per wallet and chain.
  */
