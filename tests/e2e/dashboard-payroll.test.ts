@@ -81,11 +81,24 @@ Deno.test(
         assert.equal(await page.getByRole("button", { name: /Run payroll/ }).count(), 0);
         await screenshot(page, "payroll-preview-errors");
 
+        // More than the payout wallet holds: said above the lines, and nothing to run.
+        await page.getByRole("link", { name: "Start over" }).click();
+        await upload(page, `${a},5000,Big\n`);
+        assert.match(
+          await page.getByRole("alert").innerText(),
+          /holds 50\.000000 USDC; this file pays 5000\.000000 USDC/,
+        );
+        assert.equal(await page.getByRole("button", { name: /Run payroll/ }).count(), 0);
+
         await page.getByRole("link", { name: "Start over" }).click();
         await upload(page, `${a},1.5,Alice\n${b},2.25\n${c},3,Carol\n`);
         assert.match(
           await page.getByTestId("preview-summary").innerText(),
           /3 lines, all valid; total 6\.750000 USDC/,
+        );
+        assert.match(
+          await page.getByTestId("preview-payer").innerText(),
+          /Paid from the payout wallet 0x[0-9a-fA-F]{40}, holding 50\.000000 USDC\./,
         );
 
         // Held blocks: the batch stays PROCESSING (its permit waits for a block) until released.

@@ -58,6 +58,8 @@ export interface PayrollPreview {
   fileError?: string;
   valid: boolean;
   total: string;
+  /** The payout wallet that pays, and its USDC when managed (null: it signs each payment). */
+  payer?: { address: string; balance: string | null };
 }
 
 export interface SignRequestItem {
@@ -146,6 +148,14 @@ function Preview(props: { csrf: string; preview: PayrollPreview }) {
           {p.lines.length} lines, {bad === 0 ? "all valid" : `${bad} with errors`}; total {p.total}
           {" "}
           USDC.
+        </p>
+      )}
+      {p.payer && (
+        <p data-testid="preview-payer">
+          Paid from the payout wallet <code>{p.payer.address}</code>
+          {p.payer.balance === null
+            ? " (it signs each payment)."
+            : `, holding ${p.payer.balance} USDC.`}
         </p>
       )}
       {p.lines.length > 0 && (

@@ -55,13 +55,21 @@ export const payrollSection: DashboardSection = {
       const file = body.csv;
       const csv = file instanceof File ? await file.text() : typeof file === "string" ? file : "";
       const description = typeof body.description === "string" ? body.description : "";
-      const preview = previewOf(csv, description, crypto.randomUUID());
+      const preview = await withPayer(
+        deps,
+        c,
+        previewOf(csv, description, crypto.randomUUID()),
+      );
       return render(c, deps, { preview }, preview.valid ? 200 : 400);
     });
 
     app.post("/payroll/run", async (c) => {
       const v = single(await formBody(c));
-      const preview = previewOf(v.csv ?? "", v.description ?? "", v.runKey || crypto.randomUUID());
+      const preview = await withPayer(
+        deps,
+        c,
+        previewOf(v.csv ?? "", v.description ?? "", v.runKey || crypto.randomUUID()),
+      );
       const parsed = parsePayrollCsv(v.csv ?? "");
       if (!preview.valid || !parsed.recipients) return render(c, deps, { preview }, 400);
       const m = merchantOf(c);
@@ -125,10 +133,44 @@ export const payrollSection: DashboardSection = {
   },
 };
 
-function previewOf(csv: string, description: string, runKey: string): PayrollPreview {
+/**
+ * The preview with who pays it: a managed payout wallet that holds less than the file's total
+ * makes it not runnable (the run would fail the recipients past the balance), said above it.
+ */
+async function withPayer(
+  deps: Deps,
+  c: DashContext,
+  preview: PayrollPreview & { totalUnits: bigint },
+): Promise<PayrollPreview> {
+  const { totalUnits, ...p } = preview;
+  if (!p.valid) return p;
+  const r = await attempt(() =>
+    service.previewPayer(deps, merchantOf(c), profileOf(c), totalUnits)
+  );
+  if (!r.ok) return { ...p, valid: false, fileError: r.error.message };
+  const payer = {
+    address: r.value.address,
+    balance: r.value.balance === null ? null : formatUsdc(r.value.balance, { decimals: "fixed" }),
+  };
+  if (!r.value.short) return { ...p, payer };
+  return {
+    ...p,
+    payer,
+    valid: false,
+    fileError:
+      `The payout wallet ${payer.address} holds ${payer.balance} USDC; this file pays ${p.total} USDC. Fund it, or pay fewer recipients.`,
+  };
+}
+
+function previewOf(
+  csv: string,
+  description: string,
+  runKey: string,
+): PayrollPreview & { totalUnits: bigint } {
   const parsed = parsePayrollCsv(csv);
   const total = parsed.lines.reduce((s, l) => s + (l.parsed?.amount ?? 0n), 0n);
   return {
+    totalUnits: total,
     csv,
     runKey,
     description,

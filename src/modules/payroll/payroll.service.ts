@@ -12,6 +12,7 @@ import { isUniqueViolation } from "../../db/client.ts";
 import { bigintJson, sha256 } from "../../codec.ts";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
+import { checksum } from "../../chain/address.ts";
 import { withClaim } from "../../db/claims.ts";
 import { CHUNK_SIZE, type ProfileName } from "../../chain/index.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
@@ -30,6 +31,25 @@ import { processBatch, processLocked } from "./payroll.process.ts";
 export type { BatchRow } from "./payroll.types.ts";
 export { batchView, results, runMessage } from "./payroll.views.ts";
 export { enqueueStalled, finalizeIn, processBatch, resumeOpen } from "./payroll.process.ts";
+
+/**
+ * Who would pay a batch of `total` and whether it can (the dashboard's preview): the payout
+ * wallet, and for a managed one its USDC on `profile` (`short` when below the total: the run
+ * would fail the recipients past the balance). An external wallet signs each payment itself.
+ */
+export async function previewPayer(
+  deps: Deps,
+  m: MerchantRow,
+  profile: ProfileName,
+  total: bigint,
+): Promise<{ address: string; managed: boolean; balance: bigint | null; short: boolean }> {
+  const payer = payerOf(m);
+  if (payer.kind !== "managed") {
+    return { address: checksum(payer.address), managed: false, balance: null, short: false };
+  }
+  const balance = await deps.chain.usdcBalance(profile, payer.address as `0x${string}`);
+  return { address: checksum(payer.address), managed: true, balance, short: balance < total };
+}
 
 /** The payer: always the merchant's own payout wallet, never the request's. */
 function payerOf(m: MerchantRow) {
