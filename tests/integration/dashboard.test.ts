@@ -70,6 +70,29 @@ Deno.test("dashboard pages over HTTP", async (t) => {
       assert.equal(p.headers.get("location"), "/dashboard/login");
     });
 
+    await t.step(
+      "an unverified login links to the code form with its email filled in",
+      async () => {
+        const email = `unverified${Date.now()}@shop.example`;
+        const signup = await api(svc)("POST", "/api/merchant/signup", {
+          body: { email, businessName: "Later", password: "a long enough password" },
+        });
+        assert.equal(signup.status, 201, signup.text);
+        const b = await d.open();
+        const r = await d.post(b, "/dashboard/login", {
+          email,
+          password: "a long enough password",
+        });
+        assert.equal(r.status, 403, r.text);
+        assert.match(r.text, /Please verify your email before logging in\./);
+        const href = `/dashboard/verify?email=${encodeURIComponent(email)}`;
+        assert.ok(r.text.includes(`href="${href}"`), "the link carries the email");
+        const form = await d.get(null, href);
+        assert.equal(form.status, 200);
+        assert.ok(form.text.includes(`value="${email}"`), "the code form has the email");
+      },
+    );
+
     await t.step("the login page keeps only a dashboard `next`", async () => {
       const ok = await d.get(
         null,

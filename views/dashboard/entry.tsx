@@ -46,7 +46,13 @@ export function LoginView(props: FormProps & { next?: string }) {
       <p class="alt">
         New here? <a href="/dashboard/signup">Create an account</a>
         {" · "}
-        <a href="/dashboard/verify">Enter a verification code</a>
+        <a
+          href={v.email
+            ? `/dashboard/verify?email=${encodeURIComponent(v.email)}`
+            : "/dashboard/verify"}
+        >
+          Enter a verification code
+        </a>
       </p>
     </section>
   );
