@@ -184,6 +184,10 @@ async function streamFlow(ctx: Ctx, mode: string) {
   assert.match(text, /3 min 20 s \(200 s\)/);
   assert.match(text, mode === "test" ? /Test mode \(testnet\)/ : /Live \(production\)/);
   assert.ok(await review.getByTestId("stream-end").getAttribute("datetime"));
+  assert.match(
+    await review.getByTestId("stream-end").innerText(),
+    /^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/,
+  );
   assert.equal(await count(ctx, "stream_creates"), 0);
   await screenshot(page, `dash-streams-review-${mode}`);
 
@@ -345,6 +349,11 @@ async function createEscrow(
   await review.waitFor();
   assert.match(await review.innerText(), new RegExp(`${amount}\\.000000 USDC`));
   assert.ok(await review.getByTestId("escrow-expiry").getAttribute("datetime"));
+  // Shown as every dashboard time is (to the minute, UTC), not as an ISO string.
+  assert.match(
+    await review.getByTestId("escrow-expiry").innerText(),
+    /^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/,
+  );
   assert.equal(
     await svc.deps.chain.usdcBalance(profile, ctx.payout),
     before,

@@ -5,6 +5,7 @@
  */
 import type { Child } from "hono/jsx";
 import { CsrfInput, Submit } from "./shell.tsx";
+export { utcMinute } from "./shell.tsx";
 
 export interface Fact {
   label: string;

@@ -398,12 +398,16 @@ export function CopyField(
   );
 }
 
+/** "2026-11-30 18:38 UTC": a time as the dashboard shows it (to the minute, in UTC). */
+export function utcMinute(t: Date | string): string {
+  const d = typeof t === "string" ? new Date(t) : t;
+  return `${d.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+}
+
 /** A timestamp shown in UTC to the minute, with the exact value in `datetime`. */
 export function Time(props: { iso: string | null | undefined; empty?: string }) {
   if (!props.iso) return <span class="muted">{props.empty ?? "—"}</span>;
-  const d = new Date(props.iso);
-  const text = `${d.toISOString().slice(0, 16).replace("T", " ")} UTC`;
-  return <time datetime={props.iso}>{text}</time>;
+  return <time datetime={props.iso}>{utcMinute(props.iso)}</time>;
 }
 
 export function Badge(props: { tone: "ok" | "warn" | "bad" | "neutral"; children?: Child }) {

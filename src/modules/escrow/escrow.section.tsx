@@ -16,7 +16,7 @@ import { createEscrowBody, disputeBody, partyActionBody, refundBody } from "./es
 import { formatUsdc } from "../../money.ts";
 import { checksum } from "../../chain/address.ts";
 import { listWallets } from "../wallets/wallets.service.ts";
-import { humanSeconds, modeText } from "../../../views/dashboard/review.tsx";
+import { humanSeconds, modeText, utcMinute } from "../../../views/dashboard/review.tsx";
 import {
   type EscrowAction,
   EscrowPanel,
@@ -104,7 +104,9 @@ export const escrowSection: DashboardSection = {
           title: "Review: new escrow",
           summary: `${amount} USDC will be held by the escrow contract now, from ${
             checksum(p.depositor)
-          }, for ${hidden.beneficiarySCA}, until it is released, or refunded after ${hidden.expiresAt}.`,
+          }, for ${hidden.beneficiarySCA}, until it is released, or refunded after ${
+            utcMinute(hidden.expiresAt)
+          }.`,
           facts: [
             { label: "Mode", value: modeText(modeOf(c), dashProfileOf(c)) },
             { label: "Depositor", value: <code>{checksum(p.depositor)}</code> },
@@ -115,7 +117,7 @@ export const escrowSection: DashboardSection = {
               value: (
                 <>
                   <time datetime={hidden.expiresAt} data-testid="escrow-expiry">
-                    {hidden.expiresAt}
+                    {utcMinute(hidden.expiresAt)}
                   </time>{" "}
                   (in {humanSeconds(seconds)})
                 </>
@@ -161,7 +163,7 @@ export const escrowSection: DashboardSection = {
       return render(c, deps, {
         result: {
           text: `${M.escrowCreated} ${e.reference}: ${e.amount} USDC for ${e.beneficiary}, ` +
-            `expires ${e.expiresAt}.`,
+            `expires ${utcMinute(e.expiresAt)}.`,
           txHash: e.txHash,
           explorerUrl: e.explorerUrl,
         },

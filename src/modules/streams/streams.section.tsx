@@ -24,7 +24,7 @@ import {
   StreamsView,
   type StreamsViewProps,
 } from "../../../views/dashboard/streams.tsx";
-import { humanSeconds, modeText } from "../../../views/dashboard/review.tsx";
+import { humanSeconds, modeText, utcMinute } from "../../../views/dashboard/review.tsx";
 import {
   attempt,
   type DashContext,
@@ -105,7 +105,7 @@ export const streamsSection: DashboardSection = {
               label: "Ends about",
               value: (
                 <time datetime={preview.estimatedEndTime.toISOString()} data-testid="stream-end">
-                  {preview.estimatedEndTime.toISOString()}
+                  {utcMinute(preview.estimatedEndTime)}
                 </time>
               ),
             },
@@ -143,9 +143,9 @@ export const streamsSection: DashboardSection = {
         result: {
           text: `Stream ${s.reference} created: ${streams.usdc(s.rate)} USDC per second to ${
             checksum(s.receiverSca)
-          } until ${
-            streams.usdc(s.deposit)
-          } USDC is streamed (about ${r.value.estimatedEndTime.toISOString()}).`,
+          } until ${streams.usdc(s.deposit)} USDC is streamed (about ${
+            utcMinute(r.value.estimatedEndTime)
+          }).`,
           txHash: s.txHash,
           explorerUrl: r.value.explorerUrl,
         },
