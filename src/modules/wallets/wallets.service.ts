@@ -184,11 +184,8 @@ export async function withdraw(
   const row = await withClaim(deps.sql, usdcClaim(deps, profile, source.address), async () => {
     const earlier = requestKey === undefined ? null : await deps.chain.intent(profile, intentKey);
     if (!earlier || earlier.status === "failed") {
-      const [balance, inFlight] = await Promise.all([
-        deps.chain.usdcBalance(profile, source.address),
-        transfersInFlight(deps, profile, family),
-      ]);
-      if (balance - inFlight < input.amount) throw insufficient(balance - inFlight);
+      const can = await spendable(deps, profile, source);
+      if (can < input.amount) throw insufficient(can);
     }
     try {
       return await deps.chain.transferUsdc({
@@ -233,16 +230,26 @@ export async function previewWithdraw(
 ) {
   const source = await withdrawSource(deps, m, input.walletId);
   if (!deps.chain.has(profile)) throw new DomainError("chain_not_configured");
+  const can = await spendable(deps, profile, source);
+  if (can < input.amount) throw insufficient(can);
+  return {
+    source: checksum(source.address),
+    label: source.label,
+    balance: formatUsdc(can, { decimals: "fixed" }),
+  };
+}
+
+/** What a withdrawal from `source` may move: its USDC less its withdrawals still in flight. */
+async function spendable(
+  deps: Deps,
+  profile: ProfileName,
+  source: { walletId: string; address: `0x${string}` },
+): Promise<bigint> {
   const [balance, inFlight] = await Promise.all([
     deps.chain.usdcBalance(profile, source.address),
     transfersInFlight(deps, profile, `withdraw:${source.walletId}:`),
   ]);
-  if (balance - inFlight < input.amount) throw insufficient(balance - inFlight);
-  return {
-    source: checksum(source.address),
-    label: source.label,
-    balance: formatUsdc(balance - inFlight, { decimals: "fixed" }),
-  };
+  return balance - inFlight;
 }
 
 /**
