@@ -163,6 +163,11 @@ Deno.test(browserTest("dashboard agents and jobs in Chromium, live and test mode
       const job = page.locator(`[data-job="${liveJob}"]`);
       assert.equal(await job.getByText("yours").count(), 3);
       assert.equal(await job.getByRole("button").count(), 1, "only funding while OPEN");
+      assert.match(
+        await job.locator("time").first().innerText(),
+        /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/,
+        "the expiry shown as every dashboard time is",
+      );
       const clientBefore = await balance("production", client.address);
       await press(
         "production",

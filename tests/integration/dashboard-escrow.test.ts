@@ -129,6 +129,18 @@ Deno.test("dashboard: Escrow section", async (t) => {
       assert.equal(done.status, 200, done.text);
       assert.ok(done.text.includes(M.escrowReleased));
       assert.equal((await status(ref)).status, "RELEASED");
+      // A settled escrow's expiry is a fact, not a countdown; the active one still counts down.
+      const list = await d.get(b, "/dashboard/escrow");
+      const panel = (reference: string) => {
+        const at = list.text.indexOf(`<code>${reference}</code>`);
+        assert.ok(at >= 0, reference);
+        const end = list.text.indexOf('class="panel"', at);
+        return list.text.slice(at, end < 0 ? undefined : end);
+      };
+      assert.doesNotMatch(panel(ref), /data-countdown/);
+      assert.match(panel(ref), /\d{4}-\d\d-\d\d \d\d:\d\d UTC/);
+      const shown = panel(ref).replace(/<[^>]*>/g, "");
+      assert.doesNotMatch(shown, /T\d\d:\d\d:\d\d/, "no ISO strings shown");
     });
 
     await t.step("another merchant cannot see or act on it", async () => {

@@ -14,6 +14,7 @@ import {
   type NoticeData,
   Select,
   Submit,
+  Time,
 } from "./shell.tsx";
 
 export interface AgentItem {
@@ -450,7 +451,7 @@ function JobPanel(props: { csrf: string; job: JobItem }) {
         <Party label="Evaluator" address={j.evaluator} mine={j.mine.evaluator} />
         <dt>Expires</dt>
         <dd>
-          <time datetime={j.expiresAt}>{j.expiresAt}</time>
+          <Time iso={j.expiresAt} />
         </dd>
         {j.deliverableData && (
           <>

@@ -16,6 +16,7 @@ import {
   type NoticeData,
   Select,
   Submit,
+  Time,
 } from "./shell.tsx";
 import { ReviewPanel, type ReviewProps, type TxResult, TxResultNotice } from "./review.tsx";
 
@@ -154,8 +155,13 @@ export function EscrowPanel(props: EscrowViewProps & { escrow: EscrowItem }) {
         </dd>
         <dt>Expires</dt>
         <dd>
-          <time datetime={e.expiresAt}>{e.expiresAt}</time>{" "}
-          <span data-countdown>({e.countdown})</span>
+          <Time iso={e.expiresAt} />
+          {e.status === "ACTIVE" && (
+            <>
+              {" "}
+              <span data-countdown>({e.countdown})</span>
+            </>
+          )}
         </dd>
         {e.description && (
           <>

@@ -196,7 +196,7 @@ function Balances(props: X402ViewProps) {
                     autocomplete="off"
                     spellcheck={false}
                     maxLength={42}
-                    hint="Default: your payout address. On settleTestnet."
+                    hint="Default: your payout address. On Settle Testnet."
                   />
                 </div>
                 <Submit busy="Checking…">Review withdrawal</Submit>
