@@ -6,6 +6,7 @@ import type { Deps } from "../../src/deps.ts";
 import { createMailer } from "../../src/modules/mail/mail.service.ts";
 import { mailModule } from "../../src/modules/mail/mail.module.ts";
 import { sendMailJob } from "../../src/modules/mail/mail.jobs.ts";
+import { MAIL_KEPT_SECONDS, MAIL_UNSENT_KEPT_SECONDS } from "../../src/modules/mail/mail.queues.ts";
 import { isLoopbackAddress, mailPages } from "../../src/modules/mail/mail.pages.tsx";
 import { startTestService, testConfig } from "../helpers/service.ts";
 import { waitFor } from "../helpers/poll.ts";
@@ -122,6 +123,13 @@ Deno.test("mail: over SMTP, committed mail arrives and rolled-back mail never do
         const stored = await svc.deps.sql`
         select 1 from pgboss.job where name = 'mail.send' and data->>'to' = 'rolled-back@example.com'`;
         assert.equal(stored.length, 0, "the rolled-back job was never stored");
+        // The sent message (its code whole) is kept an hour, not pg-boss's week.
+        const [kept] = await svc.deps.sql`
+        select deletion_seconds as "deletionSeconds", extract(epoch from keep_until - created_on)::int as retention
+          from pgboss.job where name = 'mail.send' and data->>'to' = 'alice@example.com'`;
+        assert.equal(kept.deletionSeconds, MAIL_KEPT_SECONDS);
+        assert.equal(kept.retention, MAIL_UNSENT_KEPT_SECONDS);
+        assert.ok(MAIL_KEPT_SECONDS <= 3600 && MAIL_UNSENT_KEPT_SECONDS <= 86400);
       },
     );
 
