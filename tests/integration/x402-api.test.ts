@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { getAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { startTestService } from "../helpers/service.ts";
+import { catchUpClock, startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { waitFor } from "../helpers/poll.ts";
 import {
@@ -318,6 +318,12 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
       assert.equal(agent.status, 400);
       assert.equal(agent.json.error, M.x402AgentIdField);
       // validBefore too close to settle in time, or beyond what any record holds (2^255).
+      // validBefore passed while the timestamp is recent: said so, not "more than 5 minutes old".
+      const lapsed = await proofFor({ validAfter: now - 20n, validBefore: now - 5n });
+      const l = await pay({ slug: "weather", method: "GET", paymentProof: lapsed.proof });
+      assert.equal(l.status, 403, l.text);
+      assert.equal(l.json.error, M.x402ProofInvalid);
+      assert.equal(l.json.hint, "validBefore has passed");
       const soon = await proofFor({ validBefore: now + 3n });
       const s = await pay({ slug: "weather", method: "GET", paymentProof: soon.proof });
       assert.equal(s.status, 403, s.text);
@@ -844,6 +850,36 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
         const rows = await svc.db.sql`select id from x402_payments where nonce = ${nonce}`;
         assert.equal(rows.length, 0, "no attempt is left");
         assert.equal(await held(), heldBefore, "nothing is held for it");
+      },
+    );
+
+    await t.step(
+      "a proof dated ahead of our clock waits for its validAfter: paid once, the replay refused",
+      async () => {
+        await catchUpClock(svc);
+        const now = BigInt(Math.floor(svc.clock.now().getTime() / 1000));
+        const validAfter = now + 3n;
+        const calls = upstream.calls.length;
+        const { proof } = await proofFor({ validAfter, validBefore: now + 600n });
+        // The same proof twice at once (a client retrying): one pays, the other is refused.
+        const both = await Promise.all([
+          pay({ slug: "weather", method: "GET", paymentProof: proof }),
+          pay({ slug: "weather", method: "GET", paymentProof: proof }),
+        ]);
+        const ok = both.filter((r) => r.status === 200);
+        assert.equal(ok.length, 1, both.map((r) => r.text).join("\n"));
+        const refused = both.find((r) => r.status !== 200)!;
+        assert.equal(refused.status, 403, refused.text);
+        assert.equal(refused.json.error, M.x402ProofUsed);
+        assert.equal(upstream.calls.length, calls + 1, "the upstream was called once");
+        const receipt = await chain.runtime(X402_PROFILE).client.getTransactionReceipt({
+          hash: (ok[0].json.settlement as { txHash: `0x${string}` }).txHash,
+        });
+        assert.equal(receipt.status, "success");
+        const block = await chain.runtime(X402_PROFILE).client.getBlock({
+          blockNumber: receipt.blockNumber,
+        });
+        assert.ok(block.timestamp >= validAfter, "settled once the vault takes it");
       },
     );
   } finally {

@@ -12,7 +12,7 @@ Deno.test("x402 window: validBefore must leave 6 s to settle and fit a stored bi
   assert.equal(w(NOW - 5n, NOW + 300n), "ok");
   assert.equal(w(NOW - 5n, NOW + 6n), "ok");
   assert.equal(w(NOW - 5n, NOW + 5n), "too_soon");
-  assert.equal(w(NOW - 5n, NOW), "expired");
+  assert.equal(w(NOW - 5n, NOW), "lapsed", "validBefore passed: not the spec's 5-minute text");
   assert.equal(w(NOW - 301n, NOW + 300n), "expired");
   assert.equal(w(NOW + 3600n, NOW + 7200n), "not_yet_valid");
   assert.equal(w(NOW, NOW), "window_invalid");

@@ -130,15 +130,17 @@ export function encodeGatewayProof(input: {
 export type WindowCheck =
   | "ok"
   | "expired"
+  | "lapsed"
   | "not_yet_valid"
   | "window_invalid"
   | "too_soon"
   | "too_far";
 
 /**
- * The proof window against our clock: timestamp (validAfter) at most 5 minutes old, and
- * validBefore leaving time to call the upstream and settle (`MIN_VALID_FOR_SECONDS`), within
- * what is stored (`MAX_AUTHORIZATION_SECONDS`).
+ * The proof window against our clock: timestamp (validAfter) at most 5 minutes old ("expired",
+ * the spec's text), validBefore not passed ("lapsed": the 403 says so, not that the timestamp is
+ * old) and leaving time to call the upstream and settle (`MIN_VALID_FOR_SECONDS`), within what
+ * is stored (`MAX_AUTHORIZATION_SECONDS`).
  */
 export function checkWindow(
   a: { validAfter: bigint; validBefore: bigint },
@@ -148,7 +150,7 @@ export function checkWindow(
   if (a.validBefore > MAX_AUTHORIZATION_SECONDS) return "too_far";
   if (a.validAfter > nowSeconds + BigInt(PROOF_MAX_SKEW_SECONDS)) return "not_yet_valid";
   if (nowSeconds - a.validAfter > BigInt(PROOF_MAX_AGE_SECONDS)) return "expired";
-  if (a.validBefore <= nowSeconds) return "expired";
+  if (a.validBefore <= nowSeconds) return "lapsed";
   if (a.validBefore < nowSeconds + MIN_VALID_FOR_SECONDS) return "too_soon";
   return "ok";
 }
@@ -158,6 +160,8 @@ export function windowHint(w: Exclude<WindowCheck, "ok" | "expired">): string {
   switch (w) {
     case "not_yet_valid":
       return "validAfter is in the future";
+    case "lapsed":
+      return "validBefore has passed";
     case "window_invalid":
       return "validBefore must be after validAfter";
     case "too_soon":

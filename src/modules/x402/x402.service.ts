@@ -205,6 +205,7 @@ export async function pay(deps: X402Deps, input: PayInput): Promise<PayOutcome> 
   }
   if (claimed.status === "rejected") throw claimed.reason;
   const attempt = claimed.value;
+  await untilValid(deps, a.validAfter);
 
   const req = upstreamRequest(listing.upstreamUrl, input.method, input.params);
   const up = await callForAttempt(deps, attempt.id, req.url, {
@@ -223,6 +224,18 @@ export async function pay(deps: X402Deps, input: PayInput): Promise<PayOutcome> 
     data: upstreamData(up),
     settlement: { txHash, amount: usdc(a.value), listingSlug: listing.slug },
   };
+}
+
+/**
+ * A proof dated ahead of our clock (at most `PROOF_MAX_SKEW_SECONDS`: the payer's clock runs
+ * ahead) is refused by the vault until its `validAfter`, and this call settles at once: its claim
+ * (taken, so replays are refused meanwhile) waits until then before the upstream is called.
+ * Calling it first served the seller's upstream for a settlement that reverted, once per retry
+ * of the same proof (an outside audit, 2026-11-30).
+ */
+async function untilValid(deps: Deps, validAfter: bigint): Promise<void> {
+  const ms = Number(validAfter) * 1000 - deps.clock.now().getTime();
+  if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /**
