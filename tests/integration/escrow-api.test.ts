@@ -111,6 +111,57 @@ Deno.test("escrow API: transitions, refusals, events, races", async (t) => {
       assert.equal((one.json.escrow as Escrow).status, "ACTIVE");
     });
 
+    await t.step(
+      "a retry under another of the merchant's keys (same Idempotency-Key) finds the first escrow",
+      async () => {
+        const newKey = async () => {
+          const r = await call("POST", "/api/keys", {
+            cookie: a.cookie,
+            body: { type: "secret", environment: "live" },
+          });
+          assert.equal(r.status, 201, r.text);
+          return { authorization: `Bearer ${(r.json.key as { key: string }).key}` };
+        };
+        const other = await newKey();
+        const third = await newKey();
+        const body = {
+          depositorWalletId: depositor.id,
+          beneficiarySCA: beneficiary.address,
+          amount: "1.25",
+          expiresInSeconds: 3600,
+        };
+        const key = { "idempotency-key": `retry-${crypto.randomUUID()}` };
+        const before = await chain.usdcBalance(profile, depositor.address as `0x${string}`);
+        const first = await call("POST", "/api/escrow/create", {
+          headers: { ...auth, ...key },
+          body,
+        });
+        assert.equal(first.status, 201, first.text);
+        // The client's first answer was lost and a key rotation happened meanwhile.
+        const retry = await call("POST", "/api/escrow/create", {
+          headers: { ...other, ...key },
+          body,
+        });
+        assert.equal(retry.status, 201, retry.text);
+        assert.equal(retry.json.reference, first.json.reference);
+        assert.equal(retry.json.txHash, first.json.txHash);
+        // Another request under the same Idempotency-Key (and another credential, which the key's
+        // record is scoped to) is another escrow, not the first one's answer.
+        const changed = await call("POST", "/api/escrow/create", {
+          headers: { ...third, ...key },
+          body: { ...body, amount: "1.5" },
+        });
+        assert.equal(changed.status, 201, changed.text);
+        assert.notEqual(changed.json.reference, first.json.reference);
+        assert.equal(changed.json.amount, "1.500000");
+        assert.equal(
+          await chain.usdcBalance(profile, depositor.address as `0x${string}`),
+          before - 1_250_000n - 1_500_000n,
+          "funded once each",
+        );
+      },
+    );
+
     await t.step("create refusals: foreign depositor 403, balance 400; nothing sent", async () => {
       const sent = await txCount();
       const foreignDep = await post("/api/escrow/create", {

@@ -60,18 +60,25 @@ Deno.test("escrow create: killed at any point, a restart ends complete or with n
         "escrow-worker",
         "lock" in kill ? {} : { KILL_AFTER_INTENT: "escrow:create:", KILL_AT: kill.at },
       );
-      const request = () =>
-        fetch(`${worker.baseUrl}/api/escrow/create`, {
+      const idempotencyKey = `crash-${crypto.randomUUID()}`;
+      const body = JSON.stringify({
+        depositorWalletId: depositor.id,
+        beneficiarySCA: beneficiary.address,
+        amount: "4",
+        expiresInSeconds: 3600,
+        webhookUrl: `${receiver.url}/hooks`,
+      });
+      const send = (baseUrl: string) =>
+        fetch(`${baseUrl}/api/escrow/create`, {
           method: "POST",
-          headers: { "content-type": "application/json", authorization: `Bearer ${m.apiKey}` },
-          body: JSON.stringify({
-            depositorWalletId: depositor.id,
-            beneficiarySCA: beneficiary.address,
-            amount: "4",
-            expiresInSeconds: 3600,
-            webhookUrl: `${receiver.url}/hooks`,
-          }),
-        }).then((r) => r.status, () => null);
+          headers: {
+            "content-type": "application/json",
+            authorization: `Bearer ${m.apiKey}`,
+            "idempotency-key": idempotencyKey,
+          },
+          body,
+        });
+      const request = () => send(worker.baseUrl).then((r) => r.status, () => null);
       let answer: number | null;
       if ("lock" in kill) {
         // The worker's next write waits for the lock; it is killed while it waits.
@@ -161,6 +168,19 @@ Deno.test("escrow create: killed at any point, a restart ends complete or with n
             txHash: tx.txHash,
           }]);
         }
+        // The client retries its request (same Idempotency-Key) once the dead one's key lapses:
+        // the escrow the dead request made, or (nothing was locked) one new escrow; never two.
+        const retried = await waitFor(async () => {
+          const r = await send(restarted.baseUrl);
+          const text = await r.text();
+          return r.status === 409 ? null : { status: r.status, json: JSON.parse(text) };
+        }, { what: "the retry answered", timeoutMs: 60_000, intervalMs: 250 });
+        assert.equal(retried.status, 201, JSON.stringify(retried.json));
+        if (kill.at !== "before-sign") assert.equal(retried.json.reference, reference);
+        assert.equal(await chain.usdcBalance(P, depositor.address), start - 4n * USDC);
+        const mine = await sql`
+          select reference from escrows where depositor_wallet_id = ${depositor.id}`;
+        assert.deepEqual(mine.map((r) => r.reference), [retried.json.reference], "one escrow");
         // Settled for good: another recovery finds nothing to do.
         assert.deepEqual(await recoverCreates(svc.deps), {
           completed: 0,

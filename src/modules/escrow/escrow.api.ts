@@ -11,6 +11,7 @@ import { defineRoute, type RouteAuth, type RouteRequest } from "../../http/route
 import { M } from "../../http/messages.ts";
 import * as service from "./escrow.service.ts";
 import type { EscrowScope } from "./escrow.service.ts";
+import { apiCreateKey } from "./escrow.rules.ts";
 import {
   CREATE_HINTS,
   createEscrowBody,
@@ -123,9 +124,13 @@ export const escrowRoutes = [
     bodyFor: (deps) => createEscrowBody(deps.config.WEBHOOK_TARGETS),
     hints: CREATE_HINTS,
     handler: async (x) => {
+      // The key names one escrow (also after a crash: the retry finds what the dead one did).
+      const requestKey = x.idempotencyKey === undefined
+        ? undefined
+        : apiCreateKey(x.idempotencyKey, x.profile, x.body);
       const e = service.escrowView(
         x.deps,
-        await service.createEscrow(x.deps, x.merchant, x.profile, x.body),
+        await service.createEscrow(x.deps, x.merchant, x.profile, x.body, requestKey),
       );
       return { ...e, status: "ACTIVE", escrow: e };
     },

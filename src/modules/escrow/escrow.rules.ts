@@ -1,5 +1,6 @@
 /** Escrow rules with no I/O: statuses, references, which party may do what, the record shape. */
 import { formatUsdc } from "../../money.ts";
+import { bigintJson, sha256 } from "../../codec.ts";
 
 /** The spec's ACTIVE, RELEASED, DISPUTED, plus REFUNDED (docs/decisions.md, Escrow). */
 export const ESCROW_STATUSES = ["ACTIVE", "DISPUTED", "RELEASED", "REFUNDED"] as const;
@@ -117,3 +118,13 @@ export function createIntent(reference: string): string {
 export const escrowClaim = (reference: string) => `escrow:${reference}`;
 export const depositorClaim = (walletId: string) => `escrow-depositor:${walletId}`;
 export const ESCROW_CLAIM = { ttlMs: 15_000, waitMs: 30_000 };
+
+/**
+ * The request key of an API creation: its Idempotency-Key with the request it came with (chain
+ * and body), so a retry of the same request under another of the merchant's credentials (a
+ * rotated key, a second key) finds the first escrow, and another request under a reused key is
+ * another escrow, never the first one's answer.
+ */
+export function apiCreateKey(idempotencyKey: string, profile: string, input: unknown): string {
+  return `api:${idempotencyKey}\n${sha256(bigintJson([profile, input]))}`;
+}
