@@ -196,12 +196,8 @@ const RULES: Record<string, Rule> = {
     free: "the local attester's fee schedule (public)",
   },
   "GET /api/x402/facilitator/supported": { free: X402 },
-  "POST /api/x402/facilitator/verify": {
-    free: "the x402 facilitator: the payment names its network",
-  },
-  "POST /api/x402/facilitator/settle": {
-    free: "the x402 facilitator: the payment names its network",
-  },
+  "POST /api/x402/facilitator/verify": { free: X402 },
+  "POST /api/x402/facilitator/settle": { free: X402 },
   "POST /api/x402/listings": { free: X402 },
   "GET /api/x402/listings": { free: X402 },
   "POST /api/x402/pay": { free: X402 },

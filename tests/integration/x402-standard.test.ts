@@ -272,7 +272,78 @@ Deno.test("x402 standard protocol: @x402/fetch client, v1, facilitator, agent po
         body: { paymentPayload: {}, paymentRequirements: requirements },
       });
       assert.equal(anonymous.status, 401);
+
+      // A payment to an address that is not the merchant's: not settled on our gas.
+      const stranger = privateKeyToAccount(generatePrivateKey()).address;
+      const toStranger = { ...requirements, payTo: stranger };
+      const strangerPayload = await client.createPaymentPayload({
+        x402Version: 2,
+        resource: { url: "https://seller.example/data", description: "d", mimeType: "text/plain" },
+        accepts: [toStranger],
+      });
+      const sent = await txCount();
+      const notYours = await facilitator.settle(strangerPayload, toStranger);
+      assert.equal(notYours.success, false, JSON.stringify(notYours));
+      assert.equal(notYours.errorReason, "invalid_exact_evm_recipient_not_yours");
+      assert.equal(await usdcOf(stranger), 0n);
+      assert.equal(await txCount(), sent, "nothing sent");
     });
+
+    await t.step(
+      "the facilitator lives on the testnet: production is neither offered nor settled",
+      async () => {
+        assert.ok(chain.has("production"), "the service runs production too");
+        const production = `eip155:${chain.chainId("production")}` as `${string}:${string}`;
+        const facilitator = facilitatorClient(svc, seller.apiKey);
+        const supported = await facilitator.getSupported();
+        assert.deepEqual([...new Set(supported.kinds.map((k) => k.network))], ["eip155:5042002"]);
+        assert.deepEqual(Object.keys(supported.signers), ["eip155:5042002"]);
+        const usdc = getAddress(chain.contract("production", "TestUSDC"));
+        await chain.mintUsdc({
+          profile: "production",
+          to: buyer.address.toLowerCase() as `0x${string}`,
+          amount: 1n * USDC,
+        });
+        const requirements = {
+          scheme: "exact",
+          network: production,
+          amount: "10000",
+          asset: usdc,
+          payTo: seller.walletAddress!,
+          maxTimeoutSeconds: 60,
+          extra: { name: "USD Coin", version: "2" },
+        };
+        const client = new x402Client();
+        registerExactEvmScheme(client, { signer: buyer });
+        client.setSpendControls({
+          allowedAssets: [{ network: production, asset: usdc, maxAmountPerPayment: "1000000" }],
+        });
+        const payload = await client.createPaymentPayload({
+          x402Version: 2,
+          resource: {
+            url: "https://seller.example/data",
+            description: "d",
+            mimeType: "text/plain",
+          },
+          accepts: [requirements],
+        });
+        const before = await chain.usdcBalance(
+          "production",
+          buyer.address.toLowerCase() as `0x${string}`,
+        );
+        const verified = await facilitator.verify(payload, requirements);
+        assert.equal(verified.isValid, false);
+        assert.equal(verified.invalidReason, "invalid_network");
+        const settled = await facilitator.settle(payload, requirements);
+        assert.equal(settled.success, false);
+        assert.equal(settled.errorReason, "invalid_network");
+        assert.equal(
+          await chain.usdcBalance("production", buyer.address.toLowerCase() as `0x${string}`),
+          before,
+          "no production USDC moved",
+        );
+      },
+    );
 
     await t.step("the agent port replaced through x402Module's wiring", async () => {
       const recorded: X402PaymentRecord[] = [];

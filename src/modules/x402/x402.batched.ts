@@ -108,7 +108,10 @@ async function withBatchedOffer(
   const listing = await cachedListing(deps, input.slug);
   const offer = batchedRequirement(deps, x402Profile(deps), listing);
   const accepts = [...(out.v2.accepts as unknown[]), offer];
-  return { ...out, v2: { ...out.v2, ...(error ? { error } : {}), accepts } };
+  // The refusal's reason in both forms (the v1 body said the header was missing).
+  return error
+    ? { ...out, v2: { ...out.v2, error, accepts }, v1: { ...out.v1, error } }
+    : { ...out, v2: { ...out.v2, accepts } };
 }
 
 async function batchedCall(

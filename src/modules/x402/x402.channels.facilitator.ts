@@ -12,7 +12,7 @@ import { checksum, lower } from "../../chain/address.ts";
 import type { ClaimRow } from "../../chain/index.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
-import { profileOfNetwork } from "./x402.exact.ts";
+import { profileOfNetwork, x402Profiles } from "./x402.exact.ts";
 import type { FacilitatorRequest } from "./x402.standard.ts";
 import type { X402Deps } from "./x402.context.ts";
 import * as x402Repo from "./x402.repo.ts";
@@ -38,7 +38,7 @@ type Answer = Record<string, unknown>;
 /** `/supported` plus the scheme on every chain that has the contract. */
 export async function withChannelKinds<T extends { kinds: unknown[] }>(deps: X402Deps, s: T) {
   const kinds: unknown[] = [];
-  for (const p of deps.chain.profiles()) {
+  for (const p of x402Profiles(deps)) {
     if (!(await available(deps, p))) continue;
     kinds.push({
       x402Version: 2,

@@ -13,7 +13,11 @@ import type { ProfileName } from "../../chain/profiles.ts";
 import * as repo from "./x402.repo.ts";
 import { authorizationTerms, nowSeconds, settlementIntent } from "./x402.rules.ts";
 import type { Address, X402PaymentRecord } from "./x402.types.ts";
-import { MAX_AUTHORIZATION_SECONDS, MIN_VALID_FOR_SECONDS } from "./x402.context.ts";
+import {
+  MAX_AUTHORIZATION_SECONDS,
+  MIN_VALID_FOR_SECONDS,
+  X402_PROFILE,
+} from "./x402.context.ts";
 
 /** How long a standard client's authorization should stay valid (its validBefore - now). */
 export const MAX_TIMEOUT_SECONDS = 120;
@@ -32,7 +36,13 @@ export interface ExactRequirements {
 export function profileOfNetwork(deps: Pick<Deps, "chain">, network: string): ProfileName | null {
   const m = /^eip155:([0-9]{1,12})$/.exec(network);
   if (!m) return null;
-  return deps.chain.profiles().find((p) => deps.chain.chainId(p) === Number(m[1])) ?? null;
+  // x402 lives on the testnet (README): the facilitator too, whatever network a payment names.
+  return x402Profiles(deps).find((p) => deps.chain.chainId(p) === Number(m[1])) ?? null;
+}
+
+/** The chains x402 runs on: the testnet alone, when it is configured. */
+export function x402Profiles(deps: Pick<Deps, "chain">): ProfileName[] {
+  return deps.chain.has(X402_PROFILE) ? [X402_PROFILE] : [];
 }
 
 export function exactRequirements(

@@ -6,7 +6,8 @@
  * nothing and a replay is refused before anything is called or broadcast.
  */
 import { DomainError } from "../../errors.ts";
-import { checksum } from "../../chain/address.ts";
+import { checksum, lower } from "../../chain/address.ts";
+import * as repo from "./x402.repo.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
 import {
   claimExact,
@@ -16,6 +17,7 @@ import {
   settleExact,
   settleResponse,
   verifyExact,
+  x402Profiles,
 } from "./x402.exact.ts";
 import { cachedListing } from "./x402.listings.ts";
 import { callForAttempt, settleAttempt, type X402Deps, x402Profile } from "./x402.service.ts";
@@ -165,14 +167,14 @@ function requirementsOf(r: FacilitatorRequest["paymentRequirements"]) {
   return { network: r.network, payTo: r.payTo, amount: BigInt(amount), asset: r.asset };
 }
 
-/** The facilitator's /supported: `exact` on every chain we run, v1 and v2. */
+/** The facilitator's /supported: `exact` on x402's chain (the testnet), v1 and v2. */
 export function supported(deps: X402Deps) {
-  const kinds = deps.chain.profiles().flatMap((p) => {
+  const kinds = x402Profiles(deps).flatMap((p) => {
     const network = `eip155:${deps.chain.chainId(p)}`;
     return [2, 1].map((x402Version) => ({ x402Version, scheme: "exact", network }));
   });
   const signers: Record<string, string[]> = {};
-  for (const p of deps.chain.profiles()) {
+  for (const p of x402Profiles(deps)) {
     const op = deps.chain.runtime(p).operator?.address;
     if (op) signers[`eip155:${deps.chain.chainId(p)}`] = [op];
   }
@@ -190,6 +192,15 @@ export async function facilitatorVerify(deps: X402Deps, r: FacilitatorRequest) {
   };
 }
 
+/** The facilitator's refusal of a payment to an address that is not the calling merchant's. */
+export const NOT_YOURS = "invalid_exact_evm_recipient_not_yours";
+
+async function paysMerchant(deps: X402Deps, m: MerchantRow, payTo: string): Promise<boolean> {
+  const to = lower(payTo);
+  return (m.walletAddress !== null && lower(m.walletAddress) === to) ||
+    await repo.isSellerOf(deps.sql, m.id, to);
+}
+
 /** Verifies, claims and settles a seller's payment; recorded under the merchant. */
 export async function facilitatorSettle(deps: X402Deps, m: MerchantRow, r: FacilitatorRequest) {
   const req = requirementsOf(r.paymentRequirements);
@@ -198,6 +209,11 @@ export async function facilitatorSettle(deps: X402Deps, m: MerchantRow, r: Facil
   const v = await verifyExact(deps, r.paymentPayload, req);
   if (!v.isValid) {
     return settleResponse(network, { errorReason: v.invalidReason, payer: v.payer });
+  }
+  // Settled on our operator's gas and recorded under the merchant: only to the merchant's own
+  // payout wallet or listing sellers (as channels refuse a receiver that is not theirs).
+  if (!(await paysMerchant(deps, m, req.payTo))) {
+    return settleResponse(network, { errorReason: NOT_YOURS, payer: v.payer });
   }
   const attempt = await claimExact(deps, v, {
     listingId: null,
