@@ -13,11 +13,7 @@ import type { ProfileName } from "../../chain/profiles.ts";
 import * as repo from "./x402.repo.ts";
 import { authorizationTerms, nowSeconds, settlementIntent } from "./x402.rules.ts";
 import type { Address, X402PaymentRecord } from "./x402.types.ts";
-import {
-  MAX_AUTHORIZATION_SECONDS,
-  MIN_VALID_FOR_SECONDS,
-  X402_PROFILE,
-} from "./x402.context.ts";
+import { MAX_AUTHORIZATION_SECONDS, MIN_VALID_FOR_SECONDS, X402_PROFILE } from "./x402.context.ts";
 
 /** How long a standard client's authorization should stay valid (its validBefore - now). */
 export const MAX_TIMEOUT_SECONDS = 120;
