@@ -136,17 +136,24 @@ Deno.test("x402 standard protocol: @x402/fetch client, v1, facilitator, agent po
 
     const now = () => BigInt(Math.floor(svc.clock.now().getTime() / 1000));
     const signExact = async (
-      over: { value?: bigint; to?: string; nonce?: Hex; validBefore?: bigint } = {},
+      over: {
+        value?: bigint;
+        to?: string;
+        nonce?: Hex;
+        validBefore?: bigint;
+        account?: typeof buyer;
+      } = {},
     ) => {
+      const payer = over.account ?? buyer;
       const authorization = {
-        from: buyer.address,
+        from: payer.address,
         to: getAddress(over.to ?? seller.walletAddress!),
         value: over.value ?? 250_000n,
         validAfter: now() - 600n,
         validBefore: over.validBefore ?? now() + 120n,
         nonce: over.nonce ?? toHex(crypto.getRandomValues(new Uint8Array(32))),
       };
-      const signature = await buyer.signTypedData({
+      const signature = await payer.signTypedData({
         domain: chain.gateway.domain(X402_PROFILE, "usdc"),
         types: TRANSFER_WITH_AUTHORIZATION_TYPES,
         primaryType: "TransferWithAuthorization",
@@ -214,6 +221,37 @@ Deno.test("x402 standard protocol: @x402/fetch client, v1, facilitator, agent po
           assert.equal(JSON.parse(atob(r.headers.get("payment-required")!)).error, reason);
         }
         assert.equal(await txCount(), sent);
+      },
+    );
+
+    await t.step(
+      "one wallet, 10 authorizations at once, 2 calls' worth: 2 served and settled, 8 refused",
+      async () => {
+        const poor = privateKeyToAccount(generatePrivateKey());
+        await chain.mintUsdc({
+          profile: X402_PROFILE,
+          to: poor.address.toLowerCase() as `0x${string}`,
+          amount: 500_000n,
+        });
+        const sent = await txCount();
+        const seen = calls.length;
+        const headers = await Promise.all(
+          Array.from({ length: 10 }, async () => v1Header(await signExact({ account: poor }))),
+        );
+        const answers = await Promise.all(headers.map(async (h) => {
+          const r = await fetch(resource, { headers: { "X-PAYMENT": h } });
+          return { status: r.status, body: await r.json() };
+        }));
+        const paid = answers.filter((a) => a.status === 200);
+        const refused = answers.filter((a) => a.status === 402);
+        assert.equal(paid.length, 2, JSON.stringify(answers));
+        assert.equal(refused.length, 8, JSON.stringify(answers));
+        for (const r of refused) {
+          assert.equal(r.body.error, "invalid_exact_evm_insufficient_balance");
+        }
+        assert.equal(calls.length, seen + 2, "the upstream served the paid calls only");
+        assert.equal(await txCount(), sent + 2, "no settlement sent that could revert");
+        assert.equal(await usdcOf(poor.address), 0n);
       },
     );
 

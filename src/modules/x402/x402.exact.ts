@@ -11,6 +11,8 @@ import { DomainError } from "../../errors.ts";
 import { checksum, isAddress, lower } from "../../chain/address.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 import * as repo from "./x402.repo.ts";
+import { withClaim } from "../../db/claims.ts";
+import { usdcClaim } from "../wallets/wallets.service.ts";
 import { authorizationTerms, nowSeconds, settlementIntent } from "./x402.rules.ts";
 import type { Address, X402PaymentRecord } from "./x402.types.ts";
 import { MAX_AUTHORIZATION_SECONDS, MIN_VALID_FOR_SECONDS, X402_PROFILE } from "./x402.context.ts";
@@ -159,7 +161,15 @@ export async function verifyExact(
   return { isValid: true, payer, profile, chainId: deps.chain.chainId(profile), payload };
 }
 
-/** Claims the verified payment as PENDING; null when it is already in flight or spent. */
+/**
+ * Claims the verified payment as PENDING: "used" when (payer, nonce) is already in flight or
+ * spent, "insufficient" when the payer's USDC less its other `exact` payments in flight cannot
+ * cover it. Under the payer's USDC claim (every process; the one the service's own spends of a
+ * managed wallet take), so concurrent authorizations of one wallet are counted against one
+ * balance: verification alone read the balance for each, so a wallet holding one call's worth
+ * had the upstream serve twenty calls and our operator pay gas for nineteen reverted
+ * settlements (an outside audit, 2026-11-30).
+ */
 export async function claimExact(
   deps: Deps,
   v: Extract<Verification, { isValid: true }>,
@@ -169,14 +179,22 @@ export async function claimExact(
     merchantId: string | null;
     agentId: string | null;
   },
-): Promise<X402PaymentRecord | null> {
+): Promise<X402PaymentRecord | "used" | "insufficient"> {
   const a = v.payload.authorization;
-  return await repo.claimAttempt(deps.sql, {
-    ...ctx,
-    scheme: "exact",
-    chainId: v.chainId,
-    ...authorizationTerms(a),
-    now: deps.clock.now(),
+  return await withClaim(deps.sql, usdcClaim(deps, v.profile, a.from), async () => {
+    const [balance, inFlight] = await Promise.all([
+      deps.chain.usdcBalance(v.profile, a.from),
+      repo.exactInFlight(deps.sql, v.chainId, a.from),
+    ]);
+    if (balance - inFlight < a.value) return "insufficient";
+    const row = await repo.claimAttempt(deps.sql, {
+      ...ctx,
+      scheme: "exact",
+      chainId: v.chainId,
+      ...authorizationTerms(a),
+      now: deps.clock.now(),
+    });
+    return row ?? "used";
   });
 }
 

@@ -136,6 +136,14 @@ export async function claimAttempt(sql: Db, a: NewAttempt): Promise<X402PaymentR
   return row ?? null;
 }
 
+/** USDC the payer's `exact` payments in flight (claimed, not settled or failed) will move. */
+export async function exactInFlight(sql: Db, chainId: number, payer: string): Promise<bigint> {
+  const [row] = await sql<{ total: bigint }[]>`
+    select coalesce(sum(amount), 0)::bigint as total from x402_payments
+    where chain_id = ${chainId} and scheme = 'exact' and payer = ${payer} and status = 'PENDING'`;
+  return BigInt(row.total);
+}
+
 /**
  * A PENDING gateway attempt (POST /api/x402/pay) and its hold on the payer's mirrored vault
  * balance (x402_gateway_accounts, shared with the batched charges), in ONE statement: "no_funds"

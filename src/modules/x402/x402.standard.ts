@@ -119,7 +119,8 @@ export async function standardCall(deps: X402Deps, input: StandardCall): Promise
     merchantId: listing.merchantId,
     agentId: input.agentId ?? null,
   });
-  if (!attempt) return required("invalid_exact_evm_nonce_already_used");
+  if (attempt === "used") return required("invalid_exact_evm_nonce_already_used");
+  if (attempt === "insufficient") return required("invalid_exact_evm_insufficient_balance");
 
   const url = new URL(listing.upstreamUrl);
   if (input.query) {
@@ -221,9 +222,11 @@ export async function facilitatorSettle(deps: X402Deps, m: MerchantRow, r: Facil
     merchantId: m.id,
     agentId: null,
   });
-  if (!attempt) {
+  if (attempt === "used" || attempt === "insufficient") {
     return settleResponse(network, {
-      errorReason: "invalid_exact_evm_nonce_already_used",
+      errorReason: attempt === "used"
+        ? "invalid_exact_evm_nonce_already_used"
+        : "invalid_exact_evm_insufficient_balance",
       payer: v.payer,
     });
   }
