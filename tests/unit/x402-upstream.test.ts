@@ -5,7 +5,11 @@
  * real HTTP server.
  */
 import assert from "node:assert/strict";
-import { callUpstream, UPSTREAM_MAX_BYTES } from "../../src/modules/x402/x402.upstream.ts";
+import {
+  callUpstream,
+  UPSTREAM_MAX_BYTES,
+  upstreamRefusal,
+} from "../../src/modules/x402/x402.upstream.ts";
 
 Deno.test("x402 upstream client under the `any` policy", async (t) => {
   const hang = Promise.withResolvers<void>();
@@ -79,7 +83,15 @@ Deno.test("x402 upstream client under the `any` policy", async (t) => {
         const r = await call(path);
         assert.deepEqual(r.ok, false, path);
         assert.deepEqual(!r.ok && r.error, "upstream body larger than 1 MiB", path);
+        // The buyer's answer says what went wrong, not "Upstream API returned 200".
+        assert.ok(!r.ok);
+        const refusal = upstreamRefusal(r);
+        assert.equal(refusal.code, "x402_upstream_unreachable", path);
+        assert.equal(refusal.details.hint, "upstream body larger than 1 MiB");
       }
+      const busy = await call("/busy");
+      assert.ok(!busy.ok);
+      assert.equal(upstreamRefusal(busy).code, "x402_upstream_failed");
     });
 
     await t.step("an upstream that never answers times out", async () => {

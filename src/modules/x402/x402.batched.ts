@@ -16,7 +16,7 @@ import { UPSTREAM_TIMEOUT_MS, type X402Deps, x402Profile } from "./x402.context.
 import { cachedListing } from "./x402.listings.ts";
 import type { ListingRow } from "./x402.repo.ts";
 import { authorizationTerms, nowSeconds } from "./x402.rules.ts";
-import { callUpstream } from "./x402.upstream.ts";
+import { callUpstream, upstreamRefusal } from "./x402.upstream.ts";
 import type { StandardCall, StandardOutcome } from "./x402.standard.ts";
 import { channelAwareCall, type ChannelOutcome } from "./x402.channels.ts";
 import * as repo from "./x402.batched.repo.ts";
@@ -201,10 +201,7 @@ async function batchedCall(
       upstreamStatus: up.status ?? null,
       now: deps.clock.now(),
     });
-    if (up.status !== undefined) {
-      throw new DomainError("x402_upstream_failed", { upstreamStatus: up.status });
-    }
-    throw new DomainError("x402_upstream_unreachable", { hint: up.error });
+    throw upstreamRefusal(up);
   }
   const paid = {
     kind: "paid" as const,

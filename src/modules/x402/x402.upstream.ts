@@ -31,7 +31,8 @@ export type UpstreamResult =
  * (`Upstream API returned 503`), or why it was not reached.
  */
 export function upstreamRefusal(up: Extract<UpstreamResult, { ok: false }>): DomainError {
-  return up.status !== undefined
+  // A success status whose answer failed (a body over the cap) is not "returned 200".
+  return up.status !== undefined && (up.status < 200 || up.status > 299)
     ? new DomainError("x402_upstream_failed", { upstreamStatus: up.status })
     : new DomainError("x402_upstream_unreachable", { hint: up.error });
 }
