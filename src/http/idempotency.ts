@@ -5,9 +5,11 @@
  * - The key is scoped to the credential (API key, merchant session, or client address).
  * - Same key and same request (method, path, body) → the stored status and body again, with
  *   `Idempotent-Replayed: true`. Same key, other request → 400. Still running → 409.
- * - A response is stored only once the handler ran, and kept 24 hours. 400, 5xx, 408 and 429
- *   answers are not stored: the request may be retried with the same key (a 400 is refused input,
- *   and a refusal writes nothing, so the corrected request may take the key, as with Stripe).
+ * - A response is stored only once the handler ran, and kept 24 hours. 400, 5xx, 408, 409 and
+ *   429 answers are not stored: the request may be retried with the same key (a 400 is refused
+ *   input, and a refusal writes nothing, so the corrected request may take the key, as with
+ *   Stripe; a 409 refuses for now: another request acting on the resource, or a crashed one's
+ *   claim not lapsed yet, after which the retry must run and find what was done).
  * - Stored bodies are sealed (AES-256-GCM) with a key derived from the server secret and the
  *   Idempotency-Key itself, which is stored only as a hash: a response that carries an API key
  *   is unreadable from the database alone.
@@ -134,7 +136,7 @@ async function runClaimed(
     throw e;
   }
   const status = c.res.status;
-  if (status >= 500 || status === 400 || status === 408 || status === 429) {
+  if (status >= 500 || status === 400 || status === 408 || status === 409 || status === 429) {
     await repo.release(deps.sql, k.scope, k.keyHash);
     return "run";
   }

@@ -122,6 +122,27 @@ Deno.test("idempotency keys", async (t) => {
       assert.equal(probe.effects.length, 3, "without a key every request runs");
     });
 
+    await t.step(
+      "a 409 answer is not stored: a retry runs once the conflict has passed",
+      async () => {
+        // A 409 refuses for now (another request is acting on the resource; after a crash, the
+        // dead one's claim not lapsed yet): stored, it was replayed for good, even after the work
+        // it waited for was done.
+        const h = { "idempotency-key": "probe-409" };
+        const before = probe.effects.length;
+        probe.setAnswer(409);
+        const a = await call("POST", "/api/probe", { body: { x: 9 }, headers: h });
+        assert.equal(a.status, 409);
+        probe.setAnswer(201);
+        const b = await call("POST", "/api/probe", { body: { x: 9 }, headers: h });
+        assert.equal(b.status, 201);
+        assert.equal(b.headers.get("idempotent-replayed"), null);
+        const c = await call("POST", "/api/probe", { body: { x: 9 }, headers: h });
+        assert.equal(c.headers.get("idempotent-replayed"), "true");
+        assert.equal(probe.effects.length, before + 2);
+      },
+    );
+
     await t.step("a 400 answer is not stored: the corrected request may take the key", async () => {
       const h = { "idempotency-key": "probe-400" };
       probe.setAnswer(400);
