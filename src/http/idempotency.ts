@@ -25,7 +25,7 @@ import { createHash, createHmac } from "node:crypto";
 import type { Deps } from "../deps.ts";
 import { ApiError } from "./errors.ts";
 import { M } from "./messages.ts";
-import type { AuthEnv } from "./auth.ts";
+import type { Auth, AuthEnv } from "./auth.ts";
 import { clientAddress } from "./rate-limit.ts";
 import * as repo from "./idempotency.repo.ts";
 import { withClaim } from "../db/claims.ts";
@@ -44,7 +44,7 @@ export function idempotent(deps: Deps): MiddlewareHandler<AuthEnv> {
     const key = c.req.header("idempotency-key");
     if (key === undefined) return await next();
     if (!KEY_PATTERN.test(key)) throw new ApiError(400, M.idempotencyKeyInvalid);
-    const scope = c.get("auth")?.subject ?? `ip:${clientAddress(c, deps.config)}`;
+    const scope = idempotencyScope(c.get("auth")) ?? `ip:${clientAddress(c, deps.config)}`;
     const keyHash = sha256(key);
     const url = new URL(c.req.url);
     const requestHash = sha256(
@@ -74,6 +74,19 @@ export function idempotent(deps: Deps): MiddlewareHandler<AuthEnv> {
     }
     if (replay instanceof Response) return replay;
   };
+}
+
+/**
+ * Whose keys these are: the credential, and for a merchant session also its mode (a session
+ * switches between test and live; a key's environment is its own). Without the mode, a live-mode
+ * request replayed the answer a test-mode one got under the same key: a testnet payment link, or
+ * a testnet withdrawal, as the live result (an outside audit, 2026-11-30).
+ */
+export function idempotencyScope(auth: Auth | undefined): string | undefined {
+  if (!auth) return undefined;
+  return auth.via === "cookie" && auth.environment
+    ? `${auth.subject}:${auth.environment}`
+    : auth.subject;
 }
 
 interface Keyed {

@@ -7,6 +7,7 @@ import { modules } from "../../src/modules/index.ts";
 import { guard } from "../../src/http/auth.ts";
 import { idempotent } from "../../src/http/idempotency.ts";
 import { readJsonObject } from "../../src/http/body.ts";
+import { setSessionMode } from "../../src/modules/merchants/merchants.service.ts";
 import type { AppModule } from "../../src/modules/index.ts";
 
 /** A route whose effect is counted and whose answer the test chooses. */
@@ -104,6 +105,41 @@ Deno.test("idempotency keys", async (t) => {
       const r = await call("POST", "/api/keys", { cookie: other.cookie, body, headers });
       assert.equal(r.status, 201);
       assert.equal(r.headers.get("idempotent-replayed"), null);
+    });
+
+    await t.step("a merchant session's keys are scoped to its mode too", async () => {
+      // One session switched from test to live mode: the same key and request is a new live
+      // request, not the test-mode answer again (it answered the testnet link before).
+      const token = m.cookie.split("=")[1];
+      const sid = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).sid;
+      const h = { "idempotency-key": "link-per-mode" };
+      const link = { amount: "2.50", description: "per mode" };
+      await setSessionMode(svc.deps, sid, "test");
+      const test = await call("POST", "/api/merchant/payment-link", {
+        cookie: m.cookie,
+        body: link,
+        headers: h,
+      });
+      assert.equal(test.status, 201, test.text);
+      await setSessionMode(svc.deps, sid, "live");
+      const live = await call("POST", "/api/merchant/payment-link", {
+        cookie: m.cookie,
+        body: link,
+        headers: h,
+      });
+      assert.equal(live.status, 201, live.text);
+      assert.equal(live.headers.get("idempotent-replayed"), null);
+      assert.notEqual(live.json.reference, test.json.reference);
+      const again = await call("POST", "/api/merchant/payment-link", {
+        cookie: m.cookie,
+        body: link,
+        headers: h,
+      });
+      assert.equal(again.headers.get("idempotent-replayed"), "true");
+      assert.equal(again.json.reference, live.json.reference);
+      const [row] = await svc.db.sql`select chain_id from payments where reference = ${live.json
+        .reference as string}`;
+      assert.equal(row.chainId, svc.deps.chain.chainId("production"));
     });
 
     await t.step("a 5xx answer is not stored: the retry runs the handler again", async () => {
