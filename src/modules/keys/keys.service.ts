@@ -158,8 +158,11 @@ export async function revokeKey(deps: Deps, merchantId: string, id: string) {
   if (!row) throw new DomainError("key_not_found");
   if (row.revokedAt) throw new DomainError("key_already_revoked");
   if (row.kind === "merchant") throw new DomainError("merchant_key_not_revocable");
-  await repo.revoke(deps.sql, row.id, deps.clock.now());
-  return publicKey({ ...row, revokedAt: deps.clock.now() });
+  // One conditional write decides: a concurrent revoke that got there first leaves us nothing,
+  // and we answer as a revoke after it would. The answer is the stored row.
+  const revoked = await repo.revoke(deps.sql, row.id, deps.clock.now());
+  if (!revoked) throw new DomainError("key_already_revoked");
+  return publicKey(revoked);
 }
 
 /** A replacement with the same kind, environment, label and scopes; the old key is revoked. */
