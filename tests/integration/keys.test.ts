@@ -182,6 +182,25 @@ Deno.test("api keys: create, list, revoke, rotate", async (t) => {
       }
     });
 
+    await t.step(
+      "concurrent rotations of one key: one 201, every other the sequential 400",
+      async () => {
+        const keys = async () =>
+          (await svc.db.sql`select count(*)::int as n from api_keys where merchant_id = ${m.id}`)[0]
+            .n;
+        const before = await keys();
+        const { id, answers } = await racing("POST", (id) => `/api/keys/${id}/rotate`, 6);
+        const won = answers.filter((a) => a.status === 201);
+        assert.equal(won.length, 1, JSON.stringify(answers.map((a) => a.status)));
+        for (const a of answers.filter((a) => a.status !== 201)) {
+          assert.deepEqual([a.status, a.json.error], [400, "This API key is already revoked."]);
+        }
+        const [row] = await svc.db.sql`select replaced_by from api_keys where id = ${id}`;
+        assert.equal(row.replacedBy, (won[0].json.key as { id: string }).id);
+        assert.equal(await keys(), before + 2, "the raced key and one replacement");
+      },
+    );
+
     await t.step("one merchant's key cannot touch another merchant's keys", async () => {
       const other = await createMerchant(svc);
       const target = created["publishable-live"];

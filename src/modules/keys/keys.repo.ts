@@ -85,6 +85,20 @@ export async function findForMerchant(
   return row ?? null;
 }
 
+/**
+ * The key, its row locked until the transaction ends: a concurrent rotation or revoke of it
+ * waits, then reads what this one left.
+ */
+export async function lockForMerchant(
+  tx: Db,
+  merchantId: string,
+  id: string,
+): Promise<KeyRow | null> {
+  const [row] = await tx<KeyRow[]>`
+    select * from api_keys where id = ${id} and merchant_id = ${merchantId} for update`;
+  return row ?? null;
+}
+
 export async function listForMerchant(sql: Db, merchantId: string): Promise<KeyRow[]> {
   return await sql<KeyRow[]>`
     select * from api_keys where merchant_id = ${merchantId} order by created_at desc, id`;

@@ -165,16 +165,20 @@ export async function revokeKey(deps: Deps, merchantId: string, id: string) {
   return publicKey(revoked);
 }
 
-/** A replacement with the same kind, environment, label and scopes; the old key is revoked. */
+/**
+ * A replacement with the same kind, environment, label and scopes; the old key is revoked.
+ * Under the old key's row lock: concurrent rotations (and revokes) of one key take turns, so the
+ * ones after the first find it revoked and answer as a rotation after it would (400).
+ */
 export async function rotateKey(deps: Deps, merchantId: string, id: string) {
   return await deps.sql.begin(async (tx) => {
-    const row = isUuid(id) ? await repo.findForMerchant(tx, merchantId, id) : null;
+    const row = isUuid(id) ? await repo.lockForMerchant(tx, merchantId, id) : null;
     if (!row) throw new DomainError("key_not_found");
     if (row.revokedAt) throw new DomainError("key_already_revoked");
     const now = deps.clock.now();
     const issued = await issueKey(tx, now, merchantId, row);
     if (!(await repo.revoke(tx, row.id, now, issued.row.id))) {
-      throw new DomainError("key_revoked_concurrently");
+      throw new DomainError("key_already_revoked"); // not while we hold its lock
     }
     return { key: { ...publicKey(issued.row), key: issued.key }, revokedKeyId: row.id };
   });
