@@ -51,7 +51,6 @@ export const ERROR_CODES = [
   // API keys
   "key_not_found",
   "key_already_revoked",
-  "key_revoked_concurrently",
   "merchant_key_not_revocable",
   // Consumer sessions
   "consumer_address_invalid",

@@ -72,8 +72,6 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
 
   key_not_found: { status: 404, text: M.keyNotFound },
   key_already_revoked: { status: 400, text: M.keyAlreadyRevoked },
-  // Revoked by a concurrent request between our read and our write.
-  key_revoked_concurrently: { status: 409, text: M.keyAlreadyRevoked },
   merchant_key_not_revocable: { status: 400, text: M.merchantKeyRevoke },
 
   consumer_address_invalid: { status: 400, text: M.consumerAddress },

@@ -13,6 +13,9 @@
  * - Stored bodies are sealed (AES-256-GCM) with a key derived from the server secret and the
  *   Idempotency-Key itself, which is stored only as a hash: a response that carries an API key
  *   is unreadable from the database alone.
+ * - Only the status and body are stored, never headers. A route whose answer also sets a session
+ *   cookie gives `onReplay`, which sets a fresh one on the replay from the stored body (the
+ *   consumer session: a new token for the recorded account), so no live token is kept.
  * - The request that runs holds the key's claim (src/db/claims.ts), a lease its process extends
  *   while it works. A request that finds the key in progress while the claim is held answers 409;
  *   one that finds it in progress with the claim lapsed (its owner died: kill -9, a crash) takes
@@ -39,7 +42,15 @@ const TTL_MS = 24 * 3600 * 1000;
 export const IDEMPOTENCY_LEASE_MS = 15_000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
-export function idempotent(deps: Deps): MiddlewareHandler<AuthEnv> {
+/**
+ * What a replay adds that the stored body cannot carry (a session cookie), set on `c` from the
+ * stored status and body; runs under the key's claim, before the stored answer is sent.
+ */
+export type ReplayHook = (
+  x: { c: Context<AuthEnv>; deps: Deps; status: number; body: unknown },
+) => void | Promise<void>;
+
+export function idempotent(deps: Deps, onReplay?: ReplayHook): MiddlewareHandler<AuthEnv> {
   return async (c, next) => {
     const key = c.req.header("idempotency-key");
     if (key === undefined) return await next();
@@ -61,7 +72,7 @@ export function idempotent(deps: Deps): MiddlewareHandler<AuthEnv> {
         `idempotency:${scope}:${keyHash}`,
         () => {
           claimed = true;
-          return runClaimed(deps, k, next, c);
+          return runClaimed(deps, k, next, c, onReplay);
         },
         { ttlMs: IDEMPOTENCY_LEASE_MS, waitMs: 0 },
       );
@@ -105,6 +116,7 @@ async function runClaimed(
   k: Keyed,
   next: () => Promise<void>,
   c: Context<AuthEnv>,
+  onReplay: ReplayHook | undefined,
 ): Promise<Response | "run"> {
   for (let round = 0;; round++) {
     const now = deps.clock.now();
@@ -133,12 +145,12 @@ async function runClaimed(
       break;
     }
     const body = await unseal(deps, k.scope, k.key, prior.responseSealed!, prior.responseIv!);
-    return new Response(body, {
-      status: prior.responseStatus!,
-      headers: {
-        "content-type": "application/json; charset=UTF-8",
-        "idempotent-replayed": "true",
-      },
+    const status = prior.responseStatus!;
+    if (onReplay) await onReplay({ c, deps, status, body: JSON.parse(body) });
+    // Through `c`, so what the hook set (a cookie) goes with the stored answer.
+    return c.body(body, status as never, {
+      "content-type": "application/json; charset=UTF-8",
+      "idempotent-replayed": "true",
     });
   }
 

@@ -22,7 +22,7 @@ import type { MerchantRow } from "../modules/merchants/merchants.types.ts";
 import { type AuthEnv, guard, type GuardOptions, merchantOf, profileOf } from "./auth.ts";
 import { type ParseOptions, parseWith, presentQuery, readJsonObject } from "./body.ts";
 import { type Credential, parseOrThrow, type ResponseDoc, type RouteDoc } from "./contract.ts";
-import { idempotent } from "./idempotency.ts";
+import { idempotent, type ReplayHook } from "./idempotency.ts";
 
 export type Method = RouteDoc["method"];
 
@@ -108,6 +108,8 @@ export interface RouteSpec<B extends z.ZodType, Q extends z.ZodType, I = z.outpu
   tag: string;
   auth: RouteAuth;
   idempotent?: boolean;
+  /** An idempotent route's replay: what its stored body cannot carry (a session cookie). */
+  onReplay?: ReplayHook;
   /** The body schema (the document's; `bodyFor` when the live one depends on configuration). */
   body?: B;
   bodyFor?: (deps: Deps) => B;
@@ -254,7 +256,7 @@ export function mountRoutes(deps: Deps, routes: ApiRoute[]): Hono<AuthEnv> {
   const once = idempotent(deps);
   for (const r of routes) {
     const chain: MiddlewareHandler<AuthEnv>[] = [guardOf(deps, r.auth)];
-    if (r.idempotent) chain.push(once);
+    if (r.idempotent) chain.push(r.onReplay ? idempotent(deps, r.onReplay) : once);
     chain.push(handle(deps, r));
     app.on(r.method.toUpperCase(), [r.path], ...chain);
   }

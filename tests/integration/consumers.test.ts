@@ -78,6 +78,43 @@ Deno.test("consumer sessions", async (t) => {
       assert.equal(acc.lastSeenAt, svc.clock.now().toISOString());
     });
 
+    await t.step(
+      "a replay with the same Idempotency-Key answers the first body and a session for its account",
+      async () => {
+        const accounts = async () =>
+          (await svc.db.sql`select count(*)::int as n from consumers`)[0].n;
+        for (
+          const body of [undefined, { walletAddress: "0x00000000000000000000000000000000000beef1" }]
+        ) {
+          const headers = { "idempotency-key": `consumer-${crypto.randomUUID()}` };
+          const first = await call("POST", "/api/consumer/session", { headers, body });
+          assert.equal(first.status, 200, first.text);
+          const before = await accounts();
+          svc.clock.advance(3600_000);
+          const replay = await call("POST", "/api/consumer/session", { headers, body });
+          assert.equal(replay.status, 200, replay.text);
+          assert.equal(replay.headers.get("idempotent-replayed"), "true");
+          assert.equal(replay.text, first.text);
+          assert.equal(await accounts(), before, "the replay made no account");
+          const set = replay.headers.getSetCookie().find((c) => c.startsWith("consumer_token="));
+          assert.ok(set, "the replay sets the session cookie");
+          assert.match(set, /HttpOnly/);
+          assert.match(set, /SameSite=Lax/);
+          assert.match(set, /Max-Age=2592000/);
+          const session = cookieFrom(replay.headers, "consumer_token")!;
+          // Issued at the replay (the token itself is not kept with the stored answer).
+          const payload = session.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+          assert.equal(JSON.parse(atob(payload)).iat, Math.floor(svc.clock.now().getTime() / 1000));
+          const me = await call("GET", "/api/consumer/session", { cookie: session });
+          assert.equal(me.status, 200, me.text);
+          assert.equal(
+            (me.json.account as { id: string }).id,
+            (first.json.account as { id: string }).id,
+          );
+        }
+      },
+    );
+
     await t.step("balance and activity come from the chain", async () => {
       const chain = svc.deps.chain;
       const addr = managedAddress.toLowerCase() as `0x${string}`;

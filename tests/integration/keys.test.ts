@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
+import { waitFor } from "../helpers/poll.ts";
 
 Deno.test("api keys: create, list, revoke, rotate", async (t) => {
   const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
@@ -140,6 +141,65 @@ Deno.test("api keys: create, list, revoke, rotate", async (t) => {
       const oldKey = await call("GET", "/api/keys", { headers: { "x-api-key": m.apiKey } });
       assert.deepEqual([oldKey.status, oldKey.json.error], [401, "Invalid API key"]);
     });
+
+    /**
+     * `n` calls of `path` for one key, all let go at once: the test holds the key's row lock
+     * until every call waits on it (so each has read the key as it was before), then lets go.
+     */
+    const racing = async (method: string, path: (id: string) => string, n: number) => {
+      const made = await call("POST", "/api/keys", {
+        cookie: m.cookie,
+        body: { type: "secret", environment: "test" },
+      });
+      const id = (made.json.key as { id: string }).id;
+      let calls: ReturnType<typeof call>[] = [];
+      await svc.db.sql.begin(async (tx) => {
+        await tx`select 1 from api_keys where id = ${id} for update`;
+        calls = Array.from({ length: n }, () => call(method, path(id), { cookie: m.cookie }));
+        await waitFor(async () => {
+          const [{ waiting }] = await svc.db.sql`
+            select count(*)::int as waiting from pg_stat_activity
+            where datname = current_database() and wait_event_type = 'Lock'
+              and query ilike '%api_keys%'`;
+          return waiting === n;
+        }, { what: `${n} calls waiting on the key's row` });
+      });
+      const answers = await Promise.all(calls);
+      return { id, answers };
+    };
+
+    await t.step("concurrent revokes of one key: one wins, reporting what is stored", async () => {
+      const { id, answers } = await racing("DELETE", (id) => `/api/keys/${id}`, 6);
+      const won = answers.filter((a) => a.status === 200);
+      assert.equal(won.length, 1, JSON.stringify(answers.map((a) => a.status)));
+      const [row] = await svc.db.sql`select revoked_at from api_keys where id = ${id}`;
+      assert.equal(
+        (won[0].json.key as { revokedAt: string }).revokedAt,
+        row.revokedAt.toISOString(),
+      );
+      for (const a of answers.filter((a) => a.status !== 200)) {
+        assert.deepEqual([a.status, a.json.error], [400, "This API key is already revoked."]);
+      }
+    });
+
+    await t.step(
+      "concurrent rotations of one key: one 201, every other the sequential 400",
+      async () => {
+        const keys = async () =>
+          (await svc.db.sql`select count(*)::int as n from api_keys where merchant_id = ${m.id}`)[0]
+            .n;
+        const before = await keys();
+        const { id, answers } = await racing("POST", (id) => `/api/keys/${id}/rotate`, 6);
+        const won = answers.filter((a) => a.status === 201);
+        assert.equal(won.length, 1, JSON.stringify(answers.map((a) => a.status)));
+        for (const a of answers.filter((a) => a.status !== 201)) {
+          assert.deepEqual([a.status, a.json.error], [400, "This API key is already revoked."]);
+        }
+        const [row] = await svc.db.sql`select replaced_by from api_keys where id = ${id}`;
+        assert.equal(row.replacedBy, (won[0].json.key as { id: string }).id);
+        assert.equal(await keys(), before + 2, "the raced key and one replacement");
+      },
+    );
 
     await t.step("one merchant's key cannot touch another merchant's keys", async () => {
       const other = await createMerchant(svc);

@@ -464,6 +464,44 @@ Deno.test("payroll API", async (t) => {
       const n =
         await sql`select count(*)::int as n from webhook_deliveries where reference = ${ref2}`;
       assert.equal(n[0].n, 1);
+
+      // One transaction reported for its request many times at once: one is accepted; every
+      // other is told the request is not pending any more, never that its transaction was used
+      // by another request (it was used by this one). Each round holds the first report on the
+      // batch's row until the others are sent, so their reads run around its commit (the audit's
+      // race, timing-dependent: without the fix one round in two showed it, and each of three
+      // runs of this file failed).
+      const r3 = await run({
+        recipients: [0.1, 0.2, 0.3].map((x) => ({ recipientSCA: fresh(), amount: String(x) })),
+      }, eh);
+      const reqs3 = ((await call("GET", "/api/merchant/wallet/sign-requests", { headers: eh }))
+        .json.signRequests as Record<string, string>[]).filter((x) =>
+          x.batchRef === r3.json.batchRef
+        );
+      assert.equal(reqs3.length, 3);
+      for (const req of reqs3) {
+        const paid = await send(req.recipientSCA, BigInt(req.amountUnits));
+        let first!: ReturnType<typeof submit>;
+        let rest: ReturnType<typeof submit>[] = [];
+        await sql.begin(async (tx) => {
+          await tx`select 1 from payroll_batches where batch_ref = ${req.batchRef} for update`;
+          first = submit(req.id, paid);
+          await waitFor(async () => {
+            const [{ waiting }] = await sql`
+              select count(*)::int as waiting from pg_stat_activity
+              where datname = current_database() and wait_event_type = 'Lock'
+                and query ilike '%payroll_batches%'`;
+            return waiting === 1;
+          }, { what: "the first report waiting on its batch" });
+          rest = Array.from({ length: 49 }, () => submit(req.id, paid));
+        });
+        const tally: Record<string, number> = {};
+        for (const x of await Promise.all([first, ...rest])) {
+          const k = `${x.status} ${x.json.error ?? ""}`;
+          tally[k] = (tally[k] ?? 0) + 1;
+        }
+        assert.deepEqual(tally, { "200 ": 1, [`409 ${M.signRequestNotPending}`]: 49 });
+      }
     });
 
     await t.step(

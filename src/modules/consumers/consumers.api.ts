@@ -38,6 +38,13 @@ export const consumersRoutes = [
       },
       ...errors([400, 409, 429]),
     },
+    // A replay (same Idempotency-Key and body) answers the stored body with a fresh cookie for
+    // the account it names: a client that lost the first answer still gets its session.
+    onReplay: async ({ c, deps, status, body }) => {
+      const id = status === 200 ? (body as { account?: { id?: unknown } }).account?.id : null;
+      const token = typeof id === "string" ? await service.resumeSession(deps, id) : null;
+      if (token) setSessionCookie(c, deps.config, CONSUMER_COOKIE, token, CONSUMER_SESSION_SECONDS);
+    },
     handler: async ({ c, deps, body }) => {
       const r = await service.startSession(deps, body.walletAddress);
       setSessionCookie(c, deps.config, CONSUMER_COOKIE, r.token, CONSUMER_SESSION_SECONDS);

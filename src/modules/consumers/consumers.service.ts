@@ -21,14 +21,21 @@ export async function startSession(deps: Deps, walletAddress: unknown) {
     if (!isAddress(walletAddress)) throw new DomainError("consumer_address_invalid");
     account = await repo.upsertExternal(deps.sql, lower(walletAddress), now);
   }
-  const token = await signToken(
-    deps.config,
-    "consumer",
-    { sub: account.id },
-    now,
-    CONSUMER_SESSION_SECONDS,
-  );
-  return { account, token };
+  return { account, token: await sessionToken(deps, account.id, now) };
+}
+
+/**
+ * A new session token for an account a session was started for: the cookie of an idempotent
+ * replay of `POST /api/consumer/session` (the stored answer keeps no token). Null when the
+ * account is gone.
+ */
+export async function resumeSession(deps: Deps, accountId: string): Promise<string | null> {
+  const account = await repo.findById(deps.sql, accountId);
+  return account ? await sessionToken(deps, account.id, deps.clock.now()) : null;
+}
+
+function sessionToken(deps: Deps, accountId: string, now: Date): Promise<string> {
+  return signToken(deps.config, "consumer", { sub: accountId }, now, CONSUMER_SESSION_SECONDS);
 }
 
 /** The account a consumer_token names; throws the spec's texts otherwise. */

@@ -85,6 +85,20 @@ export async function findForMerchant(
   return row ?? null;
 }
 
+/**
+ * The key, its row locked until the transaction ends: a concurrent rotation or revoke of it
+ * waits, then reads what this one left.
+ */
+export async function lockForMerchant(
+  tx: Db,
+  merchantId: string,
+  id: string,
+): Promise<KeyRow | null> {
+  const [row] = await tx<KeyRow[]>`
+    select * from api_keys where id = ${id} and merchant_id = ${merchantId} for update`;
+  return row ?? null;
+}
+
 export async function listForMerchant(sql: Db, merchantId: string): Promise<KeyRow[]> {
   return await sql<KeyRow[]>`
     select * from api_keys where merchant_id = ${merchantId} order by created_at desc, id`;
@@ -99,16 +113,21 @@ export async function activeMerchantKey(sql: Db, merchantId: string): Promise<Ke
   return row ?? null;
 }
 
+/**
+ * Revokes a key that is not revoked yet, in one statement: the stored row, or null when it was
+ * revoked already (by a concurrent request too: it waits for that one's row lock, then finds it
+ * revoked).
+ */
 export async function revoke(
   sql: Db,
   id: string,
   at: Date,
   replacedBy: string | null = null,
-): Promise<boolean> {
-  const rows = await sql`
+): Promise<KeyRow | null> {
+  const [row] = await sql<KeyRow[]>`
     update api_keys set revoked_at = ${at}, replaced_by = ${replacedBy}
-    where id = ${id} and revoked_at is null returning id`;
-  return rows.length === 1;
+    where id = ${id} and revoked_at is null returning *`;
+  return row ?? null;
 }
 
 /** Records use at most once a minute per key, so authentication rarely writes. */

@@ -158,20 +158,27 @@ export async function revokeKey(deps: Deps, merchantId: string, id: string) {
   if (!row) throw new DomainError("key_not_found");
   if (row.revokedAt) throw new DomainError("key_already_revoked");
   if (row.kind === "merchant") throw new DomainError("merchant_key_not_revocable");
-  await repo.revoke(deps.sql, row.id, deps.clock.now());
-  return publicKey({ ...row, revokedAt: deps.clock.now() });
+  // One conditional write decides: a concurrent revoke that got there first leaves us nothing,
+  // and we answer as a revoke after it would. The answer is the stored row.
+  const revoked = await repo.revoke(deps.sql, row.id, deps.clock.now());
+  if (!revoked) throw new DomainError("key_already_revoked");
+  return publicKey(revoked);
 }
 
-/** A replacement with the same kind, environment, label and scopes; the old key is revoked. */
+/**
+ * A replacement with the same kind, environment, label and scopes; the old key is revoked.
+ * Under the old key's row lock: concurrent rotations (and revokes) of one key take turns, so the
+ * ones after the first find it revoked and answer as a rotation after it would (400).
+ */
 export async function rotateKey(deps: Deps, merchantId: string, id: string) {
   return await deps.sql.begin(async (tx) => {
-    const row = isUuid(id) ? await repo.findForMerchant(tx, merchantId, id) : null;
+    const row = isUuid(id) ? await repo.lockForMerchant(tx, merchantId, id) : null;
     if (!row) throw new DomainError("key_not_found");
     if (row.revokedAt) throw new DomainError("key_already_revoked");
     const now = deps.clock.now();
     const issued = await issueKey(tx, now, merchantId, row);
     if (!(await repo.revoke(tx, row.id, now, issued.row.id))) {
-      throw new DomainError("key_revoked_concurrently");
+      throw new DomainError("key_already_revoked"); // not while we hold its lock
     }
     return { key: { ...publicKey(issued.row), key: issued.key }, revokedKeyId: row.id };
   });

@@ -224,10 +224,11 @@ export async function findSignRequest(
   return row ?? null;
 }
 
-/** Whether a transaction already paid a signature request. */
-export async function signTxUsed(sql: Db, txHash: string): Promise<boolean> {
-  const [row] = await sql`select 1 from payroll_recipients where sign_tx_hash = ${txHash}`;
-  return !!row;
+/** The signature request a transaction already paid, if any. */
+export async function signTxUsedBy(sql: Db, txHash: string): Promise<string | null> {
+  const [row] = await sql<{ requestId: string }[]>`
+    select request_id from payroll_recipients where sign_tx_hash = ${txHash}`;
+  return row?.requestId ?? null;
 }
 
 /** Marks a signature request paid by `txHash`; null when it was not pending any more. */

@@ -61,7 +61,11 @@ export async function submitSignRequest(
     : null;
   if (!req) throw new DomainError("sign_request_not_found");
   if (req.status !== "PENDING_SIGNATURE") throw new DomainError("sign_request_not_pending");
-  if (await repo.signTxUsed(deps.sql, txHash)) throw new DomainError("sign_tx_reused");
+  const usedBy = await repo.signTxUsedBy(deps.sql, txHash);
+  // Used by this very request: a concurrent report of it got there after our read above, and we
+  // answer as a report after that one would.
+  if (usedBy === req.requestId) throw new DomainError("sign_request_not_pending");
+  if (usedBy) throw new DomainError("sign_tx_reused");
   const p = req.profile as ProfileName;
   if (!deps.chain.has(p)) throw new DomainError("chain_not_configured");
   const mined = await deps.chain.payroll.usdcTransfersIn(p, txHash);
