@@ -373,7 +373,8 @@ export const M = {
   signTxReused: "This transaction was already used for another sign request.",
 
   // Dashboard
-  dashCsrf: "This form has expired or was not sent from this site. Reload the page and try again.",
+  dashCsrf:
+    "This form has expired (or the dashboard switched between live and test mode since it was shown), or was not sent from this site. Reload the page and try again.",
   dashWalletMissing:
     "No browser wallet was found. Install a wallet extension, or open this page in your wallet's browser.",
   dashWalletRejected: "The request was rejected in your wallet.",

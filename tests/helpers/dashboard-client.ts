@@ -36,6 +36,16 @@ export function tokenIn(html: string): string {
   return m[1];
 }
 
+/**
+ * A browser's forms carry the token of the page they came from: a whole page (not an htmx
+ * fragment) brings the token its later forms send. The token is bound to the session's mode, so
+ * a page shown after a mode switch carries a new one.
+ */
+function takeToken(b: Browser, html: string): void {
+  const m = /<meta name="csrf-token" content="([^"]+)"/.exec(html);
+  if (m) b.token = m[1];
+}
+
 export function dashboardClient(svc: TestService) {
   const get = async (b: Browser | null, path: string, headers: Record<string, string> = {}) => {
     const res = await fetch(`${svc.baseUrl}${path}`, {
@@ -43,7 +53,9 @@ export function dashboardClient(svc: TestService) {
       redirect: "manual",
     });
     if (b) remember(b, res.headers);
-    return { status: res.status, headers: res.headers, text: await res.text() };
+    const text = await res.text();
+    if (b) takeToken(b, text);
+    return { status: res.status, headers: res.headers, text };
   };
   const post = async (
     b: Browser,
@@ -66,7 +78,9 @@ export function dashboardClient(svc: TestService) {
       redirect: "manual",
     });
     remember(b, res.headers);
-    return { status: res.status, headers: res.headers, text: await res.text() };
+    const text = await res.text();
+    takeToken(b, text);
+    return { status: res.status, headers: res.headers, text };
   };
   /** A fresh browser opening `path`, with the merchant's session cookie when one is given. */
   const open = async (

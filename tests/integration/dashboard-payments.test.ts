@@ -518,6 +518,8 @@ Deno.test("dashboard payment pages over HTTP", async (t) => {
         });
         assert.equal(toLive.status, 303);
         assert.equal(toLive.headers.get("location"), "/dashboard/payments");
+        // The browser follows the redirect: the page shown in live mode brings its forms' token.
+        await d.get(b, "/dashboard/payments");
         const evil = await d.post(b, "/dashboard/mode", { mode: "live", back: "//evil.example/" });
         assert.equal(evil.headers.get("location"), "/dashboard");
         assert.match(expired.text, /data-status="EXPIRED"/);

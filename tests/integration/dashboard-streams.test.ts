@@ -7,6 +7,8 @@ import { startTestService } from "../helpers/service.ts";
 import { dashboardClient } from "../helpers/dashboard-client.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { rpc } from "../helpers/chain.ts";
+import { setSessionMode } from "../../src/modules/merchants/merchants.service.ts";
+import { M } from "../../src/http/messages.ts";
 
 const P = "production";
 
@@ -102,6 +104,42 @@ Deno.test("dashboard: Streams section", async (t) => {
       assert.equal(again.status, 400);
       assert.match(again.text, /Stream is already STOPPED\./);
     });
+    await t.step(
+      "a form shown in live mode is refused once the session switched to test",
+      async () => {
+        // The review was shown in live mode; another tab then switched the session to test mode.
+        // Confirming must not create the stream on the testnet (where the sender holds USDC too).
+        await chain.mintUsdc({
+          profile: "testnet",
+          to: sender as `0x${string}`,
+          amount: 5_000_000n,
+        });
+        const page = await d.get(b, "/dashboard/streams");
+        assert.equal(page.status, 200);
+        const liveToken = b.token;
+        const token = m.cookie.split("=")[1];
+        const sid = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).sid;
+        await setSessionMode(svc.deps, sid, "test");
+        const count = async () =>
+          (await svc.db.sql<{ n: number }[]>`
+          select count(*)::int as n from stream_creates where merchant_id = ${m.id}`)[0].n;
+        const before = await count();
+        const confirm = await d.post(b, "/dashboard/streams/create", {
+          senderSCA: sender,
+          receiverSCA: receiver,
+          ratePerSecond: "0.01",
+          totalDeposited: "1",
+          requestKey: crypto.randomUUID(),
+        }, { token: liveToken });
+        assert.equal(confirm.status, 403, confirm.text);
+        assert.ok(confirm.text.includes(M.dashCsrf.slice(0, 40)));
+        assert.equal(await count(), before, "nothing created on either chain");
+        // The page shown in test mode carries a token its forms may use.
+        await d.get(b, "/dashboard/streams");
+        assert.notEqual(b.token, liveToken);
+        await setSessionMode(svc.deps, sid, "live");
+      },
+    );
   } finally {
     await svc.close();
   }

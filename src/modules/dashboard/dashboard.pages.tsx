@@ -47,7 +47,12 @@ export function dashboardPages(deps: Deps, sections: DashboardSection[]): Hono {
   const csrfOptions = {
     cookieName: CSRF_COOKIE,
     cookiePath: "/dashboard",
-    binding: (c: DashContext) => c.get("auth")?.sessionId ?? "",
+    // The session and its mode: a form shown in one mode (a review of a testnet stream, say) is
+    // refused once the session switched (in any tab) instead of acting on the other chain.
+    binding: (c: DashContext) => {
+      const auth = c.get("auth");
+      return auth?.sessionId ? `${auth.sessionId}:${auth.environment ?? ""}` : "";
+    },
   };
 
   app.onError((err, c) => failure(c, deps, err));
