@@ -94,7 +94,7 @@ Deno.test("streams: a process killed at each point of a create; the restart fini
       const [row] = await sql<{ reference: string; status: string }[]>`
         select c.reference, c.status from stream_create_requests r
         join stream_creates c on c.reference = r.reference
-        where r.merchant_id = ${m.id} and r.key_hash = ${sha256(key(point))}`;
+        where r.merchant_id = ${m.id} and r.key_hash = ${sha256(`${P}\n${key(point)}`)}`;
       assert.ok(row, `${point}: the intent was recorded before anything was sent`);
       assert.equal(row.status, "PENDING", point);
       refs[point] = row.reference;

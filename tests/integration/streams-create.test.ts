@@ -52,7 +52,7 @@ async function open(env: Record<string, string> = {}) {
       where chain_id = ${chain.chainId(P)} and from_address = ${from}
       order by nonce`;
 
-  return { svc, call, chain, sql, rpcUrl, h, wallet, receiver, vault, create, sent };
+  return { svc, call, chain, sql, rpcUrl, m, h, wallet, receiver, vault, create, sent };
 }
 
 Deno.test("streams: creates from one wallet take turns on its balance", async (t) => {
@@ -217,6 +217,45 @@ Deno.test("streams: a create whose receipt timed out counts against the next", a
       );
       assert.equal(await chain.runtime(P).client.getTransactionCount({ address: sender }), 4);
     });
+  } finally {
+    await svc.close();
+  }
+});
+
+Deno.test("streams: one Idempotency-Key names one stream per environment", async () => {
+  const { svc, call, chain, m, wallet, receiver } = await open();
+  try {
+    const sender = await wallet("Both chains");
+    await chain.mintUsdc({ profile: P, to: sender, amount: 5n * USDC });
+    await chain.mintUsdc({ profile: "testnet", to: sender, amount: 5n * USDC });
+    const k = await call("POST", "/api/keys", {
+      cookie: m.cookie,
+      body: { type: "secret", environment: "test" },
+    });
+    assert.equal(k.status, 201, k.text);
+    const testKey = (k.json.key as { key: string }).key;
+    const body = {
+      senderSCA: sender,
+      receiverSCA: receiver,
+      ratePerSecond: "0.000001",
+      totalDeposited: "2",
+    };
+    const key = { "idempotency-key": "same-key-both-environments" };
+    // A test run first, then the same request live: each environment gets its own stream (the
+    // live one answered 400 "already used with a different request").
+    const test = await call("POST", "/api/payments/stream", {
+      headers: { "x-api-key": testKey, ...key },
+      body,
+    });
+    assert.equal(test.status, 200, test.text);
+    const live = await call("POST", "/api/payments/stream", {
+      headers: { "x-api-key": m.apiKey, ...key },
+      body,
+    });
+    assert.equal(live.status, 200, live.text);
+    assert.notEqual(live.json.reference, test.json.reference);
+    assert.equal(await chain.usdcBalance(P, sender), 3n * USDC);
+    assert.equal(await chain.usdcBalance("testnet", sender), 3n * USDC);
   } finally {
     await svc.close();
   }
