@@ -198,6 +198,28 @@ Deno.test("payments API", async (t) => {
           [d.amount, d.chain, d.senderEmail, d.direction, d.merchant, d.status, d.chainTxHash],
           [7.25, "Settle_Testnet", "pending@checkout", "request", "Corner Shop", "PENDING", null],
         );
+        // What only the merchant's own keys read: where its events go, and its metadata.
+        svc.clock.advance(1000);
+        const privateBits = await call("POST", "/api/payments/initialize", {
+          headers: { authorization: `Bearer ${testKey}` },
+          body: {
+            amount: "0.5",
+            currency: "USDC",
+            webhookUrl: "https://hooks.example.com/settle?token=s3cret",
+            metadata: { customerEmail: "alice@example.com" },
+          },
+        });
+        assert.equal(privateBits.status, 201, privateBits.text);
+        const ref = privateBits.json.reference as string;
+        const seen = async (key: string) =>
+          (await call("GET", `/api/payments/verify/${ref}`, { headers: { "x-api-key": key } }))
+            .json.data as Record<string, unknown>;
+        const byPublishable = await seen(pubTest);
+        assert.equal(byPublishable.webhookUrl, null);
+        assert.equal(byPublishable.metadata, null);
+        const bySecret = await seen(testKey);
+        assert.equal(bySecret.webhookUrl, "https://hooks.example.com/settle?token=s3cret");
+        assert.deepEqual(bySecret.metadata, { customerEmail: "alice@example.com" });
         const live = await call("GET", `/api/payments/verify/${sessionRef}`, {
           headers: { "x-api-key": liveKey },
         });
@@ -239,6 +261,7 @@ Deno.test("payments API", async (t) => {
       });
       assert.deepEqual((second.json.data as Array<{ amount: number }>).map((p) => p.amount), [
         1,
+        0.5,
         7.25,
       ]);
       assert.equal(second.json.nextCursor, null);
@@ -277,11 +300,11 @@ Deno.test("payments API", async (t) => {
       const me = await call("GET", "/api/merchant/me", { cookie: m.cookie });
       await svc.db.sql`update merchant_sessions set mode = 'live' where merchant_id = ${m.id}`;
       const stats = me.json.stats as Record<string, number>;
-      assert.equal(stats.totalPayments, 6);
+      assert.equal(stats.totalPayments, 7);
       assert.equal(stats.successfulPayments, 0);
       assert.equal(stats.successRate, 0);
       const recent = me.json.recentPayments as Array<Record<string, unknown>>;
-      assert.equal(recent.length, 6);
+      assert.equal(recent.length, 7);
       assert.deepEqual(Object.keys(recent[0]).sort(), [
         "amount",
         "checkoutUrl",
@@ -295,7 +318,7 @@ Deno.test("payments API", async (t) => {
       });
       assert.equal(
         (dash.json.payments as unknown[]).length,
-        6,
+        7,
         "the test key sees its testnet payments",
       );
     });

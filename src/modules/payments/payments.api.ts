@@ -194,9 +194,21 @@ export const paymentsRoutes = [
       },
       ...errors([401, 403, 404, 429]),
     },
-    handler: async (x) => ({
-      data: await service.verifyPayment(x.deps, x.merchant.id, x.profile, x.params.reference),
-    }),
+    handler: async (x) => {
+      const data = await service.verifyPayment(
+        x.deps,
+        x.merchant.id,
+        x.profile,
+        x.params.reference,
+      );
+      // A publishable key sits in page source: it learns what the checkout page shows, not where
+      // the merchant's events go (a webhook URL may carry a token) or its private metadata.
+      return {
+        data: x.c.get("auth").key?.kind === "publishable"
+          ? { ...data, webhookUrl: null, metadata: null }
+          : data,
+      };
+    },
     fuzz: {},
   }),
   defineRoute({
