@@ -124,4 +124,10 @@ Deno.test("webhook targets: address classification", () => {
   assert.equal(checkWebhookUrl("ftp://example.com/", "any").ok, false);
   assert.equal(checkWebhookUrl("https://0x7f000001/", "public").ok, false);
   assert.equal(checkWebhookUrl("https://2130706433/", "public").ok, false);
+  // localhost names (RFC 6761) are refused at request time too, not only at delivery.
+  for (const u of ["https://localhost/h", "https://localhost./h", "https://foo.LOCALHOST/h"]) {
+    assert.equal(checkWebhookUrl(u, "public").ok, false, u);
+  }
+  assert.equal(checkWebhookUrl("https://notlocalhost.example/h", "public").ok, true);
+  assert.equal(checkWebhookUrl("http://localhost:8080/h", "any").ok, true, "development");
 });

@@ -147,7 +147,8 @@ function Stats(props: { stats: OverviewStats }) {
         </div>
       </dl>
       <p id="stats-note" class="muted small">
-        Over your 50 most recent payments on every chain, as in the API's merchant profile.
+        Over your 50 most recent payments in this mode (its chain), as in the API's merchant
+        profile.
       </p>
     </div>
   );

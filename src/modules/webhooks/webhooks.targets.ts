@@ -49,6 +49,11 @@ export function checkWebhookUrl(raw: string, policy: TargetPolicy): UrlCheck {
     if (literal && !isPublicAddress(literal)) {
       return { ok: false, reason: `non-public address ${literal}` };
     }
+    // RFC 6761: `localhost` and every name under it are loopback, whatever a resolver says
+    // (accepted here before, then refused at every delivery).
+    if (/(^|\.)localhost\.?$/i.test(url.hostname)) {
+      return { ok: false, reason: `non-public address ${url.hostname}` };
+    }
   } else if (url.protocol !== "https:" && url.protocol !== "http:") {
     return { ok: false, reason: "not http(s)" };
   }
