@@ -16,6 +16,8 @@ export interface SendJobOptions {
   id?: string;
   retryLimit?: number;
   priority?: number;
+  /** The job's group (a tenant): a worker's `groupConcurrency` bounds each group's jobs at once. */
+  group?: string;
 }
 
 // deno-lint-ignore no-explicit-any
@@ -103,6 +105,7 @@ export async function startQueue(opts: QueueStartOptions): Promise<Queue> {
       if (o.id) options.id = o.id;
       if (o.retryLimit !== undefined) options.retryLimit = o.retryLimit;
       if (o.priority !== undefined) options.priority = o.priority;
+      if (o.group !== undefined) options.group = { id: o.group };
       return await boss.send(name, payload as object, options);
     },
     async register(jobs, deps, { work = true, crons = true } = {}) {

@@ -26,8 +26,11 @@ export interface JobDescriptor<T = unknown> {
 
 export interface JobDefinition<T = unknown, D = unknown> extends JobDescriptor<T> {
   handler: (data: T, ctx: JobContext<D>) => Promise<void>;
-  /** pg-boss worker options: localConcurrency, batchSize, polling. */
-  work?: Pick<WorkOptions, "localConcurrency" | "pollingIntervalSeconds" | "batchSize">;
+  /** pg-boss worker options: localConcurrency, batchSize, polling, a group's share. */
+  work?: Pick<
+    WorkOptions,
+    "localConcurrency" | "pollingIntervalSeconds" | "batchSize" | "groupConcurrency"
+  >;
   /** Cron expression for a recurring job (UTC). */
   cron?: string;
 }

@@ -7,6 +7,7 @@ import { startReceiver } from "../helpers/receiver.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { attemptDelivery, emit, sweepDue } from "../../src/modules/webhooks/webhooks.service.ts";
 import { signedHeaders } from "../../src/modules/webhooks/webhooks.sign.ts";
+import { WEBHOOK_MERCHANT_CONCURRENCY } from "../../src/modules/webhooks/webhooks.jobs.ts";
 
 async function secretOf(svc: TestService, m: TestMerchant): Promise<string> {
   const r = await api(svc)("GET", "/api/merchant/webhook-secret", { cookie: m.cookie });
@@ -276,5 +277,39 @@ Deno.test("webhooks: two worker processes send each delivery once per attempt", 
     await receiver.close();
     await b.close();
     await a.close();
+  }
+});
+
+Deno.test("webhooks: one merchant's hanging receivers do not hold up another merchant's events", async () => {
+  // The attempt timeout is long (as in production) and the hanging receiver never answers until
+  // released: only a share per merchant lets the other merchant's event through meanwhile.
+  const svc = await startTestService({ env: { RATE_LIMITS: "off", WEBHOOK_TIMEOUT_MS: "60000" } });
+  const receiver = startReceiver();
+  receiver.respond = (r) => (r.path.startsWith("/hang") ? "hang" : 200);
+  try {
+    const flooder = await createMerchant(svc);
+    const other = await createMerchant(svc);
+    // More hanging deliveries than every worker of the process together can attempt at once.
+    const FLOOD = 100;
+    for (let i = 0; i < FLOOD; i++) await emitOne(svc, flooder, `${receiver.url}/hang/${i}`);
+    await waitFor(
+      () => receiver.received.filter((r) => r.path.startsWith("/hang")).length >= 1,
+      { what: "the first hanging attempt" },
+    );
+    const id = await emitOne(svc, other, `${receiver.url}/fast`);
+    // Well inside the hanging attempts' 60 s timeout.
+    await waitFor(() => receiver.received.some((r) => r.headers["webhook-id"] === id), {
+      what: "the other merchant's event, while the flood hangs",
+      timeoutMs: 20_000,
+    });
+    const hung = receiver.received.filter((r) => r.path.startsWith("/hang")).length;
+    assert.ok(hung <= WEBHOOK_MERCHANT_CONCURRENCY, `${hung} hanging attempts at once`);
+    await waitFor(async () => (await delivery(svc, id)).status === "delivered", {
+      what: "the other merchant's delivery recorded delivered",
+      timeoutMs: 20_000,
+    });
+  } finally {
+    await receiver.close();
+    await svc.close();
   }
 });

@@ -41,7 +41,7 @@ export async function emit(deps: Deps, tx: Db, input: EmitInput): Promise<string
     payload: body,
     now: deps.clock.now(),
   });
-  await deps.queue.send(deliverWebhookQueue, { deliveryId: id }, { tx });
+  await deps.queue.send(deliverWebhookQueue, { deliveryId: id }, { tx, group: input.merchantId });
   return id;
 }
 
@@ -128,7 +128,11 @@ export async function attemptDelivery(
       now,
     });
     if (outcome === "retry") {
-      await deps.queue.send(deliverWebhookQueue, { deliveryId: d.id }, { tx, startAfter: delayMs });
+      await deps.queue.send(deliverWebhookQueue, { deliveryId: d.id }, {
+        tx,
+        startAfter: delayMs,
+        group: d.merchantId,
+      });
     }
   });
   deps.log.info("webhook attempt", {
