@@ -2,7 +2,8 @@
  * `Idempotency-Key` (Stripe semantics) for POST routes that move money or create resources:
  * one line per route, `app.post(path, guard(...), idempotent(deps), handler)`.
  *
- * - The key is scoped to the credential (API key, merchant session, or client address).
+ * - The key is scoped to the caller (`idempotencyScope`): a merchant's API keys of one kind and
+ *   environment, a merchant session in its mode, or a client address.
  * - Same key and same request (method, path, body) → the stored status and body again, with
  *   `Idempotent-Replayed: true`. Same key, other request → 400. Still running → 409.
  * - A response is stored only once the handler ran, and kept 24 hours. 400, 5xx, 408, 409 and
@@ -88,16 +89,21 @@ export function idempotent(deps: Deps, onReplay?: ReplayHook): MiddlewareHandler
 }
 
 /**
- * Whose keys these are: the credential, and for a merchant session also its mode (a session
- * switches between test and live; a key's environment is its own). Without the mode, a live-mode
- * request replayed the answer a test-mode one got under the same key: a testnet payment link, or
- * a testnet withdrawal, as the live result (an outside audit, 2026-11-30).
+ * Whose keys these are (an outside audit, 2026-11-30, found both gaps):
+ * - a merchant session's, in its mode: a session switches between test and live, and without
+ *   the mode a live-mode request replayed the answer a test-mode one got (a testnet payment link
+ *   or withdrawal as the live result);
+ * - an API key's, its merchant's keys of the same kind and environment, as Stripe scopes keys to
+ *   the account: a retry under the key that replaced a rotated one (or under a second secret
+ *   key) finds the first answer instead of making a second checkout session, link or wallet.
  */
 export function idempotencyScope(auth: Auth | undefined): string | undefined {
   if (!auth) return undefined;
-  return auth.via === "cookie" && auth.environment
-    ? `${auth.subject}:${auth.environment}`
-    : auth.subject;
+  if (auth.via === "cookie" && auth.environment) return `${auth.subject}:${auth.environment}`;
+  if (auth.key && auth.merchant) {
+    return `keys:${auth.merchant.id}:${auth.key.environment}:${auth.key.kind}`;
+  }
+  return auth.subject;
 }
 
 interface Keyed {

@@ -107,6 +107,41 @@ Deno.test("idempotency keys", async (t) => {
       assert.equal(r.headers.get("idempotent-replayed"), null);
     });
 
+    await t.step("an API key's are its merchant's keys of that kind and environment", async () => {
+      // A retry under the key that replaced a rotated one finds the first answer (it made a
+      // second checkout session), as does one under a second secret key of that environment.
+      const created = await call("POST", "/api/keys", {
+        cookie: m.cookie,
+        body: { type: "secret", environment: "test" },
+      });
+      assert.equal(created.status, 201, created.text);
+      const first = created.json.key as { id: string; key: string };
+      const h = { "idempotency-key": "checkout-order-77" };
+      const order = { amount: "7.70", currency: "USDC", description: "Order 77" };
+      const a = await call("POST", "/api/payments/initialize", {
+        headers: { ...h, "x-api-key": first.key },
+        body: order,
+      });
+      assert.equal(a.status, 201, a.text);
+      const rotated = await call("POST", `/api/keys/${first.id}/rotate`, { cookie: m.cookie });
+      assert.equal(rotated.status, 201, rotated.text);
+      const next = (rotated.json.key as { key: string }).key;
+      const b = await call("POST", "/api/payments/initialize", {
+        headers: { ...h, "x-api-key": next },
+        body: order,
+      });
+      assert.equal(b.status, 201, b.text);
+      assert.equal(b.headers.get("idempotent-replayed"), "true");
+      assert.equal(b.json.reference, a.json.reference);
+      // Another environment's key is another caller.
+      const live = await call("POST", "/api/payments/initialize", {
+        headers: { ...h, "x-api-key": m.apiKey },
+        body: order,
+      });
+      assert.equal(live.headers.get("idempotent-replayed"), null);
+      assert.notEqual(live.json.reference, a.json.reference);
+    });
+
     await t.step("a merchant session's keys are scoped to its mode too", async () => {
       // One session switched from test to live mode: the same key and request is a new live
       // request, not the test-mode answer again (it answered the testnet link before).
