@@ -236,11 +236,18 @@ async function credentials(svc: TestService, m: TestMerchant, env: Env): Promise
   });
   assert.equal(login.status, 200, login.text);
   const cookie = cookieFrom(login.headers, "merchant_token")!;
-  // The dashboard's mode switch: the session's environment (no API route sets it).
+  await switchMode(svc, cookie, env);
+  return { key, cookie };
+}
+
+/**
+ * The dashboard's mode switch for the session a `merchant_token=…` cookie names (no API route
+ * sets it), as another tab of that session would.
+ */
+export async function switchMode(svc: TestService, cookie: string, env: Env): Promise<void> {
   const token = cookie.split("=")[1];
   const sid = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).sid;
   await setSessionMode(svc.deps, sid, env);
-  return { key, cookie };
 }
 
 /** Links `account` as the merchant's external payout wallet (SIWE, as the dashboard does). */

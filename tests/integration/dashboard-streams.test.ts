@@ -7,7 +7,7 @@ import { startTestService } from "../helpers/service.ts";
 import { dashboardClient } from "../helpers/dashboard-client.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { rpc } from "../helpers/chain.ts";
-import { setSessionMode } from "../../src/modules/merchants/merchants.service.ts";
+import { switchMode } from "../helpers/environments.ts";
 import { M } from "../../src/http/messages.ts";
 
 const P = "production";
@@ -117,9 +117,7 @@ Deno.test("dashboard: Streams section", async (t) => {
         const page = await d.get(b, "/dashboard/streams");
         assert.equal(page.status, 200);
         const liveToken = b.token;
-        const token = m.cookie.split("=")[1];
-        const sid = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).sid;
-        await setSessionMode(svc.deps, sid, "test");
+        await switchMode(svc, m.cookie, "test");
         const count = async () =>
           (await svc.db.sql<{ n: number }[]>`
           select count(*)::int as n from stream_creates where merchant_id = ${m.id}`)[0].n;
@@ -137,7 +135,7 @@ Deno.test("dashboard: Streams section", async (t) => {
         // The page shown in test mode carries a token its forms may use.
         await d.get(b, "/dashboard/streams");
         assert.notEqual(b.token, liveToken);
-        await setSessionMode(svc.deps, sid, "live");
+        await switchMode(svc, m.cookie, "live");
       },
     );
   } finally {

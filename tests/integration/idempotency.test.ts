@@ -7,7 +7,7 @@ import { modules } from "../../src/modules/index.ts";
 import { guard } from "../../src/http/auth.ts";
 import { idempotent } from "../../src/http/idempotency.ts";
 import { readJsonObject } from "../../src/http/body.ts";
-import { setSessionMode } from "../../src/modules/merchants/merchants.service.ts";
+import { switchMode } from "../helpers/environments.ts";
 import type { AppModule } from "../../src/modules/index.ts";
 
 /** A route whose effect is counted and whose answer the test chooses. */
@@ -145,18 +145,16 @@ Deno.test("idempotency keys", async (t) => {
     await t.step("a merchant session's keys are scoped to its mode too", async () => {
       // One session switched from test to live mode: the same key and request is a new live
       // request, not the test-mode answer again (it answered the testnet link before).
-      const token = m.cookie.split("=")[1];
-      const sid = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).sid;
       const h = { "idempotency-key": "link-per-mode" };
       const link = { amount: "2.50", description: "per mode" };
-      await setSessionMode(svc.deps, sid, "test");
+      await switchMode(svc, m.cookie, "test");
       const test = await call("POST", "/api/merchant/payment-link", {
         cookie: m.cookie,
         body: link,
         headers: h,
       });
       assert.equal(test.status, 201, test.text);
-      await setSessionMode(svc.deps, sid, "live");
+      await switchMode(svc, m.cookie, "live");
       const live = await call("POST", "/api/merchant/payment-link", {
         cookie: m.cookie,
         body: link,
