@@ -149,6 +149,11 @@ Deno.test("streams: environments, completion on time, 50 at once, texts", async 
       assert.equal(testPage.status, 200);
       assert.ok(testPage.text.includes(tnet.reference));
       assert.ok(!testPage.text.includes(prod.reference));
+      // A form shown before the switch is refused (its token is the live mode's); the page shown
+      // in test mode brings its own.
+      const stale = await d.post(b, `/dashboard/streams/${prod.reference}/stop`, {});
+      assert.equal(stale.status, 403);
+      await d.get(b, "/dashboard/streams");
       const crossStop = await d.post(b, `/dashboard/streams/${prod.reference}/stop`, {});
       assert.equal(crossStop.status, 404);
       assert.match(crossStop.text, /Stream not found\./);
