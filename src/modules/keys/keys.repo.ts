@@ -75,27 +75,20 @@ function fromJson<T>(obj: Record<string, unknown>): T {
   return out as T;
 }
 
+/**
+ * One of the merchant's keys; `forUpdate` locks its row until the transaction ends, so a
+ * concurrent rotation or revoke of it waits, then reads what this one left.
+ */
 export async function findForMerchant(
   sql: Db,
   merchantId: string,
   id: string,
+  opts: { forUpdate?: boolean } = {},
 ): Promise<KeyRow | null> {
-  const [row] = await sql<KeyRow[]>`
-    select * from api_keys where id = ${id} and merchant_id = ${merchantId}`;
-  return row ?? null;
-}
-
-/**
- * The key, its row locked until the transaction ends: a concurrent rotation or revoke of it
- * waits, then reads what this one left.
- */
-export async function lockForMerchant(
-  tx: Db,
-  merchantId: string,
-  id: string,
-): Promise<KeyRow | null> {
-  const [row] = await tx<KeyRow[]>`
-    select * from api_keys where id = ${id} and merchant_id = ${merchantId} for update`;
+  const [row] = opts.forUpdate
+    ? await sql<KeyRow[]>`
+      select * from api_keys where id = ${id} and merchant_id = ${merchantId} for update`
+    : await sql<KeyRow[]>`select * from api_keys where id = ${id} and merchant_id = ${merchantId}`;
   return row ?? null;
 }
 

@@ -172,7 +172,9 @@ export async function revokeKey(deps: Deps, merchantId: string, id: string) {
  */
 export async function rotateKey(deps: Deps, merchantId: string, id: string) {
   return await deps.sql.begin(async (tx) => {
-    const row = isUuid(id) ? await repo.lockForMerchant(tx, merchantId, id) : null;
+    const row = isUuid(id)
+      ? await repo.findForMerchant(tx, merchantId, id, { forUpdate: true })
+      : null;
     if (!row) throw new DomainError("key_not_found");
     if (row.revokedAt) throw new DomainError("key_already_revoked");
     const now = deps.clock.now();
