@@ -10,6 +10,7 @@ import type { Queue } from "./queue/queue.ts";
 import type { Chain } from "./chain/index.ts";
 import type { RateLimiter } from "./http/rate-limit.ts";
 import type { Mailer } from "./modules/mail/mail.types.ts";
+import type { Liveness } from "./db/liveness.ts";
 
 export interface Deps {
   config: Config;
@@ -25,4 +26,10 @@ export interface Deps {
   mailer: Mailer;
   clock: Clock;
   log: Logger;
+  /**
+   * This process's liveness claim (src/db/liveness.ts): the owner of the work it holds in the
+   * database during an outside call. Absent (tests' own deps): that work has no owner and is
+   * swept by age only.
+   */
+  liveness?: Liveness;
 }

@@ -24,6 +24,7 @@ import { createMailer } from "./modules/mail/mail.service.ts";
 import { type StopResult, StopSequence } from "./shutdown.ts";
 import type { LocalNode } from "./chain/local-node.ts";
 import { closeLiveStreams } from "./http/sse.ts";
+import { startLiveness } from "./db/liveness.ts";
 
 /**
  * What a process runs. `all`: HTTP, job workers, log watchers and recovery (one process does
@@ -109,6 +110,13 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     const migrations = await readMigrations();
     await waitForDatabase(() => ping(sql), { timeoutMs: config.DATABASE_STARTUP_WAIT_MS, log });
     await migrate(sql, { log });
+    // Given back after the HTTP server and the workers stopped (steps run last-added first), so
+    // no work of this process is swept as a dead one's while it finishes; a forced stop, which
+    // abandons work still running, leaves it to lapse instead.
+    const liveness = await startLiveness(sql, log);
+    cleanups.add("liveness", ({ forced }) => liveness.stop({ release: !forced }), {
+      forcedMs: 500,
+    });
 
     const chain = await Chain.start({
       config: config.chain,
@@ -149,6 +157,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       log,
       limiter: createRateLimiter({ sql, clock, config }),
       mailer: createMailer(queue),
+      liveness,
     };
     const modules = opts.modules ?? defaultModules;
     const role = opts.role ?? "all";

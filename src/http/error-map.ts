@@ -149,6 +149,13 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   x402_agent_invalid: { status: 400, text: M.x402AgentIdField },
   x402_agent_refused: { status: 403, text: M.x402AgentRefused },
   x402_settlement_failed: { status: 502, text: M.x402SettlementFailed },
+  // This process was out of touch with the database long enough to be taken for dead during the
+  // call (src/db/liveness.ts): the attempt is given up before anything is settled.
+  x402_attempt_lapsed: {
+    status: 503,
+    text: M.databaseUnavailable,
+    hint: M.x402AttemptLapsedHint,
+  },
   x402_withdraw_exceeds: { status: 400, text: M.x402WithdrawExceeds },
   x402_destination_unsupported: { status: 400, text: M.x402DestinationChain },
   x402_deposit_not_controlled: { status: 403, text: M.x402DepositNotControlled },

@@ -13,6 +13,9 @@ export const M = {
   databaseBusy: "The service is busy. Retry shortly.",
   databaseUnavailable: "The service is temporarily unavailable. Retry shortly.",
   databaseUnavailableHint: "The database could not be reached; nothing was done.",
+  x402AttemptLapsedHint:
+    "The server lost touch with its database during the call and gave the payment up: nothing " +
+    "was charged. Send the same proof again.",
   databaseBusyHint:
     "The request waited too long for the database and was stopped; nothing was done.",
   methodNotAllowed: "Method not allowed.",

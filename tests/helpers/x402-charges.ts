@@ -40,6 +40,7 @@ export function testCharge(payer: string, now: Date, over: Partial<NewCharge> = 
     domain: "batched",
     signature: randomHex(65),
     agentId: null,
+    owner: null,
     now,
     ...over,
   };

@@ -65,6 +65,7 @@ const payment = (now: Date) => ({
   validAfter: 0n,
   validBefore: 4_000_000_000n,
   agentId: null,
+  owner: null,
   now,
 });
 

@@ -39,6 +39,7 @@ function attempt(payer: string, amount: bigint, now: Date, nonce = hex(32)): New
     validAfter: 0n,
     validBefore: 4_000_000_000n,
     agentId: null,
+    owner: null,
     now,
   };
 }

@@ -43,6 +43,7 @@ function charge(payer: string, amount: bigint, now: Date, nonce = hex(32)): NewC
     domain: "batched",
     signature: hex(65),
     agentId: null,
+    owner: null,
     now,
   };
 }

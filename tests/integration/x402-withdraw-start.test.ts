@@ -82,6 +82,7 @@ Deno.test("x402 withdrawals on a vault with a delay: started, then paid once mat
         validAfter: seconds - 5n,
         validBefore: seconds + 300n,
         agentId: null,
+        owner: null,
         now,
       });
       const tooMuch = await call("POST", "/api/x402/gateway/withdraw/start", {

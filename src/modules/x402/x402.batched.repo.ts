@@ -9,6 +9,7 @@
  */
 import type { Db, Sql } from "../../db/client.ts";
 import { planned, statusIn } from "../../db/by-id.ts";
+import { ownerGone } from "../../db/liveness.ts";
 
 export type ChargeStatus = "reserved" | "pending" | "settled" | "failed" | "released";
 
@@ -52,6 +53,8 @@ export interface NewCharge {
   domain: "gateway" | "batched";
   signature: string;
   agentId: string | null;
+  /** The process holding it during its upstream call (src/db/liveness.ts), if known. */
+  owner: string | null;
   now: Date;
 }
 
@@ -139,6 +142,7 @@ export async function reserveAndServe(
     signature: c.signature,
     agent_id: c.agentId,
     created_at: c.now.toISOString(),
+    owner: c.owner,
   })));
   const marks = served.length
     ? sql`, served as (
@@ -154,14 +158,14 @@ export async function reserveAndServe(
       select * from json_to_recordset(${input}::text::json) as i(ord int, id uuid,
         chain_id int, listing_id uuid, listing_slug text, merchant_id uuid, payer text,
         payee text, amount bigint, nonce text, valid_after bigint, valid_before bigint,
-        domain text, signature text, agent_id text, created_at timestamptz)
+        domain text, signature text, agent_id text, created_at timestamptz, owner uuid)
     ), ${fitsInRoom(sql, freshAfter, now)}, ${claimNonces(sql, "fits")}, ins as (
       insert into x402_gateway_charges (id, chain_id, listing_id, listing_slug, merchant_id,
         payer, payee, amount, nonce, valid_after, valid_before, domain, signature, agent_id,
-        status, created_at)
+        status, created_at, owner)
       select f.id, f.chain_id, f.listing_id, f.listing_slug, f.merchant_id, f.payer, f.payee,
         f.amount, f.nonce, f.valid_after, f.valid_before, f.domain, f.signature, f.agent_id,
-        'reserved', f.created_at
+        'reserved', f.created_at, f.owner
       from fits f join claimed n
         on n.chain_id = f.chain_id and n.payer = f.payer and n.nonce = f.nonce
       on conflict (chain_id, payer, nonce, free_tag) do nothing
@@ -319,11 +323,15 @@ export async function release(
   return rows.length > 0;
 }
 
-/** Reservations older than `before` (their process died during the upstream call). */
+/**
+ * Reservations whose process died during the upstream call: its liveness claim is gone
+ * (src/db/liveness.ts), or, with no owner recorded, the reservation is older than `before`.
+ */
 export async function staleReserved(sql: Db, chainId: number, before: Date): Promise<string[]> {
   const rows = await sql<{ id: string }[]>`
     select c.id from x402_gateway_unbatched q join x402_gateway_charges c on c.id = q.charge_id
-    where q.chain_id = ${chainId} and c.status = 'reserved' and c.created_at < ${before}
+    where q.chain_id = ${chainId} and c.status = 'reserved'
+      and (c.created_at < ${before} or ${ownerGone(sql, "c.owner")})
     order by q.seq limit 1000`;
   return rows.map((r) => r.id);
 }

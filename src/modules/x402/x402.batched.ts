@@ -170,6 +170,7 @@ async function batchedCall(
     domain: "batched",
     signature: payload.signature,
     agentId: input.agentId ?? null,
+    owner: deps.liveness?.id ?? null,
     now,
   };
   const reserved = await reserveCharge(deps, p, charge);

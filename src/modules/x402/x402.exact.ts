@@ -192,6 +192,7 @@ export async function claimExact(
       scheme: "exact",
       chainId: v.chainId,
       ...authorizationTerms(a),
+      owner: deps.liveness?.id ?? null,
       now: deps.clock.now(),
     });
     return row ?? "used";

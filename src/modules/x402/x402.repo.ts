@@ -1,6 +1,7 @@
 /** SQL for x402 listings and paid-call attempts. */
 import type { Db, Sql } from "../../db/client.ts";
 import { statusIn } from "../../db/by-id.ts";
+import { ownerGone } from "../../db/liveness.ts";
 import { claimNonces, fitsInRoom, openCharges } from "./x402.batched.repo.ts";
 import type { Address, X402PaymentRecord, X402PaymentStatus, X402Scheme } from "./x402.types.ts";
 import type { HttpMethod } from "./x402.rules.ts";
@@ -101,6 +102,8 @@ export interface NewAttempt {
   validAfter: bigint;
   validBefore: bigint;
   agentId: string | null;
+  /** The process holding it during its upstream call (src/db/liveness.ts), if known. */
+  owner: string | null;
   now: Date;
 }
 
@@ -127,10 +130,10 @@ export async function claimAttempt(sql: Db, a: NewAttempt): Promise<X402PaymentR
   const [row] = await sql<X402PaymentRecord[]>`
     insert into x402_payments (listing_id, listing_slug, merchant_id, scheme, chain_id, payer,
                                payee, amount, nonce, valid_after, valid_before, agent_id, status,
-                               created_at)
+                               created_at, owner)
     values (${a.listingId}, ${a.listingSlug}, ${a.merchantId}, ${a.scheme}, ${a.chainId},
             ${a.payer}, ${a.payee}, ${a.amount}, ${a.nonce}, ${a.validAfter}, ${a.validBefore},
-            ${a.agentId}, 'PENDING', ${a.now})
+            ${a.agentId}, 'PENDING', ${a.now}, ${a.owner}::uuid)
     on conflict (chain_id, scheme, payer, nonce) where status <> 'FAILED' do nothing
     returning ${PAYMENT_COLUMNS(sql)}`;
   return row ?? null;
@@ -171,10 +174,10 @@ export async function claimGatewayAttempt(
       )
       insert into x402_payments (listing_id, listing_slug, merchant_id, scheme, chain_id, payer,
                                  payee, amount, nonce, valid_after, valid_before, agent_id,
-                                 status, created_at)
+                                 status, created_at, owner)
       select ${a.listingId}, ${a.listingSlug}, ${a.merchantId}, ${a.scheme}, ${a.chainId},
              ${a.payer}, ${a.payee}, ${a.amount}, ${a.nonce}, ${a.validAfter}, ${a.validBefore},
-             ${a.agentId}, 'PENDING', ${a.now}
+             ${a.agentId}, 'PENDING', ${a.now}, ${a.owner}::uuid
       from acct
       returning ${PAYMENT_COLUMNS(sql)}`;
     return row ?? "no_funds";
@@ -217,20 +220,21 @@ export async function claimGatewayAttempts(
     valid_before: a.validBefore.toString(),
     agent_id: a.agentId,
     created_at: a.now.toISOString(),
+    owner: a.owner,
   })));
   const rows = await sql<(X402PaymentRecord & { claimId: string; claimed: boolean })[]>`
     with inp as (
       select * from json_to_recordset(${input}::text::json) as i(ord int, id uuid,
         listing_id uuid, listing_slug text, merchant_id uuid, scheme text, chain_id int,
         payer text, payee text, amount bigint, nonce text, valid_after bigint,
-        valid_before bigint, agent_id text, created_at timestamptz)
+        valid_before bigint, agent_id text, created_at timestamptz, owner uuid)
     ), ${fitsInRoom(sql, freshAfter, now)}, ${claimNonces(sql, "fits")}, ins as (
       insert into x402_payments (id, listing_id, listing_slug, merchant_id, scheme, chain_id,
                                  payer, payee, amount, nonce, valid_after, valid_before, agent_id,
-                                 status, created_at)
+                                 status, created_at, owner)
       select f.id, f.listing_id, f.listing_slug, f.merchant_id, f.scheme, f.chain_id, f.payer,
              f.payee, f.amount, f.nonce, f.valid_after, f.valid_before, f.agent_id, 'PENDING',
-             f.created_at
+             f.created_at, f.owner
       from fits f join claimed n
         on n.chain_id = f.chain_id and n.payer = f.payer and n.nonce = f.nonce
       on conflict (chain_id, scheme, payer, nonce) where status <> 'FAILED' do nothing
@@ -382,16 +386,31 @@ export async function settleAttempts(
       (select set_config('synchronous_commit', 'off', true)) as async_commit`;
 }
 
-/** PENDING attempts created before `before`: abandoned by a crash or a settlement timeout. */
+/**
+ * PENDING attempts abandoned by a crash or a settlement timeout: their process is gone
+ * (src/db/liveness.ts), or they were created before `before`.
+ */
 export async function stalePending(
   sql: Db,
   before: Date,
   limit: number,
 ): Promise<X402PaymentRecord[]> {
   return await sql<X402PaymentRecord[]>`
-    select ${PAYMENT_COLUMNS(sql)} from x402_payments
-    where status = 'PENDING' and created_at < ${before}
+    select ${PAYMENT_COLUMNS(sql)} from x402_payments p
+    where status = 'PENDING' and (created_at < ${before} or ${ownerGone(sql, "p.owner")})
     order by seq limit ${limit}`;
+}
+
+/** The PENDING attempt holding this (payer, nonce), when the process that took it is gone. */
+export async function pendingOfGoneOwner(
+  sql: Db,
+  k: { chainId: number; scheme: X402Scheme; payer: string; nonce: string },
+): Promise<X402PaymentRecord | null> {
+  const [row] = await sql<X402PaymentRecord[]>`
+    select ${PAYMENT_COLUMNS(sql)} from x402_payments p
+    where chain_id = ${k.chainId} and scheme = ${k.scheme} and payer = ${k.payer}
+      and nonce = ${k.nonce} and status = 'PENDING' and ${ownerGone(sql, "p.owner")}`;
+  return row ?? null;
 }
 
 /** A settled attempt of this (payer, nonce), if any. */

@@ -34,6 +34,7 @@ import { settleOne } from "./x402.settler.ts";
 import { paidSql, syncAccount } from "./x402.batched.mirror.ts";
 import { MIRROR_TTL_S } from "./x402.batched.rules.ts";
 import { groupCommit } from "../../db/group-commit.ts";
+import { reconcileAttempt } from "./x402.reconcile.ts";
 
 export type { ListingRow } from "./x402.repo.ts";
 
@@ -205,6 +206,7 @@ export async function pay(deps: X402Deps, input: PayInput): Promise<PayOutcome> 
   }
   if (claimed.status === "rejected") throw claimed.reason;
   const attempt = claimed.value;
+  const claimedAt = performance.now();
   await untilValid(deps, a.validAfter);
 
   const req = upstreamRequest(listing.upstreamUrl, input.method, input.params);
@@ -218,6 +220,7 @@ export async function pay(deps: X402Deps, input: PayInput): Promise<PayOutcome> 
     attempt.id,
     up.status,
     () => deps.settler ? deps.settler.settle(item) : settleOne(deps, item),
+    { claimedAt },
   );
   return {
     paid: true,
@@ -249,7 +252,7 @@ async function untilValid(deps: Deps, validAfter: bigint): Promise<void> {
  * taken: the row lock already serialises what it did.
  */
 async function claim(
-  deps: Deps,
+  deps: X402Deps,
   v: VerifiedProof,
   listing: repo.ListingRow,
   agentId: string | null,
@@ -264,6 +267,7 @@ async function claim(
     chainId: v.chainId,
     ...authorizationTerms(a),
     agentId,
+    owner: deps.liveness?.id ?? null,
     now,
   });
   // The first try is a group commit; with no room (no mirror yet, a stale one, or too little),
@@ -271,6 +275,12 @@ async function claim(
   let result = await claimGroup(deps.sql, { deps, attempt: attempt(deps.clock.now()) });
   if (result === "no_funds") {
     await syncAccount(deps, profile, a.from);
+    const now = deps.clock.now();
+    result = await repo.claimGatewayAttempt(paidSql(deps), attempt(now), freshSince(now));
+  }
+  // Held by an attempt whose process died (a retry after a kill -9): that attempt follows the
+  // chain now, not at the next sweep, and the claim is tried again once it freed the nonce.
+  if (result === "used" && await freedFromGoneOwner(deps, attempt(deps.clock.now()))) {
     const now = deps.clock.now();
     result = await repo.claimGatewayAttempt(paidSql(deps), attempt(now), freshSince(now));
   }
@@ -283,6 +293,15 @@ async function claim(
     );
   }
   return result;
+}
+
+/**
+ * The PENDING attempt holding this attempt's (payer, nonce), when its process is gone, follows
+ * the chain (x402.reconcile.ts); true when it ended FAILED, giving the nonce back.
+ */
+async function freedFromGoneOwner(deps: X402Deps, a: repo.NewAttempt): Promise<boolean> {
+  const held = await repo.pendingOfGoneOwner(deps.sql, a);
+  return held !== null && await reconcileAttempt(deps, held) === "failed";
 }
 
 const freshSince = (now: Date) => new Date(now.getTime() - MIRROR_TTL_S * 1000);
@@ -360,7 +379,19 @@ export async function settleAttempt(
   /** The upstream's answer (none for the facilitator's settle, which calls no upstream). */
   upstreamStatus: number | undefined,
   settle: () => Promise<string>,
+  /** `claimedAt`: `performance.now()` when the attempt was claimed (the liveness fence). */
+  opts: { claimedAt?: number } = {},
 ): Promise<string> {
+  // This process may have been taken for dead since the claim (src/db/liveness.ts), its attempt
+  // swept and its nonce given back: nothing is settled on it, and the attempt is given up.
+  if (opts.claimedAt !== undefined && deps.liveness?.heldSince(opts.claimedAt) === false) {
+    await finish(deps, attemptId, {
+      status: "FAILED",
+      error: "this process was out of touch with the database during the call: nothing charged",
+      upstreamStatus,
+    });
+    throw new DomainError("x402_attempt_lapsed");
+  }
   let txHash: string;
   try {
     txHash = await settle();

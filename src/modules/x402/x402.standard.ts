@@ -121,6 +121,7 @@ export async function standardCall(deps: X402Deps, input: StandardCall): Promise
   });
   if (attempt === "used") return required("invalid_exact_evm_nonce_already_used");
   if (attempt === "insufficient") return required("invalid_exact_evm_insufficient_balance");
+  const claimedAt = performance.now();
 
   const url = new URL(listing.upstreamUrl);
   if (input.query) {
@@ -131,7 +132,9 @@ export async function standardCall(deps: X402Deps, input: StandardCall): Promise
     body: input.method === "GET" || input.method === "DELETE" ? undefined : input.body ?? "",
     headers: input.contentType ? { "content-type": input.contentType } : {},
   }, v.payload.authorization.validBefore);
-  const txHash = await settleAttempt(deps, attempt.id, up.status, () => settleExact(deps, v));
+  const txHash = await settleAttempt(deps, attempt.id, up.status, () => settleExact(deps, v), {
+    claimedAt,
+  });
   return {
     kind: "paid",
     version: input.payment.version,
@@ -222,6 +225,7 @@ export async function facilitatorSettle(deps: X402Deps, m: MerchantRow, r: Facil
     merchantId: m.id,
     agentId: null,
   });
+  const claimedAt = performance.now();
   if (attempt === "used" || attempt === "insufficient") {
     return settleResponse(network, {
       errorReason: attempt === "used"
@@ -231,7 +235,9 @@ export async function facilitatorSettle(deps: X402Deps, m: MerchantRow, r: Facil
     });
   }
   try {
-    const txHash = await settleAttempt(deps, attempt.id, undefined, () => settleExact(deps, v));
+    const txHash = await settleAttempt(deps, attempt.id, undefined, () => settleExact(deps, v), {
+      claimedAt,
+    });
     return settleResponse(network, { txHash, payer: v.payer, amount: req.amount });
   } catch (e) {
     return settleResponse(network, { errorReason: settleErrorReason(e), payer: v.payer });
