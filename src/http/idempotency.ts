@@ -5,7 +5,9 @@
  * - The key is scoped to the caller (`idempotencyScope`): a merchant's API keys of one kind and
  *   environment, a merchant session in its mode, or a client address.
  * - Same key and same request (method, path, body) → the stored status and body again, with
- *   `Idempotent-Replayed: true`. Same key, other request → 400. Still running → 409.
+ *   `Idempotent-Replayed: true`. Same key, other request → 400. Still running → 409. A JSON body
+ *   is compared by its parameters, not its bytes: other spacing or key order is the same request
+ *   (src/http/canonical-json.ts).
  * - A response is stored only once the handler ran, and kept 24 hours. 400, 5xx, 408, 409 and
  *   429 answers are not stored: the request may be retried with the same key (a 400 is refused
  *   input, and a refusal writes nothing, so the corrected request may take the key, as with
@@ -34,6 +36,7 @@ import { clientAddress } from "./rate-limit.ts";
 import * as repo from "./idempotency.repo.ts";
 import { withClaim } from "../db/claims.ts";
 import { DomainError } from "../errors.ts";
+import { canonicalBody } from "./canonical-json.ts";
 
 const TTL_MS = 24 * 3600 * 1000;
 /**
@@ -59,10 +62,16 @@ export function idempotent(deps: Deps, onReplay?: ReplayHook): MiddlewareHandler
     const scope = idempotencyScope(c.get("auth")) ?? `ip:${clientAddress(c, deps.config)}`;
     const keyHash = sha256(key);
     const url = new URL(c.req.url);
-    const requestHash = sha256(
-      `${c.req.method}\n${url.pathname}${url.search}\n${await c.req.text()}`,
-    );
-    const k: Keyed = { scope, key, keyHash, requestHash };
+    const head = `${c.req.method}\n${url.pathname}${url.search}\n`;
+    const body = await c.req.text();
+    const k: Keyed = {
+      scope,
+      key,
+      keyHash,
+      requestHash: sha256(head + canonicalBody(body)),
+      // What a key stored before 2026-12-01 recorded: the body's bytes.
+      bytesHash: sha256(head + body),
+    };
 
     let replay: Response | "run";
     let claimed = false;
@@ -81,7 +90,7 @@ export function idempotent(deps: Deps, onReplay?: ReplayHook): MiddlewareHandler
       if (claimed || !(e instanceof DomainError) || e.code !== "resource_busy") throw e;
       // Another live request holds the key.
       const prior = await repo.find(deps.sql, scope, keyHash);
-      if (prior && prior.requestHash !== requestHash) throw mismatch();
+      if (prior && !sameRequest(prior.requestHash, k)) throw mismatch();
       throw new ApiError(409, M.idempotencyInFlight, { hint: M.idempotencyInFlightHint });
     }
     if (replay instanceof Response) return replay;
@@ -110,8 +119,14 @@ interface Keyed {
   scope: string;
   key: string;
   keyHash: string;
+  /** Method, path and query, and the body as its meaning (src/http/canonical-json.ts). */
   requestHash: string;
+  bytesHash: string;
 }
+
+/** The request a key was first used with is this one: the same parameters, however spaced. */
+const sameRequest = (stored: string, k: Keyed) =>
+  stored === k.requestHash || stored === k.bytesHash;
 
 /**
  * Under the key's claim: replay a stored answer, or run the handler (a new key, or one whose
@@ -141,7 +156,7 @@ async function runClaimed(
       await repo.release(deps.sql, k.scope, k.keyHash, prior.createdAt);
       continue;
     }
-    if (prior.requestHash !== k.requestHash) throw mismatch();
+    if (!sameRequest(prior.requestHash, k)) throw mismatch();
     if (prior.status === "in_progress") {
       // We hold the claim, so its owner is gone: this request finishes the work.
       deps.log.warn("idempotency key taken over from a request that died in progress", {

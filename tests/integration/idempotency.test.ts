@@ -1,5 +1,6 @@
 /** Idempotency-Key: one effect per key and request, replays, conflicts, credential scope. */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { Hono } from "hono";
 import { startTestService } from "../helpers/service.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
@@ -235,6 +236,51 @@ Deno.test("idempotency keys", async (t) => {
       const good = await call("POST", "/api/keys", { cookie: m.cookie, body, headers: key });
       assert.equal(good.status, 201, good.text);
     });
+
+    await t.step(
+      "the same parameters spaced or ordered otherwise are the same request",
+      async () => {
+        probe.setAnswer(201);
+        const send = (body: string, key = "probe-canonical") =>
+          fetch(`${svc.baseUrl}/api/probe`, {
+            method: "POST",
+            headers: { "content-type": "application/json", "idempotency-key": key },
+            body,
+          }).then(async (r) => ({ r, text: await r.text() }));
+        const before = probe.effects.length;
+        const first = await send('{"amount":"5","to":{"a":1,"b":[true,null]}}');
+        assert.equal(first.r.status, 201, first.text);
+        const spaced = await send(
+          ' {\n  "to": { "b": [ true, null ], "a": 1 },\n  "amount": "5"\n}',
+        );
+        assert.equal(spaced.r.status, 201, spaced.text);
+        assert.equal(spaced.r.headers.get("idempotent-replayed"), "true");
+        assert.equal(spaced.text, first.text);
+        assert.equal(probe.effects.length, before + 1, "the handler ran once");
+        // Another value is another request, a number's digits included (not read as a double).
+        const other = await send('{"amount":"6","to":{"a":1,"b":[true,null]}}');
+        assert.equal(other.r.status, 400, other.text);
+        assert.equal(
+          JSON.parse(other.text).error,
+          "This Idempotency-Key was already used with a different request.",
+        );
+        const big = await send('{"amount":10000000000000000001}', "probe-digits");
+        assert.equal(big.r.status, 201, big.text);
+        const near = await send('{"amount":10000000000000000000}', "probe-digits");
+        assert.equal(near.r.status, 400, "equal as doubles, not as amounts");
+        // A key recorded before bodies were compared by their parameters: its bytes still match.
+        const old = '{"b":2,"a":1}';
+        assert.equal((await send(old, "probe-bytes")).r.status, 201);
+        const head = "POST\n/api/probe\n";
+        await svc.db.sql`update idempotency_keys set request_hash = ${
+          createHash("sha256").update(head + old).digest("hex")
+        } where request_hash = ${
+          createHash("sha256").update(head + '{"a":1,"b":2}').digest("hex")
+        }`;
+        const replayed = await send(old, "probe-bytes");
+        assert.equal(replayed.r.headers.get("idempotent-replayed"), "true", replayed.text);
+      },
+    );
 
     await t.step("a malformed key → 400; records expire after 24 hours", async () => {
       const bad = await call("POST", "/api/probe", {
