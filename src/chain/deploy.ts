@@ -24,7 +24,11 @@ import {
 } from "./contracts/artifacts/index.ts";
 import type { ChainRuntime } from "./runtime.ts";
 import type { TxSender } from "./sender.ts";
-import type { ContractName, ProfileDef } from "./profiles.ts";
+import {
+  type ContractName,
+  DEFAULT_GATEWAY_WITHDRAWAL_DELAY_S,
+  type ProfileDef,
+} from "./profiles.ts";
 import * as contractsRepo from "./contracts.repo.ts";
 import { placeBatchSettlement } from "./channels.place.ts";
 import { authorizeSettlers } from "./gateway-settlers.ts";
@@ -142,12 +146,19 @@ function deployData(name: ContractName, rt: ChainRuntime, operator: `0x${string}
         args: [rt.contracts.TestUSDC!],
       });
     case "GatewayVault":
-      // No withdrawal delay (docs/decisions.md, x402): sellers withdraw what they earned at once.
-      // Authorizations are submitted by the operator and our relayers only (its settlers).
+      // Authorizations are submitted by the operator and our relayers only (its settlers). On a
+      // local node of ours, no withdrawal delay (docs/decisions.md, x402: sellers withdraw what
+      // they earned at once); on a configured chain, one that outlasts the batched settlements,
+      // without which x402's batched option is not offered there (x402.batched.ts).
       return encodeDeployData({
         abi: GatewayVault.abi,
         bytecode: GatewayVault.bytecode as Hex,
-        args: [rt.contracts.TestUSDC!, 0n, operator, rt.relayers.map((r) => r.address)],
+        args: [
+          rt.contracts.TestUSDC!,
+          rt.profile.gatewayWithdrawalDelay ?? (rt.node ? 0n : DEFAULT_GATEWAY_WITHDRAWAL_DELAY_S),
+          operator,
+          rt.relayers.map((r) => r.address),
+        ],
       });
     case "MessageTransmitterV2":
       if (!rt.attester) throw new Error("CCTP_ATTESTER_KEY is needed to deploy the transmitter");

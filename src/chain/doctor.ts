@@ -15,7 +15,7 @@ import {
   type ContractName,
   type ProfileConfig,
 } from "./profiles.ts";
-import { AgentIdentityRegistry } from "./contracts/artifacts/index.ts";
+import { AgentIdentityRegistry, GatewayVault } from "./contracts/artifacts/index.ts";
 import * as contractsRepo from "./contracts.repo.ts";
 import { missingSettlers } from "./gateway-settlers.ts";
 import { deriveRelayers } from "./relayers.ts";
@@ -35,11 +35,16 @@ export interface DoctorCheck {
 const RPC_TIMEOUT_MS = 5000;
 
 /** Every configured chain, then CCTP between testnet and each source chain that has an RPC. */
-export async function inspectChains(config: ChainConfig, sql: Db | null): Promise<DoctorCheck[]> {
+export async function inspectChains(
+  config: ChainConfig,
+  sql: Db | null,
+  /** `vaultDelayNeeded`: the least gateway withdrawal delay x402's batched option needs (s). */
+  opts: { vaultDelayNeeded?: number } = {},
+): Promise<DoctorCheck[]> {
   const out: DoctorCheck[] = [];
   const sites: CctpSite[] = [];
   for (const profile of [...config.profiles, ...config.sources.filter((s) => s.rpcUrl)]) {
-    const r = await inspectProfile(profile, sql);
+    const r = await inspectProfile(profile, sql, opts);
     out.push(...r.checks);
     if (r.site && profile.cctpDomain !== undefined) sites.push(r.site);
   }
@@ -65,6 +70,7 @@ const CIRCLE_NAMES: ContractName[] = ["TestUSDC", "TokenMessengerV2", "MessageTr
 async function inspectProfile(
   profile: ProfileConfig,
   sql: Db | null,
+  opts: { vaultDelayNeeded?: number } = {},
 ): Promise<{ checks: DoctorCheck[]; site?: CctpSite }> {
   const p = profile.envPrefix;
   const out: DoctorCheck[] = [];
@@ -220,7 +226,54 @@ async function inspectProfile(
   });
   const vault = site.address("GatewayVault");
   if (vault) out.push(await inspectSettlers(profile, client, vault));
+  if (vault && opts.vaultDelayNeeded !== undefined) {
+    out.push(await inspectVaultDelay(profile, client, vault, opts.vaultDelayNeeded));
+  }
   return { checks: out, site };
+}
+
+/**
+ * x402's batched option is offered on a configured chain's vault only when its withdrawal delay
+ * outlasts the settlements of what a payer promised (x402.batched.rules.ts); a shorter one is
+ * not an error (the option is off there), but it is what an operator deploying a vault by hand or
+ * before 2026-12-01 (no delay) would not know.
+ */
+async function inspectVaultDelay(
+  profile: ProfileConfig,
+  client: PublicClient,
+  vault: `0x${string}`,
+  needed: number,
+): Promise<DoctorCheck> {
+  const name = `${profile.name}: gateway vault withdrawal delay`;
+  let delay: bigint;
+  try {
+    delay = await client.readContract({
+      address: vault,
+      abi: GatewayVault.abi,
+      functionName: "withdrawalDelay",
+    });
+  } catch (e) {
+    return {
+      name,
+      ok: false,
+      detail: `could not read ${vault}'s withdrawal delay: ${
+        e instanceof Error ? e.message : String(e)
+      }`,
+      fix: `check ${profile.envPrefix}_RPC_URL`,
+    };
+  }
+  if (delay >= BigInt(needed)) {
+    return { name, ok: true, detail: `${delay} s (x402's batched option needs ${needed} s)` };
+  }
+  return {
+    name,
+    ok: true,
+    warn: true,
+    detail: `${delay} s on ${vault}: x402's batched option needs ${needed} s, so it is not ` +
+      "offered on this chain",
+    fix: `move the balances, set ${profile.envPrefix}_GATEWAY_WITHDRAWAL_DELAY_SECONDS (default ` +
+      `86400) and run \`deno task contracts:deploy --network ${profile.name} --force\``,
+  };
 }
 
 /**

@@ -181,9 +181,20 @@ export interface ProfileConfig extends ProfileDef {
    * `<PREFIX>_ERC3009_DEPOSIT_COLLECTOR_ADDRESS`); unset: their canonical addresses (channels.ts).
    */
   batchSettlement?: { settlement?: `0x${string}`; collector?: `0x${string}` };
+  /**
+   * The withdrawal delay a GatewayVault we deploy here gets, in seconds
+   * (`<PREFIX>_GATEWAY_WITHDRAWAL_DELAY_SECONDS`); unset: none on a local node of ours,
+   * `DEFAULT_GATEWAY_WITHDRAWAL_DELAY_S` on a configured chain (x402's batched option is offered
+   * only on a vault whose delay outlasts its settlements: x402.batched.rules.ts).
+   */
+  gatewayWithdrawalDelay?: bigint;
 }
 
 const DEFAULT_RELAYERS = 4;
+/** A day: more than any `X402_BATCH_SECONDS` (at most an hour) needs. */
+export const DEFAULT_GATEWAY_WITHDRAWAL_DELAY_S = 86_400n;
+/** A year: the most a delay may be configured to. */
+const MAX_GATEWAY_WITHDRAWAL_DELAY_S = 31_536_000n;
 
 export interface GasPolicy {
   /** A managed wallet with less native balance than this is topped up before it sends (0: never). */
@@ -415,6 +426,15 @@ function parseProfile(
   if (!/^\d{1,3}$/.test(relayersRaw ?? "0") || relayers > 64) {
     problems.push(`${p}_RELAYERS: must be a whole number from 0 to 64`);
   }
+  const delayRaw = get(`${p}_GATEWAY_WITHDRAWAL_DELAY_SECONDS`);
+  if (
+    delayRaw !== undefined &&
+    (!/^\d{1,8}$/.test(delayRaw) || BigInt(delayRaw) > MAX_GATEWAY_WITHDRAWAL_DELAY_S)
+  ) {
+    problems.push(
+      `${p}_GATEWAY_WITHDRAWAL_DELAY_SECONDS: must be a whole number of seconds from 0 to ${MAX_GATEWAY_WITHDRAWAL_DELAY_S}`,
+    );
+  }
   return {
     ...def,
     rpcUrl,
@@ -426,5 +446,8 @@ function parseProfile(
     gas,
     relayers: Math.min(Number.isInteger(relayers) ? relayers : 0, 64),
     batchSettlement,
+    gatewayWithdrawalDelay: delayRaw !== undefined && /^\d{1,8}$/.test(delayRaw)
+      ? BigInt(delayRaw)
+      : undefined,
   };
 }

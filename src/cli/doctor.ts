@@ -14,6 +14,7 @@ import { type Config, ConfigError, loadConfig } from "../config.ts";
 import { createSql, describeUrl, ping } from "../db/client.ts";
 import { pendingMigrations } from "../db/migrate.ts";
 import { type DoctorCheck, inspectChains } from "../chain/doctor.ts";
+import { minWithdrawalDelay } from "../modules/x402/x402.batched.rules.ts";
 import { developmentSecretProblems } from "../dev-secrets.ts";
 import { smtpProblem } from "../modules/mail/mail.service.ts";
 
@@ -135,7 +136,11 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
   }
 
   try {
-    checks.push(...await inspectChains(config.chain, sql));
+    checks.push(
+      ...await inspectChains(config.chain, sql, {
+        vaultDelayNeeded: minWithdrawalDelay(config.X402_BATCH_SECONDS),
+      }),
+    );
   } finally {
     await sql?.end({ timeout: 1 }).catch(() => {});
   }

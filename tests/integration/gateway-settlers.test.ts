@@ -2,7 +2,9 @@
  * The gateway vault's settlers on a configured chain (an outside node, as a real network is):
  * the deployment names the relayer pool, a pool grown later is added when the service starts
  * (the operator's `setSettlers`; `contracts:deploy` does the same), and a vault without settlers is told apart
- * (x402's batched option is not offered on it: x402.batched.rules.ts `batchedRefusal`).
+ * (x402's batched option is not offered on it: x402.batched.rules.ts `batchedRefusal`). The
+ * vault it deploys delays withdrawals by a day unless `TESTNET_GATEWAY_WITHDRAWAL_DELAY_SECONDS`
+ * says otherwise.
  */
 import assert from "node:assert/strict";
 import { createPublicClient, http } from "viem";
@@ -44,6 +46,9 @@ Deno.test("gateway vault settlers: the relayer pool, a grown pool, a vault witho
       for (const r of rt.relayers) assert.equal(await isSettler(rt, vault, r.address), true);
       assert.deepEqual(await chain.gateway.settlersMissing("testnet"), []);
       assert.equal(await isSettler(rt, vault, ANVIL_KEYS_ADDRESS_1), false);
+      // On a configured chain the vault delays withdrawals (a day unless configured): long
+      // enough for x402's batched option, which a vault without a delay does not get.
+      assert.equal(await chain.gateway.withdrawalDelay("testnet"), 86_400n);
     } finally {
       await chain.stop();
     }

@@ -102,6 +102,30 @@ Deno.test("profiles: gas floor, top-up and operator low mark per chain, in wei",
   assert.deepEqual(under, ["TESTNET_GAS_TOPUP_WEI: must be at least TESTNET_GAS_FLOOR_WEI"]);
 });
 
+Deno.test("profiles: the gateway vault's withdrawal delay, in seconds", () => {
+  const ctx = { baseUrl: "http://localhost:3000", isProduction: false };
+  const ok: string[] = [];
+  const c = parseChainConfig(
+    { CHAINS: "testnet,production", TESTNET_GATEWAY_WITHDRAWAL_DELAY_SECONDS: "300" },
+    ctx,
+    ok,
+  );
+  assert.deepEqual(ok, []);
+  // Unset: the deployment's default (none on a local node, a day on a configured chain).
+  assert.deepEqual(c.profiles.map((p) => p.gatewayWithdrawalDelay), [300n, undefined]);
+  for (const bad of ["-1", "1.5", "1e3", "31536001"]) {
+    const problems: string[] = [];
+    parseChainConfig(
+      { CHAINS: "testnet", TESTNET_GATEWAY_WITHDRAWAL_DELAY_SECONDS: bad },
+      ctx,
+      problems,
+    );
+    assert.deepEqual(problems, [
+      "TESTNET_GATEWAY_WITHDRAWAL_DELAY_SECONDS: must be a whole number of seconds from 0 to 31536000",
+    ], bad);
+  }
+});
+
 Deno.test("profiles: a configured address with a wrong EIP-55 checksum is refused by name", () => {
   const ctx = { baseUrl: "x", isProduction: false };
   // The official ERC-8004 identity registry on testnets, correctly checksummed; then one digit
