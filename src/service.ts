@@ -17,7 +17,7 @@ import { createApp } from "./app.ts";
 import { databaseCheck } from "./http/health.ts";
 import { allJobs, type AppModule, modules as defaultModules } from "./modules/index.ts";
 import { Chain } from "./chain/index.ts";
-import { publishExplorerUrls } from "./chain/explorer-links.ts";
+import { publishServiceUrl } from "./chain/explorer-links.ts";
 import type { SenderHooks } from "./chain/sender.ts";
 import { createRateLimiter } from "./http/rate-limit.ts";
 import { createMailer } from "./modules/mail/mail.service.ts";
@@ -195,11 +195,11 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       }, { onTimeout: () => Promise.resolve(server.abandon()) });
       // Runs before the server's drain: an open event stream would otherwise hold it to the end.
       cleanups.add("live streams", () => closeLiveStreams(sql), { forcedMs: 500 });
-      // Operator commands (deno task faucet) print explorer links to where this process serves.
-      await publishExplorerUrls(
-        sql,
-        Object.fromEntries(chain.profiles().map((p) => [p, chain.runtime(p).profile.explorerUrl])),
-      ).catch((e) => log.warn("could not record the explorer URLs", { error: e }));
+      // Operator commands (deno task faucet, escrow:resolve) print explorer links to where this
+      // process serves its explorer pages.
+      await publishServiceUrl(sql, config.BASE_URL).catch((e) =>
+        log.warn("could not record the service's base URL", { error: e })
+      );
       log.info("listening", {
         role,
         port,

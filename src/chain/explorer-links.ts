@@ -1,29 +1,41 @@
 /**
- * The explorer base URLs the serving process links to, kept in `app_settings`. Operator commands
- * are other processes, usually started without the service's PORT or BASE_URL, so a link built
- * from their own configuration would point at the default port; the local explorer pages are
- * served by the service, so its links are the ones that open.
+ * The base URL of the serving process, kept in `app_settings`: operator commands (src/cli/) are
+ * other processes, usually started without the service's PORT or BASE_URL, so a link built from
+ * their own configuration would point at the default port; the local explorer pages are served by
+ * the service, so its links are the ones that open. Every explorer link an operator command prints
+ * (the faucet's, an escrow resolution's, a bridge source chain's) is built on it.
  */
 import type { Db } from "../db/client.ts";
-import type { ProfileName } from "./profiles.ts";
+import type { ChainConfig, ProfileConfig } from "./profiles.ts";
 import { getSetting, putSetting } from "./settings.repo.ts";
 
-const KEY = "service:explorer-urls";
+const KEY = "service:base-url";
 
-/** Called by a serving process at start: the explorer base URL of each of its chain profiles. */
-export async function publishExplorerUrls(
-  sql: Db,
-  urls: Partial<Record<ProfileName, string>>,
-): Promise<void> {
-  await putSetting(sql, KEY, urls);
+/** Called by a serving process at start. */
+export async function publishServiceUrl(sql: Db, baseUrl: string): Promise<void> {
+  await putSetting(sql, KEY, { baseUrl });
 }
 
-/** The explorer base URL the last serving process used for `profile`, if any did. */
-export async function publishedExplorerUrl(
-  sql: Db,
-  profile: ProfileName,
-): Promise<string | undefined> {
-  const value = await getSetting(sql, KEY) as Record<string, unknown> | null | undefined;
-  const url = value?.[profile];
-  return typeof url === "string" && /^https?:\/\//.test(url) ? url : undefined;
+/** The base URL the last serving process had, if any did. */
+export async function publishedServiceUrl(sql: Db): Promise<string | undefined> {
+  const value = await getSetting(sql, KEY) as { baseUrl?: unknown } | null | undefined;
+  const url = value?.baseUrl;
+  return typeof url === "string" && /^https?:\/\//.test(url) ? url.replace(/\/+$/, "") : undefined;
+}
+
+/**
+ * `chain` with the explorer links derived from `ownBaseUrl` (no `<PREFIX>_EXPLORER_URL` set)
+ * rebased on `servedUrl`; a configured explorer is kept.
+ */
+export function withServedExplorers(
+  chain: ChainConfig,
+  ownBaseUrl: string,
+  servedUrl: string,
+): ChainConfig {
+  const own = `${ownBaseUrl.replace(/\/+$/, "")}/explorer/`;
+  const rebase = (p: ProfileConfig): ProfileConfig =>
+    p.explorerUrl.startsWith(own)
+      ? { ...p, explorerUrl: `${servedUrl}/explorer/${p.explorerUrl.slice(own.length)}` }
+      : p;
+  return { ...chain, profiles: chain.profiles.map(rebase), sources: chain.sources.map(rebase) };
 }

@@ -9,6 +9,7 @@ import { createSql, type Sql } from "../db/client.ts";
 import { startEmbeddedPostgres } from "../db/embedded-loader.ts";
 import { migrate } from "../db/migrate.ts";
 import { Chain } from "../chain/index.ts";
+import { publishedServiceUrl, withServedExplorers } from "../chain/explorer-links.ts";
 
 export interface CliContext {
   config: Config;
@@ -25,8 +26,13 @@ export async function withCli<T>(
   return await withDatabase(async ({ config, databaseUrl, sql, log }) => {
     let chain: Chain | undefined;
     try {
+      // Links to where the service serves its explorer pages, unless this command was given a
+      // BASE_URL of its own (src/chain/explorer-links.ts).
+      const served = opts.env?.BASE_URL ?? Deno.env.get("BASE_URL")
+        ? undefined
+        : await publishedServiceUrl(sql);
       chain = await Chain.start({
-        config: config.chain,
+        config: served ? withServedExplorers(config.chain, config.BASE_URL, served) : config.chain,
         masterKey: config.WALLET_MASTER_KEY!,
         sql,
         log,

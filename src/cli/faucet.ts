@@ -12,15 +12,19 @@ function formatEther(wei: bigint): string {
   const frac = (wei % 10n ** 18n).toString().padStart(18, "0").replace(/0+$/, "");
   return frac ? `${whole}.${frac}` : `${whole}`;
 }
-import { explorerTxUrl, isSourceChain, type ProfileName } from "../chain/profiles.ts";
-import { publishedExplorerUrl } from "../chain/explorer-links.ts";
+import { isSourceChain, type ProfileName } from "../chain/profiles.ts";
+import { isAddress } from "../chain/address.ts";
 
 const { flags, positional } = parseArgs(Deno.args);
 const [address, amountText] = positional;
 const usage = "usage: deno task faucet <address> <amount> " +
   "[--network testnet|production|Arbitrum_Sepolia|Base_Sepolia|Optimism_Sepolia|Ethereum_Sepolia|Polygon_Amoy_Testnet]";
 if (!address || !amountText) fail(usage);
-if (!/^0x[0-9a-fA-F]{40}$/.test(address)) fail(`Not a valid wallet address: ${address}`);
+if (!isAddress(address)) {
+  fail(
+    `Not a valid wallet address: ${address} (40 hex characters; mixed case must be a valid checksum)`,
+  );
+}
 let amount: bigint;
 try {
   amount = parseUsdc(amountText);
@@ -28,7 +32,7 @@ try {
   fail(`Not a valid USDC amount (${e instanceof AmountError ? e.message : e}): ${amountText}`);
 }
 
-await withCli(async ({ chain, sql }) => {
+await withCli(async ({ chain }) => {
   // Payment links settle on the payout profile, so that is where a payer needs the funds.
   const network = (flags.network ?? chain.payoutProfile()) as ProfileName;
   // A bridge source chain (the spec's ids) starts on first use, here as in the service.
@@ -40,13 +44,8 @@ await withCli(async ({ chain, sql }) => {
   }
   const { mint: tx, gas } = await chain.faucet(network, address as `0x${string}`, amount);
   const balance = await chain.usdcBalance(network, address as `0x${string}`);
-  // The service's explorer (it serves the local explorer pages), not one built from this
-  // process's PORT/BASE_URL, which are usually unset here; ours only when no service has run.
-  // A BASE_URL given to this command is the operator's word and wins.
-  const explorer = Deno.env.get("BASE_URL") ? undefined : await publishedExplorerUrl(sql, network);
-  const link = explorer
-    ? explorerTxUrl({ explorerUrl: explorer }, tx.txHash)
-    : chain.explorerTxUrl(network, tx.txHash);
+  // The service's explorer (src/cli/context.ts): the one that serves the local explorer pages.
+  const link = chain.explorerTxUrl(network, tx.txHash);
   console.log(`Minted ${formatUsdc(amount)} USDC to ${address} on ${network}.`);
   console.log(`  tx:      ${tx.txHash}`);
   console.log(`  explorer ${link}`);

@@ -51,6 +51,15 @@ Deno.test("faucet mints test USDC (never on a configured production chain); chai
       12_500_000n,
     );
 
+    // A mixed-case address whose checksum is wrong: refused in a sentence, not a stack trace.
+    const typo = await run("faucet.ts", "0x70997970C51812dc3A010C7d01b50b54d5678d5f", "1");
+    assert.equal(typo.code, 2);
+    assert.match(
+      typo.err,
+      /Not a valid wallet address: 0x70997970C51812dc3A010C7d01b50b54d5678d5f/,
+    );
+    assert.doesNotMatch(typo.err, /InvalidAddressError|\bat /);
+
     // Without --network the faucet funds the chain payment links settle on (production); here
     // that is a configured chain, so it refuses, by flag or by default.
     for (const args of [["--network", "production"], []]) {

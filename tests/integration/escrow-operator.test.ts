@@ -193,6 +193,10 @@ Deno.test("escrow operator: operator key, resolve via API and CLI", async (t) =>
       const out = await run("escrow-resolve.ts", reference, "refunded");
       assert.equal(out.code, 0, out.stderr);
       assert.match(out.stdout, /REFUNDED \(refunded\) 0x[0-9a-f]{64}/);
+      // The command's environment names no PORT or BASE_URL: its link is the running service's.
+      const hash = /0x[0-9a-f]{64}/.exec(out.stdout)![0];
+      assert.ok(out.stdout.includes(`${svc.baseUrl}/explorer/`), out.stdout);
+      assert.ok(out.stdout.includes(`/tx/${hash}\n`), out.stdout);
       assert.equal(
         await chain.usdcBalance(profile, depositor.address as `0x${string}`),
         before + 5n * USDC,

@@ -217,7 +217,7 @@ export const bridgeRoutes = [
         description: "One tier per finality threshold: 1000 fast, 2000 standard",
         schema: z.array(z.object({
           finalityThreshold: z.number().int(),
-          minimumFee: z.union([z.number(), z.string()]),
+          minimumFee: z.number(),
         })),
       },
       400: { description: "Malformed parameters", schema: z.object({ error: z.string() }) },

@@ -65,10 +65,13 @@ export async function fetchAttestation(deps: Deps, t: repo.BridgeRow): Promise<A
   };
 }
 
-/** The local attester's fee tiers: Fast at `CCTP_FAST_FEE_BPS`, Standard free (bps). */
+/**
+ * The local attester's fee tiers: Fast at `CCTP_FAST_FEE_BPS`, Standard free (bps), each a JSON
+ * number as Circle's API answers (`CCTP_FAST_FEE_BPS` has at most 4 decimals: exact as a number).
+ */
 export function localFeeTiers(deps: Deps): FeeTier[] {
   return [
-    { finalityThreshold: 1000, minimumFee: deps.config.chain.cctp.fastFeeBps },
+    { finalityThreshold: 1000, minimumFee: Number(deps.config.chain.cctp.fastFeeBps) },
     { finalityThreshold: 2000, minimumFee: 0 },
   ];
 }
