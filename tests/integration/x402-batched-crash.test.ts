@@ -81,6 +81,11 @@ Deno.test("x402 batched settlement: a killed round is finished exactly once", as
         const [left] = await sql`
           select id from x402_gateway_batches where status = 'pending'`;
         assert.ok(left, "the dead process left its batch recorded");
+        // Its round's claim lapses at most 15 s after the kill (ROUND_CLAIM_TTL_MS), not a minute
+        // on: settlement pauses that long.
+        const [claim] = await sql`select extract(epoch from expires_at - claimed_at)::float8 as s
+          from resource_claims where resource like 'x402-gateway-settle:%'`;
+        assert.ok(claim && claim.s <= 15, `the round's claim lives ${claim?.s} s`);
         await svc.deps.chain.recover(X402_PROFILE, { minAgeMs: 0 });
         await lapseClaims(svc);
         const round = await settleRound(svc.deps);

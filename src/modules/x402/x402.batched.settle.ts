@@ -15,7 +15,7 @@ import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
 import { withClaim } from "../../db/claims.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
-import { X402_PROFILE } from "./x402.context.ts";
+import { ROUND_CLAIM_TTL_MS, X402_PROFILE } from "./x402.context.ts";
 import * as repo from "./x402.batched.repo.ts";
 import { STALE_RESERVATION_MS } from "./x402.batched.rules.ts";
 import { chainRefused } from "./x402.channels.deposit.ts";
@@ -109,7 +109,7 @@ export async function settleRound(
         out.push(done);
       }
       return out;
-    }, { waitMs: opts.waitMs ?? 1000 });
+    }, { waitMs: opts.waitMs ?? 1000, ttlMs: ROUND_CLAIM_TTL_MS });
   } catch (e) {
     if (e instanceof DomainError && e.code === "resource_busy") return out;
     throw e;

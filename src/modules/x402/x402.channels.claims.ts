@@ -14,7 +14,7 @@ import { DomainError } from "../../errors.ts";
 import { withClaim } from "../../db/claims.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 import type { ClaimRow } from "../../chain/index.ts";
-import { X402_PROFILE } from "./x402.context.ts";
+import { ROUND_CLAIM_TTL_MS, X402_PROFILE } from "./x402.context.ts";
 import * as repo from "./x402.channels.repo.ts";
 import * as claims from "./x402.channels.claims.repo.ts";
 import { E, HOLD_MS, termsOf } from "./x402.channels.rules.ts";
@@ -63,7 +63,7 @@ export async function claimRound(deps: Deps, p: ProfileName = X402_PROFILE): Pro
       out.transactions.push(done);
     }
     return out;
-  }, { waitMs: 120_000 });
+  }, { waitMs: 120_000, ttlMs: ROUND_CLAIM_TTL_MS });
 }
 
 /** How a voucher claimed before its call's answer ended (claimNow). */

@@ -39,3 +39,11 @@ export function x402Profile(deps: Pick<Deps, "chain">): ProfileName {
   if (!deps.chain.has(X402_PROFILE)) throw new DomainError("chain_not_configured");
   return X402_PROFILE;
 }
+
+/**
+ * How long a settlement round's claim (batched charges, channel claims) outlives a process killed
+ * during it (its holder extends it every third of this while it works): the pause in settlement
+ * after such a kill. A lapsed claim never sends twice (a batch's transaction is its intent:
+ * src/db/claims.ts).
+ */
+export const ROUND_CLAIM_TTL_MS = 15_000;
