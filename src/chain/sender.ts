@@ -145,6 +145,13 @@ export class TxSender {
     const data = req.data ?? "0x";
     const gas = req.gas ?? await this.#estimateGas(rt, account.address, req.to, data, value);
     const fees = await this.#fees(rt);
+    // A transaction that may cost more than the floor (a settlement batch of 500 payments, say)
+    // needs more than the floor's gas: the wallet is topped up to what it may cost, else the
+    // node refuses it for funds.
+    const cost = gas * fees.maxFeePerGas + value;
+    if (gasRead && cost > rt.profile.gas.floorWei) {
+      await this.ensureGas(rt, account.address, undefined, cost);
+    }
     const key = `${rt.chainId}:${from}`;
     let lane = this.#lanes.get(key);
     if (!lane) {
@@ -288,19 +295,23 @@ export class TxSender {
 
   /**
    * Tops up a managed wallet's native gas from the operator when it is below the profile's floor
-   * (local and remote chains alike). A top-up to it already in flight is awaited rather than
-   * doubled; otherwise the top-up's intent is `gas:<address>:<next nonce of the wallet>`, so
-   * concurrent senders and a retry after a crash find the same transaction. Returns the top-up
-   * sent or awaited, if any.
+   * (local and remote chains alike), or below `needWei` (what the transaction about to be sent
+   * may cost, when more than the floor): by the top-up amount, or by the need when it is more. A
+   * top-up to it already in flight is awaited rather than doubled; otherwise the top-up's intent
+   * is `gas:<address>:<next nonce of the wallet>`, so concurrent senders and a retry after a crash
+   * find the same transaction. Returns the top-up sent or awaited, if any.
    */
   async ensureGas(
     rt: ChainRuntime,
     address: `0x${string}`,
     /** The caller's own read of the balance (`#gasBalance`), when it has one. */
     balance?: bigint | null,
+    needWei = 0n,
   ): Promise<repo.TxRow | null> {
-    const { floorWei, topupWei } = rt.profile.gas;
-    if (floorWei === 0n || !rt.operator) return null;
+    const { floorWei: floor, topupWei: topup } = rt.profile.gas;
+    if (floor === 0n || !rt.operator) return null;
+    const floorWei = needWei > floor ? needWei : floor;
+    const topupWei = needWei > topup ? needWei : topup;
     // Read afresh by every caller: a balance shared from a read that began before a top-up was
     // mined would make a late caller send a second top-up.
     if ((balance ?? await rt.client.getBalance({ address })) >= floorWei) return null;
@@ -327,7 +338,9 @@ export class TxSender {
       from: "operator",
       to,
       value: topupWei,
-      intentKey: `gas:${to}:${nonce}`,
+      // A need above the floor is its own: the floor's top-up for the same nonce may be mined
+      // already and not be enough.
+      intentKey: needWei > floor ? `gas:${to}:${nonce}:cost` : `gas:${to}:${nonce}`,
     });
   }
 

@@ -105,6 +105,27 @@ Deno.test("gas: a fresh managed wallet is topped up once, before it signs; again
       },
     );
 
+    await t.step(
+      "a transaction that costs more than the floor: topped up to its cost, then sent",
+      async () => {
+        // Above the floor, below what 25M gas costs (at least 1 gwei each on anvil: 0.025).
+        const rt = chain.runtime("testnet");
+        await rpc(rt.rpcUrl, "anvil_setBalance", [payer.address, "0x" + (FLOOR + 1n).toString(16)]);
+        const nonce = await rt.client.getTransactionCount({ address: payer.address });
+        const row = await chain.sender.send({
+          profile: "testnet",
+          from: { walletId: payer.id },
+          to: payee.address,
+          gas: 25_000_000n,
+          intentKey: "local:costly",
+        });
+        assert.equal(row.status, "confirmed");
+        const gas = await topups(db.sql, payer.address);
+        assert.equal(gas.at(-1)?.intentKey, `gas:${payer.address}:${nonce}:cost`);
+        assert.ok(BigInt(gas.at(-1)!.value) > FLOOR, "the top-up covers the cost, not the floor");
+      },
+    );
+
     await t.step("the operator's low balance is reported by the readiness check", async () => {
       const before = await chain.readiness().run();
       const detail = (before.detail as Record<string, Record<string, unknown>>).testnet;
