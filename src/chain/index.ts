@@ -18,6 +18,8 @@ import type { ChainConfig, ContractName, ProfileConfig, ProfileName } from "./pr
 import { explorerTxUrl, isSourceChain } from "./profiles.ts";
 import { cctpOps } from "./cctp.ts";
 import { type ChainRuntime, startRuntime } from "./runtime.ts";
+import { stopLeftoverNode } from "./local-node.ts";
+import { join } from "node:path";
 import { type SenderHooks, type Signer, type TxRequest, TxSender } from "./sender.ts";
 import { LogWatcher } from "./watcher.ts";
 import { ensureContracts } from "./deploy.ts";
@@ -156,6 +158,16 @@ export class Chain {
       // lock while it uses the pool, so two at once would wedge a pool of two.
       for (const rt of runtimes) {
         await ensureContracts(rt, chain.sender, opts.sql, opts.log.child({ component: "chain" }));
+      }
+      // A bridge source chain's node left by a killed process: this one starts such a chain
+      // only when it is used, so it stops the leftover now.
+      const dataDir = opts.dataDir;
+      if (dataDir) {
+        await Promise.all(
+          opts.config.sources.filter((s) => !s.rpcUrl).map((s) =>
+            stopLeftoverNode(join(dataDir, "chains", s.name), opts.log)
+          ),
+        );
       }
       return chain;
     } catch (e) {

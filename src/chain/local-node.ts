@@ -96,6 +96,36 @@ export async function startLocalNode(opts: LocalNodeOptions): Promise<LocalNode>
   }
 }
 
+/**
+ * Stops the node a killed service left running in `stateDir`, without starting one: a bridge
+ * source chain's, which a process starts only on first use. A later process may never use that
+ * chain, and the leftover would run until the machine restarts. A node of a live process is left
+ * alone. True when one was stopped.
+ */
+export async function stopLeftoverNode(stateDir: string, log: Logger): Promise<boolean> {
+  let lock: Deno.FsFile;
+  try {
+    // No lock file: no node was ever started here.
+    lock = await Deno.open(join(stateDir, ".lock"), { write: true });
+  } catch {
+    return false;
+  }
+  try {
+    await lock.lock(true);
+    const running = await runningNode(stateDir);
+    // This process's own node (another Chain of it started it) is no leftover either.
+    if (!running || running.owner === Deno.pid || await isLiveRuntime(running.owner)) {
+      return false;
+    }
+    await stopLeftover(running.pid, log.child({ component: "anvil" }));
+    await Deno.remove(join(stateDir, NODE_FILE)).catch(() => {});
+    return true;
+  } finally {
+    await lock.unlock().catch(() => {});
+    lock.close();
+  }
+}
+
 async function spawnNode(opts: LocalNodeOptions): Promise<LocalNode> {
   const log = opts.log.child({ component: "anvil", chain: opts.name });
   // Port 0: anvil binds a free port itself and prints it. Choosing one here and passing it raced
