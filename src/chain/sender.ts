@@ -145,10 +145,11 @@ export class TxSender {
     const data = req.data ?? "0x";
     const gas = req.gas ?? await this.#estimateGas(rt, account.address, req.to, data, value);
     const fees = await this.#fees(rt);
-    // A transaction that may cost more than the floor (a settlement batch of 500 payments, say)
-    // needs more than the floor's gas: the wallet is topped up to what it may cost, else the
-    // node refuses it for funds.
-    const cost = gas * fees.maxFeePerGas + value;
+    // A transaction whose gas may cost more than the floor (a settlement batch of 500 payments,
+    // say) needs more than the floor's top-up: the wallet is topped up to what its gas may cost,
+    // else the node refuses it for funds. Gas only: the value it sends is the wallet's own, never
+    // the operator's.
+    const cost = gas * fees.maxFeePerGas;
     if (gasRead && cost > rt.profile.gas.floorWei) {
       await this.ensureGas(rt, account.address, undefined, cost);
     }
