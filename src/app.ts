@@ -17,6 +17,7 @@ import { createMetrics } from "./http/metrics.ts";
 import type { ReadinessCheck } from "./readiness.ts";
 import type { AppModule } from "./modules/index.ts";
 import { mountRoutes } from "./http/route.ts";
+import { PAGE_CSP } from "./http/csp.ts";
 
 export type AppEnv = { Variables: { requestId: string } };
 
@@ -45,6 +46,20 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     opts.modules.flatMap((m) => m.bodyRules ?? []),
     opts.modules.flatMap((m) => (m.table ?? []).filter((r) => r.auth.bare).map((r) => r.path)),
   ));
+
+  // Every HTML page (checkout, bridge, the payer's gateway page, the explorer, error pages) gets
+  // the strict policy and no framing unless it set its own (the dashboard and API docs do): a
+  // payment page framed by another site could have its buttons clicked under a decoy (an outside
+  // audit, 2026-12-01). Our pages load code and styles from our origin only.
+  app.use(async (c, next) => {
+    await next();
+    const type = c.res.headers.get("content-type") ?? "";
+    if (!type.startsWith("text/html") || c.res.headers.has("content-security-policy")) return;
+    c.res.headers.set("Content-Security-Policy", PAGE_CSP);
+    c.res.headers.set("X-Frame-Options", "DENY");
+    c.res.headers.set("X-Content-Type-Options", "nosniff");
+    if (!c.res.headers.has("referrer-policy")) c.res.headers.set("Referrer-Policy", "same-origin");
+  });
 
   app.onError((err, c) => {
     const answer = answerFor(err);

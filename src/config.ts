@@ -72,6 +72,8 @@ const envSchema = z.object({
   RATE_LIMIT_PAYMENTS_PER_MINUTE: z.coerce.number().int().min(1).default(30),
   RATE_LIMIT_GROUP_PER_MINUTE: z.coerce.number().int().min(1).default(30),
   RATE_LIMIT_ANONYMOUS_PER_MINUTE: z.coerce.number().int().min(1).default(100),
+  /** `POST /rpc/<profile>` (browser wallets' JSON-RPC), per client address. */
+  RATE_LIMIT_RPC_PER_MINUTE: z.coerce.number().int().min(1).default(600),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
   /** Largest request body read (bytes); a route may declare a larger one. Beyond it: 413. */
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(1024 * 1024),

@@ -22,6 +22,7 @@ import type { Deps } from "../deps.ts";
 import { ApiError } from "./errors.ts";
 import { M } from "./messages.ts";
 import { MERCHANT_COOKIE, verifyToken } from "./session-token.ts";
+import { crossSite } from "./csrf.ts";
 import { clientAddress, enforce, type RateBucket } from "./rate-limit.ts";
 import { isUuid, resolveKey } from "../modules/keys/keys.service.ts";
 import { type KeyEnvironment, type KeyKind, keyProfile } from "../modules/keys/keys.rules.ts";
@@ -99,6 +100,8 @@ export interface GuardOptions {
   invalidKeyStatus?: 401 | 404;
 }
 
+const SAFE_METHOD = /^(GET|HEAD|OPTIONS)$/;
+
 export function guard(deps: Deps, opts: GuardOptions): MiddlewareHandler<AuthEnv> {
   const kinds = opts.keyKinds ?? ["merchant", "secret", "publishable"];
   const msg = {
@@ -169,6 +172,14 @@ async function authenticate(
       ? await sessionMerchant(deps, claims.sid, claims.sub, now)
       : null;
     if (session?.live) {
+      // The cookie rides along on another site's requests: an unsafe API one is refused
+      // (csrf.ts `crossSite`); the dashboard's forms have their own two checks (csrf.ts).
+      if (
+        !SAFE_METHOD.test(c.req.method) && c.req.path.startsWith("/api/") &&
+        crossSite(c, deps.config)
+      ) {
+        throw fail(403, M.crossSiteRefused);
+      }
       const merchant = session.merchant;
       if (!merchant) throw fail(404, msg.merchantMissing);
       return {

@@ -38,6 +38,23 @@ export interface CsrfOptions {
   binding?: (c: Context) => string;
 }
 
+/**
+ * Whether an unsafe request comes from another site's page, as the browser says: its
+ * `Sec-Fetch-Site` is anything but `same-origin` or `none` (a sibling subdomain's page is
+ * `same-site`, and refused too), or, without that header, its `Origin` is neither our BASE_URL's
+ * nor the request's own (`null` included). A client that sends neither (curl, a server) is no
+ * browser and carries no ambient cookie. For API routes that take a session cookie: a request
+ * with no body has no Content-Type for the JSON check to refuse, so a cross-site form or
+ * `fetch(…, { mode: "no-cors" })` would otherwise reach them with the victim's cookie.
+ */
+export function crossSite(c: Context, config: Config): boolean {
+  const fetchSite = c.req.header("sec-fetch-site");
+  if (fetchSite !== undefined) return fetchSite !== "same-origin" && fetchSite !== "none";
+  const origin = c.req.header("origin");
+  if (origin === undefined) return false;
+  return origin !== new URL(config.BASE_URL).origin && origin !== new URL(c.req.url).origin;
+}
+
 /** The token for a cookie value and binding: base64url HMAC-SHA256 under a key from JWT_SECRET. */
 export function csrfToken(config: Config, cookieValue: string, binding = ""): string {
   return createHmac("sha256", `csrf:${config.JWT_SECRET}`)

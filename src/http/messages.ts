@@ -25,6 +25,8 @@ export const M = {
   bodyTimeout: "The request body was not received in time.",
   bodyTimeoutHint: "Send the whole body without pausing.",
   unsupportedMediaType: "Content-Type must be application/json.",
+  crossSiteRefused:
+    "Cross-site request refused: a session cookie is accepted only from this service's own pages.",
   textNotAllowedHint: "Text must be well-formed Unicode and must not contain NUL (U+0000).",
   jsonTooDeepHint: "JSON bodies may nest arrays and objects at most 32 levels deep.",
 

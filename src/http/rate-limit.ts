@@ -19,7 +19,14 @@ import { ApiError } from "./errors.ts";
 import { M } from "./messages.ts";
 import { countHit, countHits } from "./rate-limit.repo.ts";
 
-export type RateBucket = "default" | "payments" | "checkout" | "escrow" | "streams" | "anonymous";
+export type RateBucket =
+  | "default"
+  | "payments"
+  | "checkout"
+  | "escrow"
+  | "streams"
+  | "anonymous"
+  | "rpc";
 
 export interface RateDecision {
   allowed: boolean;
@@ -74,6 +81,8 @@ export function configuredLimit(bucket: RateBucket, config: Config): number {
       return config.RATE_LIMIT_GROUP_PER_MINUTE;
     case "anonymous":
       return config.RATE_LIMIT_ANONYMOUS_PER_MINUTE;
+    case "rpc":
+      return config.RATE_LIMIT_RPC_PER_MINUTE;
   }
 }
 

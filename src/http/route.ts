@@ -21,7 +21,14 @@ import type { ProfileName } from "../chain/profiles.ts";
 import type { MerchantRow } from "../modules/merchants/merchants.types.ts";
 import { type AuthEnv, guard, type GuardOptions, merchantOf, profileOf } from "./auth.ts";
 import { type ParseOptions, parseWith, presentQuery, readJsonObject } from "./body.ts";
-import { type Credential, parseOrThrow, type ResponseDoc, type RouteDoc } from "./contract.ts";
+import {
+  bareErrorBody,
+  type Credential,
+  errorBody,
+  parseOrThrow,
+  type ResponseDoc,
+  type RouteDoc,
+} from "./contract.ts";
 import { idempotent, type ReplayHook } from "./idempotency.ts";
 
 export type Method = RouteDoc["method"];
@@ -170,7 +177,26 @@ export function docOf(r: ApiRoute): RouteDoc {
     ...(r.query ? { query: r.query as z.ZodObject } : {}),
     ...(r.body ? { body: r.body } : {}),
     ...(r.bodyExample !== undefined ? { bodyExample: r.bodyExample } : {}),
-    responses: r.responses,
+    responses: withCrossSite(r),
+  };
+}
+
+/**
+ * A route that takes the merchant's session cookie on an unsafe method may answer 403 to a
+ * request from another site's page (auth.ts, csrf.ts `crossSite`): listed when its own table
+ * does not list a 403.
+ */
+function withCrossSite(r: ApiRoute): ApiRoute["responses"] {
+  if (!r.auth.accept.includes("cookie") || /^(get|head|options)$/i.test(r.method)) {
+    return r.responses;
+  }
+  if (r.responses[403]) return r.responses;
+  return {
+    ...r.responses,
+    403: {
+      description: "A request with the session cookie from another site's page",
+      schema: r.auth.bare || r.auth.bareStatuses?.includes(403) ? bareErrorBody : errorBody,
+    },
   };
 }
 

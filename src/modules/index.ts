@@ -21,7 +21,7 @@ import { paymentsRoutes } from "./payments/payments.api.ts";
 import { paymentJobs } from "./payments/payments.jobs.ts";
 import { settlementHandlers } from "./payments/payments.settlement.ts";
 import { checkoutPages } from "./payments/payments.pages.tsx";
-import { rpcProxy } from "../chain/rpc-proxy.ts";
+import { rpcRoutes } from "../http/rpc-route.ts";
 import { assetPages } from "../http/assets.ts";
 import { dashboardPages } from "./dashboard/dashboard.pages.tsx";
 import type { RouteDoc } from "../http/contract.ts";
@@ -118,7 +118,7 @@ export const modules: AppModule[] = [
     onStart: commerceOnStart,
   },
   { name: "agents", table: agentsRoutes, jobs: agentJobs, sections: [agentsSection] },
-  { name: "rpc", api: rpcProxy },
+  { name: "rpc", api: rpcRoutes },
   { name: "assets", pages: assetPages },
   { name: "dashboard", pages: (deps) => dashboardPages(deps, dashboardSections(modules)) },
   {

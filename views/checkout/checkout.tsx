@@ -46,6 +46,11 @@ function Shell(props: { title: string; children?: Child }) {
       title={props.title}
       head={
         <>
+          {/* No inline code or styles from htmx: the page's CSP forbids both (src/app.ts). */}
+          <meta
+            name="htmx-config"
+            content={JSON.stringify({ includeIndicatorStyles: false, allowEval: false })}
+          />
           <link rel="stylesheet" href={assetUrl("checkout.css")} />
           <script src={assetUrl("htmx.min.js")} defer></script>
           <script src={assetUrl("live.js")} defer></script>
