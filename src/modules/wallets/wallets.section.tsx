@@ -120,7 +120,7 @@ export const walletsSection: DashboardSection = {
         // Test mode only, on its chain: live mode has no faucet.
         if (!faucetChains(c, deps).includes(chain as ProfileName)) {
           await wallets.getWallet(deps, merchantOf(c), c.req.param("id"));
-          throw new DomainError("chain_not_configured");
+          throw new DomainError("dev_faucet_unavailable");
         }
         return await wallets.faucet(deps, merchantOf(c), c.req.param("id"), chain);
       });

@@ -145,7 +145,7 @@ export function faucetProfiles(deps: Deps): ProfileName[] {
 export async function faucet(deps: Deps, m: MerchantRow, walletId: string, profile: string) {
   const w = await find(deps, m.id, walletId);
   const allowed = faucetProfiles(deps).find((p) => p === profile);
-  if (!allowed) throw new DomainError("chain_not_configured");
+  if (!allowed) throw new DomainError("dev_faucet_unavailable");
   const row = await deps.chain.mintUsdc({ profile: allowed, to: w.address, amount: FAUCET_AMOUNT });
   return { txHash: row.txHash, amount: formatUsdc(FAUCET_AMOUNT, { decimals: "fixed" }) };
 }
