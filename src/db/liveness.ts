@@ -45,20 +45,20 @@ export async function startLiveness(
   opts: { now?: () => number; timer?: boolean } = {},
 ): Promise<Liveness> {
   const now = opts.now ?? (() => performance.now());
+  // The claim's resource and its owner are both the id: no other process could hold it.
   const id = crypto.randomUUID();
-  const owner = id;
   let lastOk = now();
   // When the claim may have been seen lapsed: work taken before it is not this process's now.
   let lastBreak = -Infinity;
-  if (!await repo.tryClaim(sql, resource(id), owner, PROCESS_TTL_MS)) {
+  if (!await repo.tryClaim(sql, resource(id), id, PROCESS_TTL_MS)) {
     throw new Error("liveness: a fresh process id was already claimed");
   }
   let beating: Promise<void> | undefined;
   const beat = async () => {
     const started = now();
     try {
-      const extended = await repo.extend(sql, resource(id), owner, PROCESS_TTL_MS) ||
-        await repo.tryClaim(sql, resource(id), owner, PROCESS_TTL_MS);
+      const extended = await repo.extend(sql, resource(id), id, PROCESS_TTL_MS) ||
+        await repo.tryClaim(sql, resource(id), id, PROCESS_TTL_MS);
       if (!extended) return;
       // Not extended for too long: others may have taken this process for dead meanwhile.
       if (started - lastOk >= SAFE_MS) {
@@ -86,7 +86,7 @@ export async function startLiveness(
       clearInterval(timer);
       await beating;
       if (!release) return;
-      await repo.release(sql, resource(id), owner).catch((e) =>
+      await repo.release(sql, resource(id), id).catch((e) =>
         log.warn("liveness: could not give the process claim back", { error: e })
       );
     },
