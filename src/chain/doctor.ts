@@ -38,8 +38,11 @@ const RPC_TIMEOUT_MS = 5000;
 export async function inspectChains(
   config: ChainConfig,
   sql: Db | null,
-  /** `vaultDelayNeeded`: the least gateway withdrawal delay x402's batched option needs (s). */
-  opts: { vaultDelayNeeded?: number } = {},
+  /**
+   * `vaultDelayNeeded`: the least gateway withdrawal delay x402's batched option needs (s);
+   * `production`: APP_ENV=production (a configured chain's USDC must then be named by address).
+   */
+  opts: { vaultDelayNeeded?: number; production?: boolean } = {},
 ): Promise<DoctorCheck[]> {
   const out: DoctorCheck[] = [];
   const sites: CctpSite[] = [];
@@ -70,7 +73,7 @@ const CIRCLE_NAMES: ContractName[] = ["TestUSDC", "TokenMessengerV2", "MessageTr
 async function inspectProfile(
   profile: ProfileConfig,
   sql: Db | null,
-  opts: { vaultDelayNeeded?: number } = {},
+  opts: { vaultDelayNeeded?: number; production?: boolean } = {},
 ): Promise<{ checks: DoctorCheck[]; site?: CctpSite }> {
   const p = profile.envPrefix;
   const out: DoctorCheck[] = [];
@@ -166,6 +169,17 @@ async function inspectProfile(
     }
     const row = recorded.get(name);
     const expected = ARTIFACTS[name].inputHash;
+    if (name === "TestUSDC" && opts.production && !profile.contracts.TestUSDC) {
+      // Ours, deployed here: a token its operator mints at will, not money.
+      out.push({
+        name: check,
+        ok: false,
+        detail: `${address} is our test token, deployed here (its operator mints it at will), ` +
+          "not the chain's USDC",
+        fix: `set ${p}_USDC_ADDRESS to the chain's USDC (README, Going live on real networks)`,
+      });
+      continue;
+    }
     if (row && row.address.toLowerCase() === address.toLowerCase() && row.inputHash) {
       const same = row.inputHash === expected;
       out.push({

@@ -15,9 +15,18 @@ if (!network || !PROFILE_DEFS[network]) {
   );
 }
 
-await withCli(async ({ chain, sql, log }) => {
+await withCli(async ({ chain, sql, log, config }) => {
   // A bridge source chain starts on first use (and links to testnet when both have messengers).
   const rt = isSourceChain(network) ? await chain.ensure(network) : chain.runtime(network);
+  // Our TestUSDC is a token its operator mints at will: in production a configured chain's USDC
+  // is the chain's own, named by address, never one we deploy (or deployed earlier).
+  if (config.isProduction && !rt.node && !rt.profile.contracts.TestUSDC) {
+    fail(
+      `${rt.profile.envPrefix}_USDC_ADDRESS is not set: in production the USDC of ${network} is ` +
+        "the chain's own (README, Going live on real networks), never a test token deployed here. " +
+        `Set ${rt.profile.envPrefix}_USDC_ADDRESS and run this again.`,
+    );
+  }
   const deployed = await deployContracts(rt, chain.sender, sql, log, {
     force: flags.force === "true",
   });

@@ -139,6 +139,7 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
     checks.push(
       ...await inspectChains(config.chain, sql, {
         vaultDelayNeeded: minWithdrawalDelay(config.X402_BATCH_SECONDS),
+        production: config.isProduction,
       }),
     );
   } finally {

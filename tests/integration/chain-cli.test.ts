@@ -71,6 +71,31 @@ Deno.test("faucet mints test USDC (never on a configured production chain); chai
     assert.equal(bad.code, 2);
     assert.match(bad.err, /Not a valid USDC amount/);
 
+    // In production a configured chain's USDC is named by address: contracts:deploy deploys no
+    // test token there (an outside audit, 2026-12-01: a Compose deployment going live did).
+    const random = () =>
+      Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, "0"))
+        .join("");
+    const live = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-all", "src/cli/contracts-deploy.ts", "--network", "testnet"],
+      env: {
+        ...env,
+        APP_ENV: "production",
+        BASE_URL: "https://pay.example.com",
+        JWT_SECRET: random(),
+        WALLET_MASTER_KEY: random(),
+        METRICS_TOKEN: random(),
+        SMTP_URL: "smtp://mail.example.com:587",
+        TESTNET_OPERATOR_KEY: `0x${random()}`,
+        PRODUCTION_OPERATOR_KEY: `0x${random()}`,
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const liveErr = new TextDecoder().decode(live.stderr);
+    assert.equal(live.code, 2, liveErr);
+    assert.match(liveErr, /TESTNET_USDC_ADDRESS is not set: in production the USDC of testnet/);
+
     const status = await run("chain-status.ts");
     assert.equal(status.code, 0, status.err);
     assert.match(status.out, /testnet \(chain 5042002\) remote/);

@@ -117,6 +117,21 @@ Deno.test("doctor: a sound production configuration passes every check", async (
     const unnamed = await doctor(env);
     assert.notEqual(unnamed.code, 0);
     assert.match(unnamed.text, /^FAIL {2}testnet: gateway vault settlers: relayers that may not/m);
+    // Its USDC is our test token, deployed here and recorded: in production a configured chain's
+    // USDC is the chain's own, named by address.
+    assert.match(
+      unnamed.text,
+      new RegExp(
+        "^FAIL {2}testnet: contract TestUSDC: 0x[0-9a-fA-F]{40} is our test token, deployed " +
+          "here .*\\n {7}fix: set TESTNET_USDC_ADDRESS to the chain's USDC",
+        "m",
+      ),
+    );
+    // Named by address (here the same token stands for the chain's USDC).
+    for (const p of svc.deps.chain.profiles()) {
+      const rt = svc.deps.chain.runtime(p);
+      env[`${rt.profile.envPrefix}_USDC_ADDRESS`] = rt.contracts.TestUSDC!;
+    }
     // The vault's operator names them (as the service's start or contracts:deploy does).
     for (const p of svc.deps.chain.profiles()) {
       const rt = svc.deps.chain.runtime(p);
