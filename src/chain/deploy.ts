@@ -294,14 +294,17 @@ export async function pairedIdentity(
 /**
  * Deploys (through the sender, signed by the operator) every contract that is missing, has no
  * code, was compiled from other sources, or depends on one redeployed; records the addresses.
- * With `force`, deploys all. Contracts whose address is fixed by configuration are left alone.
+ * With `force`, deploys all, or with `only` those named (and what depends on them): replacing a
+ * fund-holding contract strands what the old one holds, so an operator replaces only the one it
+ * must (the gateway vault for a withdrawal delay, say). Contracts whose address is fixed by
+ * configuration are left alone.
  */
 export async function deployContracts(
   rt: ChainRuntime,
   sender: TxSender,
   sql: Sql,
   log: Logger,
-  { force = false } = {},
+  { force = false, only }: { force?: boolean; only?: ContractName[] } = {},
 ): Promise<ContractName[]> {
   const operator = rt.operator;
   if (!operator) throw new Error(`${rt.profile.envPrefix}_OPERATOR_KEY is needed to deploy`);
@@ -316,7 +319,8 @@ export async function deployContracts(
     const artifact = ARTIFACTS[name];
     const row = stored.get(name);
     const sameBuild = row?.inputHash === artifact.inputHash;
-    let keep = !force && !!row && (sameBuild || holdsFunds) &&
+    const forced = force && (!only || only.includes(name));
+    let keep = !forced && !!row && (sameBuild || holdsFunds) &&
       !dependsOn.some((d) => redeployed.includes(d));
     if (keep) {
       const code = await rt.client.getCode({ address: row!.address as `0x${string}` });

@@ -285,8 +285,9 @@ async function inspectVaultDelay(
     warn: true,
     detail: `${delay} s on ${vault}: x402's batched option needs ${needed} s, so it is not ` +
       "offered on this chain",
-    fix: `move the balances, set ${profile.envPrefix}_GATEWAY_WITHDRAWAL_DELAY_SECONDS (default ` +
-      `86400) and run \`deno task contracts:deploy --network ${profile.name} --force\``,
+    fix: `move the gateway balances, set ${profile.envPrefix}_GATEWAY_WITHDRAWAL_DELAY_SECONDS ` +
+      `(default 86400) and replace the vault alone: \`deno task contracts:deploy --network ` +
+      `${profile.name} --force --only GatewayVault\``,
   };
 }
 
@@ -320,8 +321,8 @@ async function inspectSettlers(
       warn: true,
       detail: `${vault} predates settlers: anyone may submit its authorizations, so x402's ` +
         "batched option is not offered on it",
-      fix:
-        `move the balances, then \`deno task contracts:deploy --network ${profile.name} --force\``,
+      fix: `move the gateway balances, then replace the vault alone: \`deno task ` +
+        `contracts:deploy --network ${profile.name} --force --only GatewayVault\``,
     };
   }
   return {

@@ -4,15 +4,28 @@
  * in the database. Prints the environment lines that pin them in configuration.
  */
 import { fail, parseArgs, withCli } from "./context.ts";
-import { deployContracts } from "../chain/deploy.ts";
-import { isSourceChain, PROFILE_DEFS, type ProfileName } from "../chain/profiles.ts";
+import { ARTIFACTS, deployContracts } from "../chain/deploy.ts";
+import {
+  type ContractName,
+  isSourceChain,
+  PROFILE_DEFS,
+  type ProfileName,
+} from "../chain/profiles.ts";
 
 const { flags } = parseArgs(Deno.args);
 const network = flags.network as ProfileName | undefined;
 if (!network || !PROFILE_DEFS[network]) {
   fail(
-    "usage: deno task contracts:deploy --network testnet|production|<bridge source chain> [--force]",
+    "usage: deno task contracts:deploy --network testnet|production|<bridge source chain> " +
+      "[--force [--only <Contract,…>]]",
   );
+}
+
+// `--force --only GatewayVault,…`: replace only those (a fund-holding contract strands what the
+// old one holds: replace only what must change).
+const only = (flags.only ?? "").split(",").map((n) => n.trim()).filter(Boolean) as ContractName[];
+for (const name of only) {
+  if (!(name in ARTIFACTS)) fail(`--only: no contract named ${name}`);
 }
 
 await withCli(async ({ chain, sql, log, config }) => {
@@ -29,6 +42,7 @@ await withCli(async ({ chain, sql, log, config }) => {
   }
   const deployed = await deployContracts(rt, chain.sender, sql, log, {
     force: flags.force === "true",
+    only: only.length ? only : undefined,
   });
   console.log(
     deployed.length ? `Deployed on ${network}: ${deployed.join(", ")}` : "Nothing to deploy.",

@@ -35,7 +35,8 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
       checks.push({
         name: `configuration: ${variable}`,
         ok: false,
-        detail: problem,
+        // The name is the check's: once is enough.
+        detail: problem.startsWith(`${variable}: `) ? problem.slice(variable.length + 2) : problem,
         fix: `set ${variable} correctly in the environment (see README, Configuration)`,
       });
     }

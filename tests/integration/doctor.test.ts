@@ -61,6 +61,8 @@ Deno.test("doctor: a broken production configuration fails with one line and a f
       failed(r.text, "configuration: JWT_SECRET").line,
       /required when APP_ENV=production/,
     );
+    // The variable named once, by the check (it was said twice: `JWT_SECRET: JWT_SECRET: …`).
+    assert.match(r.text, /^FAIL {2}configuration: JWT_SECRET: required when/m);
     assert.match(failed(r.text, "BASE_URL is https").line, /http:\/\/pay\.example\.com/);
     assert.match(failed(r.text, "secret METRICS_TOKEN").fix, /METRICS_TOKEN/);
     assert.match(failed(r.text, "database reachable").fix, /DATABASE_URL/);

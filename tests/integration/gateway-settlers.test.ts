@@ -88,6 +88,27 @@ Deno.test("gateway vault settlers: the relayer pool, a grown pool, a vault witho
     } finally {
       await chain.stop();
     }
+
+    // Another delay: the vault alone is replaced (`--force --only GatewayVault`, what doctor's
+    // fix says); every other contract, funds-holding ones included, keeps its address.
+    chain = await startTestChain(db.sql, {
+      env: { ...env(4), TESTNET_GATEWAY_WITHDRAWAL_DELAY_SECONDS: "300" },
+    });
+    try {
+      const rt = chain.runtime("testnet");
+      const before = { ...rt.contracts };
+      const replaced = await deployContracts(rt, chain.sender, db.sql, silentLogger, {
+        force: true,
+        only: ["GatewayVault"],
+      });
+      assert.deepEqual(replaced, ["GatewayVault"]);
+      assert.notEqual(rt.contracts.GatewayVault, before.GatewayVault);
+      assert.deepEqual({ ...rt.contracts, GatewayVault: before.GatewayVault }, before);
+      assert.equal(await chain.gateway.withdrawalDelay("testnet"), 300n);
+      assert.deepEqual(await chain.gateway.settlersMissing("testnet"), []);
+    } finally {
+      await chain.stop();
+    }
   } finally {
     await db.drop();
     await anvil.stop();

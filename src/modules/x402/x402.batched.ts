@@ -57,7 +57,8 @@ export async function batchedSafe(deps: Deps, p: ProfileName): Promise<boolean> 
       delay: Number(delay),
       needed,
       missing: missing ?? undefined,
-      fix: `deno task contracts:deploy --network ${p}`,
+      fix: `deno task doctor names the fix (a vault with a withdrawal delay and our relayers ` +
+        `as its settlers: deno task contracts:deploy --network ${p} --force --only GatewayVault)`,
     });
   }
   solvent.set(deps.chain, { ok: !refusal, at: Date.now() });
