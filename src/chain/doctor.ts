@@ -15,7 +15,7 @@ import {
   type ContractName,
   type ProfileConfig,
 } from "./profiles.ts";
-import { AgentIdentityRegistry, GatewayVault } from "./contracts/artifacts/index.ts";
+import { AgentIdentityRegistry, GatewayVault, PaymentRouter } from "./contracts/artifacts/index.ts";
 import * as contractsRepo from "./contracts.repo.ts";
 import { missingSettlers } from "./gateway-settlers.ts";
 import { deriveRelayers } from "./relayers.ts";
@@ -238,6 +238,8 @@ async function inspectProfile(
       : `${operator} holds ${formatEther(balance)} (low mark ${formatEther(low)})`,
     fix: `send native gas to ${operator} (or lower ${p}_OPERATOR_LOW_WEI)`,
   });
+  const router = site.address("PaymentRouter");
+  if (router) out.push(await inspectOrderSigner(profile, client, router, operator));
   const vault = site.address("GatewayVault");
   if (vault) out.push(await inspectSettlers(profile, client, vault));
   if (vault && opts.vaultDelayNeeded !== undefined) {
@@ -288,6 +290,47 @@ async function inspectVaultDelay(
     fix: `move the gateway balances, set ${profile.envPrefix}_GATEWAY_WITHDRAWAL_DELAY_SECONDS ` +
       `(default 86400) and replace the vault alone: \`deno task contracts:deploy --network ` +
       `${profile.name} --force --only GatewayVault\``,
+  };
+}
+
+/**
+ * The payment router accepts orders signed by its order signer only, which deploy.ts sets to the
+ * operator: an operator key changed since (the deployment's, or another's) makes every checkout
+ * relay revert `InvalidOrderSignature()` while every other check passes.
+ */
+async function inspectOrderSigner(
+  profile: ProfileConfig,
+  client: PublicClient,
+  router: `0x${string}`,
+  operator: `0x${string}`,
+): Promise<DoctorCheck> {
+  const name = `${profile.name}: payment router's order signer`;
+  let signer: string;
+  try {
+    signer = await client.readContract({
+      address: router,
+      abi: PaymentRouter.abi,
+      functionName: "orderSigner",
+    }) as string;
+  } catch (e) {
+    return {
+      name,
+      ok: false,
+      detail: `could not read ${router}'s order signer: ${
+        e instanceof Error ? e.message.split("\n")[0] : String(e)
+      }`,
+      fix: `check ${profile.envPrefix}_RPC_URL`,
+    };
+  }
+  const ok = signer.toLowerCase() === operator.toLowerCase();
+  return {
+    name,
+    ok,
+    detail: ok
+      ? `the operator ${operator}`
+      : `${signer}, not the operator ${operator}: every checkout order would be refused`,
+    fix: ok ? undefined : `set ${profile.envPrefix}_OPERATOR_KEY to the key of ${signer} (the ` +
+      "deployment's operator), or have the router's owner call setOrderSigner with the operator",
   };
 }
 

@@ -8,7 +8,7 @@ import { ANVIL_KEYS, startAnvil } from "../helpers/anvil.ts";
 import { startSmtp } from "../helpers/smtp.ts";
 import { rpc } from "../helpers/chain.ts";
 import { encodeFunctionData, toHex } from "viem";
-import { GatewayVault } from "../../src/chain/contracts/artifacts/index.ts";
+import { GatewayVault, PaymentRouter } from "../../src/chain/contracts/artifacts/index.ts";
 import { deriveRelayers } from "../../src/chain/relayers.ts";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 
@@ -129,6 +129,12 @@ Deno.test("doctor: a sound production configuration passes every check", async (
         "m",
       ),
     );
+    // The deployment's operator signs the router's orders, not this one (M2 of the 2026-12-01
+    // audit: every check passed and every checkout relay reverted).
+    assert.match(
+      unnamed.text,
+      /^FAIL {2}testnet: payment router's order signer: 0x[0-9a-fA-F]{40}, not the operator /m,
+    );
     // Named by address (here the same token stands for the chain's USDC).
     for (const p of svc.deps.chain.profiles()) {
       const rt = svc.deps.chain.runtime(p);
@@ -148,11 +154,27 @@ Deno.test("doctor: a sound production configuration passes every check", async (
         }),
         intentKey: `test:doctor-settlers:${p}`,
       });
+      // And the router's owner makes it the order signer (else every checkout order is refused).
+      await svc.deps.chain.send({
+        profile: p,
+        from: "operator",
+        to: rt.contracts.PaymentRouter!,
+        data: encodeFunctionData({
+          abi: PaymentRouter.abi,
+          functionName: "setOrderSigner",
+          args: [privateKeyToAccount(operatorKey).address],
+        }),
+        intentKey: `test:doctor-order-signer:${p}`,
+      });
     }
     const r = await doctor(env);
     assert.equal(r.code, 0, r.text + r.err);
     assert.ok(!/^FAIL/m.test(r.text), r.text);
     for (const p of ["testnet", "production"]) {
+      assert.match(
+        r.text,
+        new RegExp(`^ok {4}${p}: payment router's order signer: the operator`, "m"),
+      );
       assert.match(r.text, new RegExp(`^ok {4}${p}: gateway vault settlers: the 4 relayers`, "m"));
       assert.match(
         r.text,
