@@ -43,6 +43,16 @@ await withCli(async ({ chain, sql, log, config }) => {
   const deployed = await deployContracts(rt, chain.sender, sql, log, {
     force: flags.force === "true",
     only: only.length ? only : undefined,
+  }).catch((e) => {
+    // The one refusal an operator meets first: a key with no gas. Said with its fix, not a trace.
+    if (/insufficient funds/i.test(e instanceof Error ? e.message : String(e)) && rt.operator) {
+      fail(
+        `The operator ${rt.operator.address} has too little native gas on ${network} to deploy: ` +
+          `send it some (or set ${rt.profile.envPrefix}_OPERATOR_KEY to a funded key), then run ` +
+          "this again.",
+      );
+    }
+    throw e;
   });
   console.log(
     deployed.length ? `Deployed on ${network}: ${deployed.join(", ")}` : "Nothing to deploy.",

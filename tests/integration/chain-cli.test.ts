@@ -96,6 +96,27 @@ Deno.test("faucet mints test USDC (never on a configured production chain); chai
     assert.equal(live.code, 2, liveErr);
     assert.match(liveErr, /TESTNET_USDC_ADDRESS is not set: in production the USDC of testnet/);
 
+    // An operator with no gas: told so with the fix, not a stack trace.
+    const poor = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-all",
+        "src/cli/contracts-deploy.ts",
+        "--network",
+        "testnet",
+        "--force",
+        "--only",
+        "BatchPayout",
+      ],
+      env: { ...env, TESTNET_OPERATOR_KEY: `0x${random()}` },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const poorErr = new TextDecoder().decode(poor.stderr);
+    assert.equal(poor.code, 2, poorErr);
+    assert.match(poorErr, /The operator 0x[0-9a-fA-F]{40} has too little native gas on testnet/);
+    assert.doesNotMatch(poorErr, /\bat /);
+
     const status = await run("chain-status.ts");
     assert.equal(status.code, 0, status.err);
     assert.match(status.out, /testnet \(chain 5042002\) remote/);
