@@ -16,6 +16,7 @@ import { externalBuyer, listApi, okUpstream, X402_PROFILE } from "../helpers/x40
 import { batchedPayment } from "../helpers/x402-batched.ts";
 import { settleRound } from "../../src/modules/x402/x402.batched.settle.ts";
 import { STALE_RESERVATION_MS } from "../../src/modules/x402/x402.batched.rules.ts";
+import { QUEUE_SCHEMA } from "../../src/queue/queue.ts";
 
 const USDC = 1_000_000n;
 const PRICE = 10_000n;
@@ -86,6 +87,12 @@ Deno.test("x402 batched settlement: a killed round is finished exactly once", as
         const [claim] = await sql`select extract(epoch from expires_at - claimed_at)::float8 as s
           from resource_claims where resource like 'x402-gateway-settle:%'`;
         assert.ok(claim && claim.s <= 15, `the round's claim lives ${claim?.s} s`);
+        // And the job that ran it is retried once its heartbeat stops, not left to the
+        // per-minute cron (the chain of rounds each queueing the next would be broken).
+        const [queue] = await sql`select retry_limit, retry_delay from ${
+          sql(QUEUE_SCHEMA)
+        }.queue where name = 'x402.gateway-settle'`;
+        assert.deepEqual({ ...queue }, { retryLimit: 1, retryDelay: 0 });
         await svc.deps.chain.recover(X402_PROFILE, { minAgeMs: 0 });
         await lapseClaims(svc);
         const round = await settleRound(svc.deps);

@@ -13,7 +13,11 @@ import { claimRound } from "./x402.channels.claims.ts";
 export const channelClaimsQueue = defineQueue({
   name: "x402.channel-claims",
   schema: noData,
-  queue: { policy: "stately", retryLimit: 0 },
+  // A round whose worker was killed is retried as soon as pg-boss sees its heartbeat stop
+  // (JOB_HEARTBEAT_SECONDS): the chain of rounds, each queueing the next, would otherwise wait for
+  // the per-minute cron (an outside audit, 2026-12-01: 38–80 s). A round that threw is retried at
+  // once too; the round's claim keeps two from running together.
+  queue: { policy: "stately", retryLimit: 1, retryDelay: 0 },
 });
 
 export const x402ChannelsModule: AppModule = {
