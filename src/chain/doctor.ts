@@ -248,6 +248,16 @@ async function inspectProfile(
   return { checks: out, site };
 }
 
+/** A contract's state the node would not give: the check fails, pointing at the RPC URL. */
+function unreadable(name: string, profile: ProfileConfig, what: string, e: unknown): DoctorCheck {
+  return {
+    name,
+    ok: false,
+    detail: `could not read ${what}: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`,
+    fix: `check ${profile.envPrefix}_RPC_URL`,
+  };
+}
+
 /**
  * x402's batched option is offered on a configured chain's vault only when its withdrawal delay
  * outlasts the settlements of what a payer promised (x402.batched.rules.ts); a shorter one is
@@ -269,14 +279,7 @@ async function inspectVaultDelay(
       functionName: "withdrawalDelay",
     });
   } catch (e) {
-    return {
-      name,
-      ok: false,
-      detail: `could not read ${vault}'s withdrawal delay: ${
-        e instanceof Error ? e.message : String(e)
-      }`,
-      fix: `check ${profile.envPrefix}_RPC_URL`,
-    };
+    return unreadable(name, profile, `${vault}'s withdrawal delay`, e);
   }
   if (delay >= BigInt(needed)) {
     return { name, ok: true, detail: `${delay} s (x402's batched option needs ${needed} s)` };
@@ -313,14 +316,7 @@ async function inspectOrderSigner(
       functionName: "orderSigner",
     }) as string;
   } catch (e) {
-    return {
-      name,
-      ok: false,
-      detail: `could not read ${router}'s order signer: ${
-        e instanceof Error ? e.message.split("\n")[0] : String(e)
-      }`,
-      fix: `check ${profile.envPrefix}_RPC_URL`,
-    };
+    return unreadable(name, profile, `${router}'s order signer`, e);
   }
   const ok = signer.toLowerCase() === operator.toLowerCase();
   return {
@@ -350,12 +346,7 @@ async function inspectSettlers(
   try {
     missing = await missingSettlers({ client, relayers }, vault);
   } catch (e) {
-    return {
-      name,
-      ok: false,
-      detail: `could not read ${vault}'s settlers: ${e instanceof Error ? e.message : String(e)}`,
-      fix: `check ${profile.envPrefix}_RPC_URL`,
-    };
+    return unreadable(name, profile, `${vault}'s settlers`, e);
   }
   if (missing === null) {
     return {

@@ -140,32 +140,39 @@ Deno.test("doctor: a sound production configuration passes every check", async (
       const rt = svc.deps.chain.runtime(p);
       env[`${rt.profile.envPrefix}_USDC_ADDRESS`] = rt.contracts.TestUSDC!;
     }
-    // The vault's operator names them (as the service's start or contracts:deploy does).
+    // The vault's operator names them (as the service's start or contracts:deploy does), and the
+    // router's owner makes this operator the order signer (else every checkout order is refused).
     for (const p of svc.deps.chain.profiles()) {
       const rt = svc.deps.chain.runtime(p);
-      await svc.deps.chain.send({
-        profile: p,
-        from: "operator",
-        to: rt.contracts.GatewayVault!,
-        data: encodeFunctionData({
-          abi: GatewayVault.abi,
-          functionName: "setSettlers",
-          args: [deriveRelayers(operatorKey, 4).map((a) => a.address), true],
-        }),
-        intentKey: `test:doctor-settlers:${p}`,
-      });
-      // And the router's owner makes it the order signer (else every checkout order is refused).
-      await svc.deps.chain.send({
-        profile: p,
-        from: "operator",
-        to: rt.contracts.PaymentRouter!,
-        data: encodeFunctionData({
-          abi: PaymentRouter.abi,
-          functionName: "setOrderSigner",
-          args: [privateKeyToAccount(operatorKey).address],
-        }),
-        intentKey: `test:doctor-order-signer:${p}`,
-      });
+      const calls = [
+        [
+          "settlers",
+          rt.contracts.GatewayVault!,
+          encodeFunctionData({
+            abi: GatewayVault.abi,
+            functionName: "setSettlers",
+            args: [deriveRelayers(operatorKey, 4).map((a) => a.address), true],
+          }),
+        ],
+        [
+          "order-signer",
+          rt.contracts.PaymentRouter!,
+          encodeFunctionData({
+            abi: PaymentRouter.abi,
+            functionName: "setOrderSigner",
+            args: [privateKeyToAccount(operatorKey).address],
+          }),
+        ],
+      ] as const;
+      for (const [what, to, data] of calls) {
+        await svc.deps.chain.send({
+          profile: p,
+          from: "operator",
+          to,
+          data,
+          intentKey: `test:doctor-${what}:${p}`,
+        });
+      }
     }
     const r = await doctor(env);
     assert.equal(r.code, 0, r.text + r.err);
