@@ -49,6 +49,10 @@ const db = await startEmbeddedPostgres({ dataDir: ${
       JSON.stringify(`${dir}/data`)
     }, log: silentLogger });
 globalThis.addEventListener("unload", () => db.signalStop());
+const postmaster = Deno.readTextFileSync(${
+      JSON.stringify(`${dir}/data/postgres/postmaster.pid`)
+    }).split("\\n")[0];
+console.log(postmaster);
 console.log(db.url);
 `,
   );
@@ -65,24 +69,30 @@ console.log(db.url);
       stderr: "piped",
     }).output();
     assert.ok(out.success, new TextDecoder().decode(out.stderr));
-    const url = new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!;
+    const [pid, url] = new TextDecoder().decode(out.stdout).trim().split("\n").slice(-2);
     assert.match(url, /^postgres:\/\//);
+    assert.match(pid, /^\d+$/);
     // The server goes down with the script (a fast shutdown takes a moment): bounded poll. It
-    // refuses connections as soon as its shutdown begins, and is down once it has written its
-    // shutdown checkpoint and removed postmaster.pid: only then may its directory go (removed
-    // under a checkpoint in progress, the checkpointer PANICs).
+    // refuses connections as soon as its shutdown begins and removes postmaster.pid before its
+    // last words; it is down once the postmaster process has exited (gone, or a zombie no one
+    // reaps). Only then may its directory go (removed under a checkpoint in progress, the
+    // checkpointer PANICs) and its log be read whole.
+    const exited = () => {
+      try {
+        // A zombie's command line reads empty, and so would a reused pid's not name postgres.
+        return !Deno.readTextFileSync(`/proc/${pid}/cmdline`).includes("postgres");
+      } catch {
+        return true;
+      }
+    };
     const deadline = Date.now() + 20_000;
-    let down = false;
-    while (!down && Date.now() < deadline) {
-      const sql = postgres(url, { max: 1, connect_timeout: 2, onnotice: () => {} });
-      down = await sql`select 1`.then(() => false, () => true) &&
-        !(await Deno.stat(`${dir}/data/postgres/postmaster.pid`).then(() => true, () => false));
-      await sql.end({ timeout: 1 });
-      if (!down) await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.ok(down, "the server outlived the script that started it");
+    while (!exited() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(exited(), "the server outlived the script that started it");
+    const sql = postgres(url, { max: 1, connect_timeout: 2, onnotice: () => {} });
+    await assert.rejects(() => sql`select 1`, "nothing answers on its port");
+    await sql.end({ timeout: 1 });
     const log = await Deno.readTextFile(`${dir}/data/postgres/server.log`);
-    assert.match(log, /database system is shut down/, "a clean shutdown");
+    assert.match(log, /database system is shut down/, `a clean shutdown; the server log:\n${log}`);
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
