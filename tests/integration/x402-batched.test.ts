@@ -71,6 +71,38 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
     });
     const sellerAddr = seller.walletAddress!.toLowerCase();
     let sellerPaid = 0n;
+    /**
+     * The listing's totals (x402_listing_totals) against its charges: settled ones are its calls
+     * and revenue; refused ones, and released ones once a round has dropped them, its failures.
+     */
+    const totalsAgree = async () => {
+      const [c] = await sql`
+        select count(*) filter (where c.status = 'settled')::int as calls,
+          count(*) filter (where c.status = 'failed' or (c.status = 'released'
+            and not exists (select 1 from x402_gateway_unbatched q where q.charge_id = c.id)))::int
+            as failed,
+          coalesce(sum(c.amount) filter (where c.status = 'settled'), 0)::bigint as revenue
+        from x402_gateway_charges c join x402_listings l on l.id = c.listing_id
+        where l.slug = 'ticks'`;
+      const [t] = await sql`
+        select t.calls::int, t.failed::int, t.revenue from x402_listing_totals t
+        join x402_listings l on l.id = t.listing_id where l.slug = 'ticks'`;
+      assert.deepEqual(
+        { calls: t?.calls ?? 0, failed: t?.failed ?? 0, revenue: BigInt(t?.revenue ?? 0) },
+        { calls: c.calls, failed: c.failed, revenue: BigInt(c.revenue) },
+        "the listing's totals are its charges'",
+      );
+      return c;
+    };
+    /** The listing's row on the seller's dashboard: calls, revenue, failed. */
+    const dashboardRow = async () => {
+      const page = await api(svc)("GET", "/dashboard/x402", { cookie: seller.cookie });
+      assert.equal(page.status, 200);
+      const row = page.text.match(/<tr data-listing="ticks">([\s\S]*?)<\/tr>/)?.[1] ?? "";
+      const cell = (name: string) =>
+        row.match(new RegExp(`data-cell="${name}">([^<]*)<`))?.[1]?.trim();
+      return { calls: cell("calls"), revenue: cell("revenue"), failed: cell("failed") };
+    };
 
     await t.step("the 402 offers Circle's batched option on our vault", async () => {
       const r = await fetch(resource);
@@ -183,6 +215,13 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
       const settled = await api(svc)("GET", "/dashboard/x402", { cookie: seller.cookie });
       assert.match(settled.text, /data-batch-status="confirmed"/);
       assert.match(settled.text, /gateway batch<\/td>\s*<td>2<\/td>/);
+      // The listing's own row counts the calls settled on the gateway balance (it showed 0).
+      assert.deepEqual(await totalsAgree(), { calls: 3, failed: 0, revenue: 3n * PRICE });
+      assert.deepEqual(await dashboardRow(), {
+        calls: "3",
+        revenue: "0.030000 USDC",
+        failed: "0",
+      });
     });
 
     await t.step("50 buyers × 40 calls, balances running out midway", async () => {
@@ -269,6 +308,8 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
           where payer = ${r.address} and status = 'settled'`;
         assert.equal(c.n, r.ok, "each success charged once");
       }
+      const counted = await totalsAgree();
+      assert.equal(BigInt(counted.revenue), sellerPaid, "the listing earned what the seller got");
     });
 
     await t.step("upstream failure, replay, forgery: nothing charged", async () => {
@@ -349,6 +390,14 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
       assert.equal(BigInt(acct.held), PRICE, "only the served call holds");
       await settleRound(svc.deps);
       assert.equal(await vaultOf(addr), 2n * PRICE);
+      // The round dropped the released charge from its queue: a failure of the listing's.
+      const [queued] = await sql`
+        select count(*)::int as n from x402_gateway_unbatched q
+        join x402_gateway_charges c on c.id = q.charge_id where c.payer = ${addr}`;
+      assert.equal(queued.n, 0);
+      const after = await totalsAgree();
+      assert.ok(after.failed >= 1);
+      assert.equal((await dashboardRow()).failed, String(after.failed));
     });
 
     await t.step("a withdrawal started while charges are pending never takes them", async () => {

@@ -29,6 +29,7 @@ import { BATCH_SETTLEMENT_ADDRESS } from "../../src/chain/channels.ts";
 import { claimRound } from "../../src/modules/x402/x402.channels.claims.ts";
 import { encodeHeader } from "../../src/modules/x402/x402.exact.ts";
 import { highS } from "../helpers/signatures.ts";
+import { formatUsdcFixed } from "../../src/money.ts";
 
 const USDC = 1_000_000n;
 const PRICE = 10_000n;
@@ -105,6 +106,26 @@ Deno.test("x402 batch-settlement: the standard client pays many times after one 
     const charged = async () =>
       (await svc.db.sql`select charged from x402_channels where channel_id = ${channelId}`)[0]
         ?.charged as bigint | undefined;
+    /**
+     * The listing's totals (x402_listing_totals) against its channels' calls: those a claimed
+     * total covers are its calls and revenue.
+     */
+    const totalsAgree = async () => {
+      const [c] = await svc.db.sql`
+        select count(*)::int as calls, coalesce(sum(g.amount), 0)::bigint as revenue
+        from x402_channel_charges g join x402_channels ch on ch.channel_id = g.channel_id
+        join x402_listings l on l.id = g.listing_id
+        where l.slug = 'quotes' and g.cumulative <= ch.claimed`;
+      const [t] = await svc.db.sql`
+        select t.calls::int, t.revenue from x402_listing_totals t
+        join x402_listings l on l.id = t.listing_id where l.slug = 'quotes'`;
+      assert.deepEqual(
+        { calls: t?.calls ?? 0, revenue: BigInt(t?.revenue ?? 0) },
+        { calls: c.calls, revenue: BigInt(c.revenue) },
+        "the listing's totals are its claimed calls'",
+      );
+      return { calls: c.calls as number, revenue: BigInt(c.revenue) };
+    };
 
     await t.step("the 402 offers a channel to the seller; the facilitator names it", async () => {
       const r = await fetch(resource);
@@ -182,6 +203,15 @@ Deno.test("x402 batch-settlement: the standard client pays many times after one 
       console.log(`channel claim: ${gas} gas for ${calls} payments (${gas / BigInt(calls)} each)`);
       // Nothing owed any more: the next round sends nothing.
       assert.equal((await claimRound(svc.deps)).transactions.length, 0);
+      // The listing's row on the seller's dashboard counts them (it showed 0).
+      assert.deepEqual(await totalsAgree(), { calls, revenue: PRICE * BigInt(calls) });
+      const page = await api(svc)("GET", "/dashboard/x402", { cookie: seller.cookie });
+      const row = page.text.match(/<tr data-listing="quotes">([\s\S]*?)<\/tr>/)?.[1] ?? "";
+      assert.match(row, new RegExp(`data-cell="calls">${calls}<`));
+      assert.match(
+        row,
+        new RegExp(`data-cell="revenue">${formatUsdcFixed(PRICE * BigInt(calls))} USDC<`),
+      );
     });
 
     await t.step("a client that lost its state re-bases on the corrective 402", async () => {
@@ -501,6 +531,7 @@ Deno.test("x402 batch-settlement: the standard client pays many times after one 
         assert.equal(round.transactions.length, 1);
         assert.deepEqual(await channelOf(id), [USDC, 3n * PRICE]);
         assert.equal(await usdcOf(seller.walletAddress!), total + 3n * PRICE);
+        await totalsAgree();
       },
     );
   } finally {

@@ -249,3 +249,70 @@ Deno.test("x402 charges: two builders at once put each charge in one batch", asy
     await db.drop();
   }
 });
+
+Deno.test("x402 charges: a listing's totals count each settled, refused and released charge once", async () => {
+  const db = await createTestDatabase();
+  const { sql } = db;
+  const other = createSql(db.url, { max: 1, name: "second-round" });
+  try {
+    const now = new Date();
+    const payer = "0x" + "d".repeat(40);
+    const [m] = await sql`insert into merchants (email, business_name, password_hash)
+      values ('totals@example.com', 'Totals', 'x') returning id`;
+    const [l] = await sql`insert into x402_listings (merchant_id, slug, upstream_url, price,
+        methods, seller, chain_id, created_at)
+      values (${m.id}, 'totals', 'http://upstream.test/', 10, '{GET}', ${PAYEE}, ${CHAIN}, ${now})
+      returning id`;
+    const totals = async () => {
+      const [t] = await sql`select calls::int, failed::int, revenue from x402_listing_totals
+        where listing_id = ${l.id}`;
+      return t ? [t.calls, t.failed, BigInt(t.revenue)] : [0, 0, 0n];
+    };
+    await mirrorBalance(sql, payer, 1000n, now);
+    const mine = () => testCharge(payer, now, { listingId: l.id, merchantId: m.id });
+    const fresh = new Date(now.getTime() - 60_000);
+    const served = [1, 2, 3, 4].map(mine);
+    const failing = [1, 2].map(mine);
+    for (const c of [...failing, ...served]) await reserveMany(sql, [c], fresh, now);
+    const error = { error: "upstream: 503", upstreamStatus: 503, now };
+    for (const c of failing) assert.equal(await release(sql, c.id, error), true);
+    await serveMany(sql, served.map((c) => ({ id: c.id, upstreamStatus: 200 })), now);
+    assert.deepEqual(await totals(), [0, 0, 0n], "nothing settled, nothing dropped yet");
+
+    // Two rounds over the same head, on two connections (at once, or one after the other): one
+    // drops the released entries and batches the served; the other finds nothing. The failures
+    // count once.
+    const [a, b] = [crypto.randomUUID(), crypto.randomUUID()];
+    const sizes = await Promise.all([
+      createBatch(sql, { id: a, chainId: CHAIN, max: 10, now }),
+      createBatch(other, { id: b, chainId: CHAIN, max: 10, now }),
+    ]);
+    assert.deepEqual(sizes.sort(), [0, 4]);
+    assert.deepEqual(await totals(), [0, 2, 0n], "the released: two failures");
+    // Its transaction reverted: nothing counted; back in the queue, batched again.
+    const built = (await sql`select id from x402_gateway_batches where size = 4`)[0].id;
+    await failBatch(sql, built, "reverted", now);
+    assert.deepEqual(await totals(), [0, 2, 0n]);
+    const again = crypto.randomUUID();
+    assert.equal(await createBatch(sql, { id: again, chainId: CHAIN, max: 10, now }), 4);
+    const paid = await batchCharges(sql, again);
+    const confirm = () =>
+      confirmBatch(sql, {
+        id: again,
+        txHash: hex(32),
+        block: 2n,
+        gasUsed: null,
+        paid: paid.slice(0, 3).map((c) => ({ id: c.id, txHash: hex(32), block: 2n })),
+        refused: [{ id: paid[3].id, reason: "the vault refused it" }],
+        now,
+      });
+    assert.equal(await confirm(), 3);
+    assert.deepEqual(await totals(), [3, 3, 30n], "three calls, one refused");
+    // A second finisher of the same batch moves nothing and counts nothing.
+    assert.equal(await confirm(), 0);
+    assert.deepEqual(await totals(), [3, 3, 30n]);
+  } finally {
+    await other.end({ timeout: 1 });
+    await db.drop();
+  }
+});

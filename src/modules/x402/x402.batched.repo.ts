@@ -10,6 +10,7 @@
 import type { Db, Sql } from "../../db/client.ts";
 import { planned, statusIn } from "../../db/by-id.ts";
 import { ownerGone } from "../../db/liveness.ts";
+import { addToListings, type ListingDelta, merge } from "./x402.totals.repo.ts";
 
 export type ChargeStatus = "reserved" | "pending" | "settled" | "failed" | "released";
 
@@ -369,26 +370,41 @@ export async function createBatch(
     for (;;) {
       // The head of the queue past the reservations in flight: pending charges, and released
       // ones whose entries are dropped on the way (a head of released ones alone: the next one).
-      const head = await planned(tx<{ seq: string; chargeId: string; status: ChargeStatus }[]>`
-        select q.seq, q.charge_id, c.status from x402_gateway_unbatched q
+      const head = await planned(
+        tx<{ seq: string; chargeId: string; status: ChargeStatus; listingId: string | null }[]>`
+        select q.seq, q.charge_id, c.status, c.listing_id from x402_gateway_unbatched q
         join x402_gateway_charges c on c.id = q.charge_id
         where q.chain_id = ${b.chainId} and c.status <> 'reserved'
-        order by q.seq limit ${b.max}`);
+        order by q.seq limit ${b.max}`,
+      );
+      // A released charge (its upstream failed) counts as its listing's failure once, by whoever
+      // drops its entry.
+      const failures = (dropped: Set<string>) =>
+        addToListings(
+          tx,
+          merge(
+            head.filter((h) => h.status === "released" && h.listingId && dropped.has(String(h.seq)))
+              .map((h) => ({ listingId: h.listingId!, calls: 0, failed: 1, revenue: 0n })),
+          ),
+        );
       const owed = head.filter((h) => h.status === "pending").length;
       if (!owed || owed < (b.min ?? 1)) {
         const released = head.filter((h) => h.status !== "pending").map((h) => String(h.seq));
         if (released.length) {
-          await tx`delete from x402_gateway_unbatched where seq = any(${released}::bigint[])`;
+          const dropped = await tx<{ seq: string }[]>`
+            delete from x402_gateway_unbatched where seq = any(${released}::bigint[])
+            returning seq`;
+          await failures(new Set(dropped.map((d) => String(d.seq))));
         }
         if (owed || head.length < b.max) return 0;
         continue;
       }
-      const taken = new Set(
-        (await planned(tx<{ chargeId: string }[]>`
-          delete from x402_gateway_unbatched
-          where seq = any(${head.map((h) => String(h.seq))}::bigint[])
-          returning charge_id`)).map((t) => t.chargeId),
-      );
+      const dropped = await planned(tx<{ seq: string; chargeId: string }[]>`
+        delete from x402_gateway_unbatched
+        where seq = any(${head.map((h) => String(h.seq))}::bigint[])
+        returning seq, charge_id`);
+      await failures(new Set(dropped.map((d) => String(d.seq))));
+      const taken = new Set(dropped.map((t) => t.chargeId));
       const ids = head.filter((h) => h.status === "pending" && taken.has(h.chargeId))
         .map((h) => h.chargeId);
       if (!ids.length) return 0;
@@ -490,6 +506,8 @@ export async function confirmBatch(sql: Sql, b: {
 }): Promise<number> {
   return await sql.begin(async (tx) => {
     let settled = 0;
+    // What the batch adds to its listings' calls, failures and revenue (x402.totals.repo.ts).
+    const totals: ListingDelta[] = [];
     // What each payer's hold and mirrored balance lose, applied below in one pass.
     const per = new Map<
       string,
@@ -508,35 +526,55 @@ export async function confirmBatch(sql: Sql, b: {
       const ids = b.paid.map((p) => p.id);
       const hashes = b.paid.map((p) => p.txHash);
       const blocks = b.paid.map((p) => p.block.toString());
-      // Summed per payer here, not per charge: a batch's few payers come back, not its 500 rows.
+      // Summed per payer (and listing) here, not per charge: a batch's few payers come back,
+      // not its 500 rows.
       const moved = await planned(
-        tx<{ chainId: number; payer: string; amount: bigint; block: bigint; n: number }[]>`
+        tx<
+          {
+            chainId: number;
+            payer: string;
+            listingId: string | null;
+            amount: bigint;
+            block: bigint;
+            n: number;
+          }[]
+        >`
         with moved as (
           update x402_gateway_charges c set status = 'settled', tx_hash = p.tx_hash,
             settled_at = ${b.now}, batch_id = ${b.id}
           from unnest(${ids}::uuid[], ${hashes}::text[], ${blocks}::bigint[])
             as p(id, tx_hash, block)
           where c.id = p.id and ${statusIn(tx, "c.status", ["pending"])}
-          returning c.chain_id, c.payer, c.amount, p.block
+          returning c.chain_id, c.payer, c.listing_id, c.amount, p.block
         )
-        select chain_id, payer, sum(amount)::bigint as amount, min(block) as block,
+        select chain_id, payer, listing_id, sum(amount)::bigint as amount, min(block) as block,
           count(*)::int as n
-        from moved group by chain_id, payer`,
+        from moved group by chain_id, payer, listing_id`,
       );
       for (const m of moved) {
         settled += m.n;
         const e = lower(m, true);
         e.block = m.block < e.block ? m.block : e.block;
+        if (m.listingId) {
+          totals.push({ listingId: m.listingId, calls: m.n, failed: 0, revenue: m.amount });
+        }
       }
     }
     for (const r of b.refused) {
-      const [c] = await tx<{ chainId: number; payer: string; amount: bigint }[]>`
+      const [c] = await tx<
+        { chainId: number; payer: string; listingId: string | null; amount: bigint }[]
+      >`
         update x402_gateway_charges set status = 'failed', error = ${r.reason.slice(0, 500)},
           settled_at = ${b.now}, batch_id = ${b.id}
         where id = ${r.id} and ${statusIn(tx, "status", ["pending"])}
-        returning chain_id, payer, amount`;
-      if (c) lower(c, false);
+        returning chain_id, payer, listing_id, amount`;
+      if (!c) continue;
+      lower(c, false);
+      if (c.listingId) {
+        totals.push({ listingId: c.listingId, calls: 0, failed: 1, revenue: 0n });
+      }
     }
+    await addToListings(tx, merge(totals));
     // Every payer in one statement, its rows locked in the order reservations lock them (chain,
     // then payer in byte order): no deadlock with a group of reservations (reserveMany) waiting
     // on the same rows, and the reservations wait for one statement, not one per payer.

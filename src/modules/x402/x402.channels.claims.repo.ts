@@ -2,6 +2,7 @@
 import type { Db, Sql } from "../../db/client.ts";
 import type { ChannelTerms } from "./x402.channels.rules.ts";
 import { statusIn } from "../../db/by-id.ts";
+import { countClaimed } from "./x402.totals.repo.ts";
 
 /**
  * `claim`: the claim job's batch of many channels; `refund`: a cooperative refund, claiming its
@@ -127,10 +128,12 @@ export async function confirmClaim(sql: Sql, c: {
       join x402_channel_charges g on g.channel_id = r.channel_id
         and g.cumulative > c.claimed and g.cumulative <= r.total_claimed
       where r.claim_id = ${c.id}`;
-    await tx`
+    const raised = await tx<{ channelId: string }[]>`
       update x402_channels c set claimed = greatest(c.claimed, r.total_claimed)
       from x402_channel_claim_rows r
-      where r.claim_id = ${c.id} and r.channel_id = c.channel_id`;
+      where r.claim_id = ${c.id} and r.channel_id = c.channel_id
+      returning c.channel_id`;
+    await countClaimed(tx, raised.map((r) => r.channelId));
     await tx`
       update x402_channel_claims set status = 'confirmed', tx_hash = ${c.txHash},
         gas_used = ${c.gasUsed}, charges = ${n}, finished_at = ${c.now}

@@ -1,6 +1,7 @@
 /** SQL for x402 batch-settlement channels and their charges (claims: x402.channels.claims.repo.ts). */
 import type { Db, Sql } from "../../db/client.ts";
 import type { ChannelTerms } from "./x402.channels.rules.ts";
+import { countClaimed } from "./x402.totals.repo.ts";
 
 export interface ChannelRow extends ChannelTerms {
   channelId: `0x${string}`;
@@ -89,13 +90,18 @@ export async function mirror(
   s: OnChainState,
   now: Date,
 ): Promise<ChannelRow> {
-  const [row] = await sql<ChannelRow[]>`
+  const [read] = await sql<(ChannelRow & { counted: bigint })[]>`
     update x402_channels set balance = ${s.balance}, claimed = ${s.totalClaimed},
       withdraw_requested_at = ${s.withdrawRequestedAt}, refund_nonce = ${s.refundNonce},
       charged = greatest(charged, ${s.totalClaimed}),
       signed_max = greatest(signed_max, ${s.totalClaimed}), synced_at = ${now}
     where channel_id = ${channelId}
-    returning ${COLUMNS(sql)}`;
+    returning ${COLUMNS(sql)}, counted`;
+  if (!read) return read;
+  const { counted, ...row } = read;
+  // The chain may have claimed past what was counted (a claim whose record was lost, another
+  // server's): those calls are settled too.
+  if (row.claimed > counted) await countClaimed(sql, [channelId]);
   return row;
 }
 

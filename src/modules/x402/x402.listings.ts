@@ -5,6 +5,7 @@ import { checksum, lower } from "../../chain/address.ts";
 import { formatUsdcFixed as usdc } from "../../money.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
 import * as repo from "./x402.repo.ts";
+import { listingTotals } from "./x402.totals.repo.ts";
 import type { CreateListingInput } from "./x402.schemas.ts";
 import { x402Profile } from "./x402.context.ts";
 
@@ -48,9 +49,21 @@ export async function listListings(deps: Deps, opts: { merchantId?: string; limi
 /** The merchant's listings with calls (settled), failures and revenue. */
 export async function merchantListings(deps: Deps, merchantId: string) {
   const rows = await repo.listListings(deps.sql, { merchantId, limit: 100 });
-  const stats = new Map(
-    (await repo.listingStats(deps.sql, rows.map((r) => r.id))).map((s) => [s.listingId, s]),
-  );
+  const ids = rows.map((r) => r.id);
+  // Attempts of the exact and spec flows, and what the gateway balance and channels settled.
+  const [attempts, settled] = await Promise.all([
+    repo.listingStats(deps.sql, ids),
+    listingTotals(deps.sql, ids),
+  ]);
+  const stats = new Map<string, { calls: number; failed: number; revenue: bigint }>();
+  for (const s of [...attempts, ...settled]) {
+    const e = stats.get(s.listingId) ?? { calls: 0, failed: 0, revenue: 0n };
+    stats.set(s.listingId, {
+      calls: e.calls + Number(s.calls),
+      failed: e.failed + Number(s.failed),
+      revenue: e.revenue + s.revenue,
+    });
+  }
   return rows.map((r) => ({
     ...listingView(r),
     upstreamUrl: r.upstreamUrl,

@@ -1,0 +1,74 @@
+/**
+ * A listing's totals of calls paid through batch-settlement channels (x402.totals.repo.ts,
+ * migration 0036), against a real PostgreSQL: a channel's calls count once its claimed total
+ * passes them, whoever raised it (our confirmed claim, or a read of the chain) and however many
+ * count at once.
+ */
+import assert from "node:assert/strict";
+import { createTestDatabase } from "../helpers/db.ts";
+import { createSql } from "../../src/db/client.ts";
+import { mirror } from "../../src/modules/x402/x402.channels.repo.ts";
+import { countClaimed } from "../../src/modules/x402/x402.totals.repo.ts";
+
+const CHAIN = 31337;
+const ADDR = "0x" + "5".repeat(40);
+
+Deno.test("x402 listing totals: a channel's calls count once its claimed total passes them", async () => {
+  const db = await createTestDatabase();
+  const { sql } = db;
+  const other = createSql(db.url, { max: 1, name: "second-counter" });
+  try {
+    const now = new Date();
+    const [m] = await sql`insert into merchants (email, business_name, password_hash)
+      values ('channel-totals@example.com', 'Channel totals', 'x') returning id`;
+    const [l] = await sql`insert into x402_listings (merchant_id, slug, upstream_url, price,
+        methods, seller, chain_id, created_at)
+      values (${m.id}, 'channel-totals', 'http://upstream.test/', 10, '{GET}', ${ADDR}, ${CHAIN},
+        ${now})
+      returning id`;
+    const channelId = "0x" + "ab".repeat(32);
+    await sql`insert into x402_channels (channel_id, chain_id, merchant_id, payer,
+        payer_authorizer, receiver, receiver_authorizer, token, withdraw_delay, salt, created_at)
+      values (${channelId}, ${CHAIN}, ${m.id}, ${ADDR}, ${ADDR}, ${ADDR}, ${ADDR}, ${ADDR}, 900,
+        ${"0x" + "0".repeat(64)}, ${now})`;
+    // Five calls of 10 (cumulative 10..50), one of them not through the listing (the facilitator).
+    for (let i = 1; i <= 5; i++) {
+      await sql`insert into x402_channel_charges (channel_id, listing_id, merchant_id, amount,
+          cumulative, created_at)
+        values (${channelId}, ${i === 3 ? null : l.id}, ${m.id}, 10, ${10 * i}, ${now})`;
+    }
+    await sql`update x402_channels set charged = 50, signed_max = 50, balance = 100
+      where channel_id = ${channelId}`;
+    const totals = async () => {
+      const [t] = await sql`select calls::int, revenue from x402_listing_totals
+        where listing_id = ${l.id}`;
+      return t ? [t.calls, BigInt(t.revenue)] : [0, 0n];
+    };
+    const state = (totalClaimed: bigint) => ({
+      balance: 100n,
+      totalClaimed,
+      withdrawRequestedAt: 0,
+      refundNonce: 0n,
+    });
+
+    // The chain says 20 were claimed (a claim we have no record of): the first two calls.
+    await mirror(sql, channelId, state(20n), now);
+    assert.deepEqual(await totals(), [2, 20n]);
+    // Read again: nothing new.
+    await mirror(sql, channelId, state(20n), now);
+    assert.deepEqual(await totals(), [2, 20n]);
+    // A stale read lowers `claimed` for a while: nothing is taken back, nothing counted twice.
+    await mirror(sql, channelId, state(10n), now);
+    assert.deepEqual(await totals(), [2, 20n]);
+    // A claim to 50 confirmed while another counter runs beside it: calls 4 and 5 (3 is no
+    // listing's), once.
+    await sql`update x402_channels set claimed = 50 where channel_id = ${channelId}`;
+    await Promise.all([countClaimed(sql, [channelId]), countClaimed(other, [channelId])]);
+    assert.deepEqual(await totals(), [4, 40n]);
+    const [ch] = await sql`select counted from x402_channels where channel_id = ${channelId}`;
+    assert.equal(ch.counted, 50n);
+  } finally {
+    await other.end({ timeout: 1 });
+    await db.drop();
+  }
+});
