@@ -126,6 +126,7 @@ export const ERROR_CODES = [
   "x402_agent_refused",
   "x402_settlement_failed",
   "x402_attempt_lapsed",
+  "x402_withdrawal_lapsed",
   "x402_withdraw_exceeds",
   "x402_destination_unsupported",
   "x402_deposit_not_controlled",

@@ -156,6 +156,13 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
     text: M.databaseUnavailable,
     hint: M.x402AttemptLapsedHint,
   },
+  // The same, before a withdrawal was sent: its hold on the payer's paid calls may have been
+  // cleared by another process meanwhile (x402.batched.mirror.ts `whileWithdrawing`).
+  x402_withdrawal_lapsed: {
+    status: 503,
+    text: M.databaseUnavailable,
+    hint: M.x402WithdrawalLapsedHint,
+  },
   x402_withdraw_exceeds: { status: 400, text: M.x402WithdrawExceeds },
   x402_destination_unsupported: { status: 400, text: M.x402DestinationChain },
   x402_deposit_not_controlled: { status: 403, text: M.x402DepositNotControlled },

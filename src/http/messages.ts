@@ -16,6 +16,9 @@ export const M = {
   x402AttemptLapsedHint:
     "The server lost touch with its database during the call and gave the payment up: nothing " +
     "was charged. Send the same proof again.",
+  x402WithdrawalLapsedHint:
+    "The server lost touch with its database before sending the withdrawal and gave it up: " +
+    "nothing was sent. Send the same request again.",
   databaseBusyHint:
     "The request waited too long for the database and was stopped; nothing was done.",
   methodNotAllowed: "Method not allowed.",

@@ -18,7 +18,12 @@ import { startCrashWorker } from "../helpers/processes.ts";
 import { api, createMerchant } from "../helpers/accounts.ts";
 import { externalBuyer, gatewayProof, listApi, X402_PROFILE } from "../helpers/x402.ts";
 import { testCharge } from "../helpers/x402-charges.ts";
-import { release as releaseCharge, reserve } from "../../src/modules/x402/x402.batched.repo.ts";
+import {
+  markWithdrawing,
+  release as releaseCharge,
+  reserve,
+} from "../../src/modules/x402/x402.batched.repo.ts";
+import { whileWithdrawing } from "../../src/modules/x402/x402.batched.mirror.ts";
 import { settleRound } from "../../src/modules/x402/x402.batched.settle.ts";
 import { reconcilePending } from "../../src/modules/x402/x402.reconcile.ts";
 import { settleAttempt } from "../../src/modules/x402/x402.service.ts";
@@ -235,6 +240,81 @@ Deno.test("x402: work of a killed process is freed once its liveness claim lapse
       assert.equal(BigInt(held), 0n, "its hold given back");
       assert.equal(await vaultOf(buyer.address), 100n * PRICE - charged, "nothing charged");
     });
+
+    await t.step(
+      "a killed process's withdrawal hold is cleared once nothing can be mined",
+      async () => {
+        // A withdrawal of the payer's runs in a second process (its own liveness claim) and holds
+        // the payer's paid calls, as whileWithdrawing marks them; that process is killed before
+        // sending anything (its claim lapses, its intent was never written).
+        let otherNow = 0;
+        const other = await startLiveness(sql, silentLogger, {
+          now: () => otherNow,
+          timer: false,
+        });
+        const intent = `x402-payer-withdraw:test:${crypto.randomUUID()}`;
+        const inside = Promise.withResolvers<void>();
+        const killed = Promise.withResolvers<void>();
+        const withdrawal = whileWithdrawing(
+          { ...svc.deps, liveness: other },
+          X402_PROFILE,
+          buyer.address.toLowerCase() as `0x${string}`,
+          intent,
+          async (fence) => {
+            inside.resolve();
+            await killed.promise;
+            fence();
+            return "sent";
+          },
+        ).then((r) => r, (e) => e);
+        await inside.promise;
+        const pay = async () => {
+          const { proof } = await gatewayProof(svc, buyer.account, {
+            to: sellerAddr,
+            value: PRICE,
+          });
+          return await call("POST", "/api/x402/pay", {
+            body: { slug: "slow", method: "GET", paymentProof: proof },
+          });
+        };
+        const whileAlive = await pay();
+        assert.equal(whileAlive.status, 400, "held while the withdrawing process lives");
+        assert.match(String(whileAlive.json.error), /insufficient gateway balance/i);
+        await lapse(svc, other.id);
+        const afterKill = await pay();
+        assert.equal(afterKill.status, 200, afterKill.text);
+        charged += PRICE;
+        const [acct] =
+          await sql`select withdrawing_until, withdrawing_owner from x402_gateway_accounts
+        where payer = ${buyer.address.toLowerCase()}`;
+        assert.deepEqual({ ...acct }, { withdrawingUntil: null, withdrawingOwner: null });
+        // Had the process only been paused (no beat for as long as its claim took to lapse), it
+        // sends nothing once it resumes: its hold is gone.
+        otherNow = 20_000;
+        killed.resolve();
+        const late = await withdrawal;
+        assert.equal(late?.code, "x402_withdrawal_lapsed");
+        assert.equal(answerFor(late).status, 503);
+        await other.stop({ release: false });
+
+        // A withdrawal sent before the kill: the hold stays while its transaction may be mined,
+        // and goes once its intent is finished (a deposit's intent stands in for it, mined).
+        const [sent] = await sql`select intent_key, status from chain_transactions
+        where status = 'confirmed' order by created_at desc limit 1`;
+        const owner = crypto.randomUUID();
+        await markWithdrawing(
+          sql,
+          chain.chainId(X402_PROFILE),
+          buyer.address.toLowerCase(),
+          new Date(svc.clock.now().getTime() + 180_000),
+          { owner, intent: sent.intentKey },
+        );
+        const afterMined = await pay();
+        assert.equal(afterMined.status, 200, afterMined.text);
+        charged += PRICE;
+        assert.equal(await vaultOf(buyer.address), 100n * PRICE - charged);
+      },
+    );
 
     await t.step("liveness: a gap in the beats fences the work taken before it", async () => {
       let now = 0;

@@ -4,7 +4,11 @@
  * settlement window.
  */
 import assert from "node:assert/strict";
-import { batchedRefusal, minWithdrawalDelay } from "../../src/modules/x402/x402.batched.rules.ts";
+import {
+  batchedRefusal,
+  minWithdrawalDelay,
+  withdrawalSettled,
+} from "../../src/modules/x402/x402.batched.rules.ts";
 
 Deno.test("x402 batched rules: a vault is safe only with settlers and a long enough delay", () => {
   const needed = minWithdrawalDelay(5);
@@ -22,4 +26,14 @@ Deno.test("x402 batched rules: a vault is safe only with settlers and a long eno
   // A payer could withdraw before a charge it promised is settled.
   assert.match(batchedRefusal({ delay: long - 1n, needed, missing: [] })!, /delay is too short/);
   assert.match(batchedRefusal({ delay: 0n, needed, missing: [] })!, /delay is too short/);
+});
+
+Deno.test("x402 batched rules: a dead process's withdrawal hold goes once nothing can be mined", () => {
+  assert.equal(withdrawalSettled(null), true, "never written: never sent");
+  for (const done of ["confirmed", "reverted", "failed"]) {
+    assert.equal(withdrawalSettled(done), true);
+  }
+  for (const flying of ["signed", "broadcast"]) {
+    assert.equal(withdrawalSettled(flying), false, `${flying}: may still be mined`);
+  }
 });

@@ -6,7 +6,8 @@
 import type { Deps } from "../../deps.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 import * as repo from "./x402.batched.repo.ts";
-import { MIRROR_TTL_S } from "./x402.batched.rules.ts";
+import { MIRROR_TTL_S, withdrawalSettled } from "./x402.batched.rules.ts";
+import { DomainError } from "../../errors.ts";
 import { groupCommit } from "../../db/group-commit.ts";
 
 /** How long a withdrawal of ours keeps reservations of its payer refused, at most (a crash). */
@@ -98,8 +99,12 @@ const reserveGrouped = async (deps: Deps, charge: repo.NewCharge) =>
 /** The paid path's own connection (service.ts), else the pool. */
 export const paidSql = (deps: Deps) => deps.paidSql ?? deps.sql;
 
-/** Re-reads the payer's available vault balance into the mirror. */
+/**
+ * Re-reads the payer's available vault balance into the mirror; first clears the withdrawal mark
+ * of a process that died during a withdrawal (`clearLapsedWithdrawal`).
+ */
 export async function syncAccount(deps: Deps, p: ProfileName, payer: `0x${string}`) {
+  await clearLapsedWithdrawal(deps, p, payer);
   const { available, block } = await deps.chain.gateway.availableAt(p, payer);
   await repo.sync(deps.sql, {
     chainId: deps.chain.chainId(p),
@@ -111,25 +116,58 @@ export async function syncAccount(deps: Deps, p: ProfileName, payer: `0x${string
 }
 
 /**
+ * A withdrawal mark whose process died (kill -9: its liveness claim lapsed, src/db/liveness.ts)
+ * is cleared as soon as nothing of its withdrawal can still be mined (its intent never sent, or
+ * finished), instead of refusing the payer's paid calls for the rest of WITHDRAW_HOLD_MS; the
+ * mirror is then read again from the chain. A withdrawal still in flight keeps it.
+ */
+export async function clearLapsedWithdrawal(deps: Deps, p: ProfileName, payer: `0x${string}`) {
+  const chainId = deps.chain.chainId(p);
+  const lapsed = await repo.lapsedWithdrawal(deps.sql, chainId, payer, deps.clock.now());
+  if (!lapsed) return;
+  const tx = await deps.chain.intent(p, lapsed.intent);
+  if (!withdrawalSettled(tx?.status ?? null)) return;
+  if (await repo.clearWithdrawal(deps.sql, chainId, payer, lapsed.owner)) {
+    deps.log.info("x402 mirror: a dead process's withdrawal mark cleared", {
+      payer,
+      intent: lapsed.intent,
+      tx: tx?.status ?? "never sent",
+    });
+  }
+}
+
+/**
  * Runs a withdrawal of `payer`'s vault balance: reservations of the payer are refused while it
  * is in flight (the mark takes the mirror row's lock, so every reservation before it is committed
- * and counted by the withdrawal's check), and the mirror is read again once it is mined.
+ * and counted by the withdrawal's check), and the mirror is read again once it is mined. The mark
+ * names this process and the withdrawal's intent, so it is cleared soon after a kill
+ * (`clearLapsedWithdrawal`); `fn` calls `fence()` after its checks and before it sends: it throws
+ * when this process may have been taken for dead since the mark (its mark may be gone, and paid
+ * calls counted on the balance the withdrawal would take).
  */
 export async function whileWithdrawing<T>(
   deps: Deps,
   p: ProfileName,
   payer: `0x${string}`,
-  fn: () => Promise<T>,
+  intentKey: string,
+  fn: (fence: () => void) => Promise<T>,
 ): Promise<T> {
   const chainId = deps.chain.chainId(p);
+  const since = performance.now();
   await repo.markWithdrawing(
     deps.sql,
     chainId,
     payer,
     new Date(deps.clock.now().getTime() + WITHDRAW_HOLD_MS),
+    { owner: deps.liveness?.id ?? null, intent: intentKey },
   );
+  const fence = () => {
+    if (deps.liveness && !deps.liveness.heldSince(since)) {
+      throw new DomainError("x402_withdrawal_lapsed");
+    }
+  };
   try {
-    return await fn();
+    return await fn(fence);
   } finally {
     let stale = false;
     try {

@@ -661,23 +661,67 @@ export async function unsettled(sql: Db, chainId: number, payer: string): Promis
   return row.total;
 }
 
-/** Marks a withdrawal of ours in flight for the payer: reservations are refused until `until`. */
+/**
+ * Marks a withdrawal of ours in flight for the payer: reservations are refused until `until`.
+ * `owner` (the marking process's liveness id) and `intent` (the withdrawal's intent key) let
+ * another process clear the mark of a process that died (`clearLapsedWithdrawal`).
+ */
 export async function markWithdrawing(
   sql: Db,
   chainId: number,
   payer: string,
   until: Date | null,
-  { stale = false }: { stale?: boolean } = {},
+  { stale = false, owner = null, intent = null }: {
+    stale?: boolean;
+    owner?: string | null;
+    intent?: string | null;
+  } = {},
 ): Promise<void> {
   // An upsert: a payer with no mirror yet gets one (balance 0, never read), so a reservation
   // reading the chain meanwhile cannot slip in before the mark. `stale`: as if never read.
   await sql`
     insert into x402_gateway_accounts (chain_id, payer, balance, synced_block, synced_at,
-      withdrawing_until)
-    values (${chainId}, ${payer}, 0, 0, 'epoch', ${until})
+      withdrawing_until, withdrawing_owner, withdrawing_intent)
+    values (${chainId}, ${payer}, 0, 0, 'epoch', ${until}, ${owner}::uuid, ${intent})
     on conflict (chain_id, payer) do update set withdrawing_until = excluded.withdrawing_until,
+      withdrawing_owner = excluded.withdrawing_owner,
+      withdrawing_intent = excluded.withdrawing_intent,
       synced_at = case when ${stale} then 'epoch'::timestamptz
         else x402_gateway_accounts.synced_at end`;
+}
+
+/** A withdrawal mark still in force whose marking process is gone (src/db/liveness.ts). */
+export async function lapsedWithdrawal(
+  sql: Db,
+  chainId: number,
+  payer: string,
+  now: Date,
+): Promise<{ owner: string; intent: string } | null> {
+  const [row] = await sql<{ owner: string; intent: string }[]>`
+    select a.withdrawing_owner as owner, a.withdrawing_intent as intent
+    from x402_gateway_accounts a
+    where a.chain_id = ${chainId} and a.payer = ${payer} and a.withdrawing_until >= ${now}
+      and a.withdrawing_intent is not null and ${ownerGone(sql, "a.withdrawing_owner")}`;
+  return row ?? null;
+}
+
+/**
+ * Clears a dead process's withdrawal mark (still that process's), the mirror marked never read:
+ * the next reservation reads the chain first. False when the mark changed meanwhile.
+ */
+export async function clearWithdrawal(
+  sql: Db,
+  chainId: number,
+  payer: string,
+  owner: string,
+): Promise<boolean> {
+  const rows = await sql`
+    update x402_gateway_accounts a set withdrawing_until = null, withdrawing_owner = null,
+      withdrawing_intent = null, synced_at = 'epoch'
+    where a.chain_id = ${chainId} and a.payer = ${payer} and a.withdrawing_owner = ${owner}::uuid
+      and ${ownerGone(sql, "a.withdrawing_owner")}
+    returning 1`;
+  return rows.length > 0;
 }
 
 /** Served charges waiting for a batch. */

@@ -73,3 +73,13 @@ export function isBatchedPayment(decoded: unknown): boolean {
   const extra = (accepted as { extra?: { name?: unknown; version?: unknown } }).extra;
   return extra?.name === BATCHED_NAME && extra?.version === BATCHED_VERSION;
 }
+
+/**
+ * Whether a dead process's withdrawal mark may be cleared, given its intent's transaction status
+ * (none: never written, so never sent): only once nothing of it can still be mined. A signed or
+ * broadcast one is in flight (chain recovery sends or finishes it); the mark stays until then.
+ */
+export function withdrawalSettled(status: string | null): boolean {
+  return status === null || status === "confirmed" || status === "reverted" ||
+    status === "failed";
+}

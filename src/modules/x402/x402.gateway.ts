@@ -286,7 +286,7 @@ export async function withdraw(
       deps.sql,
       claim,
       () =>
-        whileWithdrawing(deps, profile, seller, async () => {
+        whileWithdrawing(deps, profile, seller, intentKey, async (fence) => {
           const earlier = requestKey === undefined
             ? null
             : await deps.chain.intent(profile, intentKey);
@@ -297,6 +297,7 @@ export async function withdraw(
             ]);
             if (can < input.amount) throw exceeds(can);
           }
+          fence();
           try {
             return await deps.chain.gateway.withdraw(profile, {
               from: { walletId },

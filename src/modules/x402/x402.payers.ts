@@ -178,7 +178,7 @@ export async function withdrawPayer(
     deps.sql,
     claim,
     () =>
-      whileWithdrawing(deps, profile, payer.address, async () => {
+      whileWithdrawing(deps, profile, payer.address, intentKey, async (fence) => {
         const earlier = requestKey === undefined
           ? null
           : await deps.chain.intent(profile, intentKey);
@@ -189,6 +189,7 @@ export async function withdrawPayer(
           ]);
           if (can < input.amount) throw exceeds(can);
         }
+        fence();
         try {
           return payer.kind === "wallet"
             ? await deps.chain.gateway.withdraw(profile, {

@@ -48,11 +48,12 @@ export async function startWithdrawal(deps: Deps, who: WithdrawalStarter, amount
     deps.sql,
     payerClaim(chainId, who.address),
     () =>
-      whileWithdrawing(deps, profile, who.address, async () => {
+      whileWithdrawing(deps, profile, who.address, who.intentKey, async (fence) => {
         const earlier = await deps.chain.intent(profile, who.intentKey);
         if (!earlier || earlier.status === "failed") {
           await startableNow(deps, profile, who.address, amount);
         }
+        fence();
         return await deps.chain.gateway.initiateWithdrawal(profile, {
           from: who.from,
           account: who.account,
@@ -178,7 +179,7 @@ async function relaySigned(
       deps.sql,
       payerClaim(deps.chain.chainId(profile), w.account),
       () =>
-        whileWithdrawing(deps, profile, w.account, async () => {
+        whileWithdrawing(deps, profile, w.account, intentKey, async (fence) => {
           const earlier = await deps.chain.intent(profile, intentKey);
           if (!earlier || earlier.status === "failed") {
             if (!relayDeadlineOpen(w.validBefore, nowSeconds(deps.clock.now()))) {
@@ -189,6 +190,7 @@ async function relaySigned(
             }
             await check(profile);
           }
+          fence();
           return await deps.chain.gateway.relaySignedWithdrawal(profile, w, intentKey);
         }),
     );
