@@ -5,6 +5,7 @@
  */
 import { fail, parseArgs, withCli } from "./context.ts";
 import { ARTIFACTS, deployContracts } from "../chain/deploy.ts";
+import { missingSettlers } from "../chain/gateway-settlers.ts";
 import {
   type ContractName,
   isSourceChain,
@@ -55,8 +56,33 @@ await withCli(async ({ chain, sql, log, config }) => {
     throw e;
   });
   console.log(
-    deployed.length ? `Deployed on ${network}: ${deployed.join(", ")}` : "Nothing to deploy.",
+    deployed.length
+      ? `Deployed on ${network}: ${deployed.join(", ")}`
+      : `Every contract is already deployed on ${network}.`,
   );
+  // The settlers are set by this run too (its start makes this deployment's relayers settlers of
+  // the vault, as every process does): said, so that a run with every contract in place does not
+  // read as one that did nothing.
+  const vault = rt.contracts.GatewayVault;
+  const missing = vault && rt.relayers.length
+    ? await missingSettlers(rt, vault).catch(() => undefined)
+    : undefined;
+  if (missing === null) {
+    console.log(
+      `The gateway vault ${vault} has no settlers: anyone may submit its authorizations ` +
+        `(replace it: deno task contracts:deploy --network ${network} --force --only GatewayVault).`,
+    );
+  } else if (missing?.length) {
+    console.log(
+      `${missing.length} of this deployment's ${rt.relayers.length} relayers may not settle on ` +
+        `the gateway vault ${vault}, whose operator is not ${rt.operator?.address}: ` +
+        missing.join(", "),
+    );
+  } else if (missing) {
+    console.log(
+      `The gateway vault ${vault}: this deployment's ${rt.relayers.length} relayers may settle.`,
+    );
+  }
   const p = rt.profile.envPrefix;
   console.log(`${p}_USDC_ADDRESS=${rt.contracts.TestUSDC ?? ""}`);
   console.log(`${p}_PAYMENT_ROUTER_ADDRESS=${rt.contracts.PaymentRouter ?? ""}`);

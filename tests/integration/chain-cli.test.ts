@@ -2,6 +2,9 @@
 import assert from "node:assert/strict";
 import { startTestService } from "../helpers/service.ts";
 import { ANVIL_KEYS } from "../helpers/anvil.ts";
+import { encodeFunctionData } from "viem";
+import { GatewayVault } from "../../src/chain/contracts/artifacts/index.ts";
+import { deriveRelayers } from "../../src/chain/relayers.ts";
 
 Deno.test("faucet mints test USDC (never on a configured production chain); chain:status reports", async () => {
   const svc = await startTestService();
@@ -116,6 +119,40 @@ Deno.test("faucet mints test USDC (never on a configured production chain); chai
     assert.equal(poor.code, 2, poorErr);
     assert.match(poorErr, /The operator 0x[0-9a-fA-F]{40} has too little native gas on testnet/);
     assert.doesNotMatch(poorErr, /\bat /);
+
+    // Every contract in place, and one relayer of the command's pool (derived from the operator
+    // key it is given) no longer a settler of the gateway vault: the run makes it one again (as
+    // every process's start does) and says so. It said "Nothing to deploy.", which read as a run
+    // that did nothing.
+    const rt = svc.deps.chain.runtime("testnet");
+    const relayer = deriveRelayers(ANVIL_KEYS[0] as `0x${string}`, 1)[0].address;
+    const settler = () =>
+      rt.client.readContract({
+        address: rt.contracts.GatewayVault!,
+        abi: GatewayVault.abi,
+        functionName: "isSettler",
+        args: [relayer],
+      });
+    await svc.deps.chain.send({
+      profile: "testnet",
+      from: "operator",
+      to: rt.contracts.GatewayVault!,
+      data: encodeFunctionData({
+        abi: GatewayVault.abi,
+        functionName: "setSettlers",
+        args: [[relayer], false],
+      }),
+      intentKey: `test:unsettle:${crypto.randomUUID()}`,
+    });
+    assert.equal(await settler(), false);
+    const again = await run("contracts-deploy.ts", "--network", "testnet");
+    assert.equal(again.code, 0, again.err);
+    assert.match(again.out, /^Every contract is already deployed on testnet\.$/m);
+    assert.match(
+      again.out,
+      /^The gateway vault 0x[0-9a-f]{40}: this deployment's \d+ relayers may settle\.$/m,
+    );
+    assert.equal(await settler(), true);
 
     const status = await run("chain-status.ts");
     assert.equal(status.code, 0, status.err);
