@@ -123,7 +123,9 @@ async function inspectProfile(
   // has a CCTP domain, and there it is optional (without it, bridging is unavailable).
   for (const { name, on, optional } of planFor({ profile, attester: true })) {
     const address = profile.contracts[name] ?? recorded.get(name)?.address;
-    const check = `${profile.name}: contract ${name}`;
+    // Named by address, the token is the chain's USDC (Circle's), not our TestUSDC.
+    const label = name === "TestUSDC" && profile.contracts.TestUSDC ? "USDC" : name;
+    const check = `${profile.name}: contract ${label}`;
     const circle = CIRCLE_NAMES.includes(name);
     const deployFix = circle && profile.kind === "source"
       ? `set ${p}_${CONTRACT_ENV[name]} to Circle's ${

@@ -59,6 +59,8 @@ export async function doctorSteps(
     for (
       const line of [
         "testnet: contract TokenMessengerV2: 0x[0-9a-fA-F]{40} \\(configured\\): code present",
+        // Circle's USDC, named by address: not called our TestUSDC.
+        "testnet: contract USDC: 0x[0-9a-fA-F]{40} \\(configured\\): code present",
         "Base_Sepolia: RPC answers: chain 84532",
         "testnet: CCTP transmitter domain: .* is domain 26, testnet is domain 26",
         "Base_Sepolia: CCTP transmitter domain: .* is domain 6",
