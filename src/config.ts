@@ -159,10 +159,26 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
 export function loadServiceConfig(env: Record<string, string | undefined>): Config {
   const config = loadConfig(env);
   if (config.isProduction) {
-    const problems = developmentSecretProblems(env);
+    const problems = [...developmentSecretProblems(env), ...insecureBaseUrl(config.BASE_URL)];
     if (problems.length) throw new ConfigError(problems);
   }
   return config;
+}
+
+/**
+ * In production the public origin is https: session cookies are Secure, so over plain http a
+ * browser never sends them back (sign-in silently fails) and SIWE and links name an insecure
+ * origin. A loopback origin is a browser's secure context and stays allowed (a trial on one
+ * machine). Doctor reports the same as a FAIL (src/cli/doctor.ts).
+ */
+function insecureBaseUrl(baseUrl: string): string[] {
+  const url = new URL(baseUrl);
+  if (url.protocol === "https:") return [];
+  if (["localhost", "127.0.0.1", "[::1]"].includes(url.hostname)) return [];
+  return [
+    `BASE_URL: must be the public https:// origin when APP_ENV=production (${baseUrl} is ` +
+    "plain http: browsers would not send the Secure session cookie back)",
+  ];
 }
 
 export const DEV_SECRETS_FILE = "dev-secrets.json";

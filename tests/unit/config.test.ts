@@ -176,6 +176,21 @@ Deno.test("config: production refuses development secrets, naming every offendin
   assert.equal(loadServiceConfig(soundProduction()).isProduction, true);
 });
 
+Deno.test("config: production's BASE_URL is https (a loopback origin aside)", () => {
+  const e = refusal({ ...soundProduction(), BASE_URL: "http://pay.example.com" });
+  assert.deepEqual(e.problems.map((p) => p.split(":")[0]), ["BASE_URL"]);
+  assert.match(e.message, /must be the public https:\/\/ origin .*http:\/\/pay\.example\.com/);
+  for (const local of ["http://localhost:3000", "http://127.0.0.1:8080", "http://[::1]:3000"]) {
+    assert.equal(loadServiceConfig({ ...soundProduction(), BASE_URL: local }).BASE_URL, local);
+  }
+  // Outside production, http is the development default.
+  assert.equal(
+    loadServiceConfig({ ...soundProduction(), APP_ENV: "development", BASE_URL: "http://x.test" })
+      .isProduction,
+    false,
+  );
+});
+
 Deno.test("config: every anvil dev key, one-byte keys and the suite's secret are refused", () => {
   for (const key of [...ANVIL_KEYS, LOCAL_ATTESTER_KEY]) {
     assert.equal(developmentSecretProblems({ TESTNET_OPERATOR_KEY: key }).length, 1, key);
