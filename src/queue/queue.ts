@@ -27,6 +27,12 @@ export interface Queue {
   readonly boss: PgBoss;
   send<T>(job: JobDescriptor<T> | string, data: T, opts?: SendJobOptions): Promise<string | null>;
   /**
+   * The queue's jobs waiting to start more than `withinMs` from now start now; how many. For a
+   * round queued by a process with a longer interval than this one's (a `stately` queue keeps
+   * that one and drops every newer send, the cron's too, until it has run).
+   */
+  hasten(job: JobDescriptor | string, withinMs: number): Promise<number>;
+  /**
    * Creates the queues of these jobs; with `work`, also starts their workers; with `crons`
    * (default true), schedules the jobs that have one (a test that runs the rounds itself turns
    * them off: a minute's turn would run one beside it).
@@ -72,11 +78,12 @@ export interface QueueStartOptions {
 
 export async function startQueue(opts: QueueStartOptions): Promise<Queue> {
   const log = opts.log.child({ component: "queue" });
+  const schema = opts.schema ?? QUEUE_SCHEMA;
   const heartbeatSeconds = opts.heartbeatSeconds ?? 15;
   const superviseSeconds = opts.superviseSeconds ?? 10;
   const boss = new PgBoss({
     connectionString: opts.url,
-    schema: opts.schema ?? QUEUE_SCHEMA,
+    schema,
     max: opts.max ?? 5,
     application_name: "settlement-queue",
     useListenNotify: true,
@@ -107,6 +114,17 @@ export async function startQueue(opts: QueueStartOptions): Promise<Queue> {
       if (o.priority !== undefined) options.priority = o.priority;
       if (o.group !== undefined) options.group = { id: o.group };
       return await boss.send(name, payload as object, options);
+    },
+    async hasten(job, withinMs) {
+      const name = typeof job === "string" ? job : job.name;
+      const { rows } = await boss.getDb().executeSql(
+        `update ${schema}.job set start_after = now()
+         where name = $1 and state in ('created', 'retry')
+           and start_after > now() + make_interval(secs => $2::float8 / 1000)
+         returning id`,
+        [name, withinMs],
+      );
+      return rows.length;
     },
     async register(jobs, deps, { work = true, crons = true } = {}) {
       for (const def of jobs) {

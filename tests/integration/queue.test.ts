@@ -5,6 +5,16 @@ import { defineJob } from "../../src/queue/registry.ts";
 import { silentLogger } from "../../src/log.ts";
 import { createTestDatabase } from "../helpers/db.ts";
 import { waitFor } from "../helpers/poll.ts";
+import type { Deps } from "../../src/deps.ts";
+import {
+  gatewaySettleJob,
+  gatewaySettleQueue,
+  startGatewaySettlement,
+} from "../../src/modules/x402/x402.batched.jobs.ts";
+import {
+  channelClaimsQueue,
+  x402ChannelsModule,
+} from "../../src/modules/x402/x402.channels.module.ts";
 
 Deno.test("queue: a job sent inside a transaction exists only if the transaction commits", async () => {
   const db = await createTestDatabase();
@@ -137,6 +147,67 @@ Deno.test("queue: a job's cron is scheduled unless crons are off (a test running
     await queue.register([job("test.cron-off")], {}, { work: false, crons: false });
     const rows = await db.sql`select name from pgboss.schedule order by name`;
     assert.deepEqual(rows.map((r) => r.name), ["test.cron-on"]);
+  } finally {
+    await queue.stop();
+    await db.drop();
+  }
+});
+
+Deno.test("queue: hasten starts now what waits longer than a bound (a stately queue's round)", async () => {
+  const db = await createTestDatabase();
+  const queue = await startQueue({ url: db.url, log: silentLogger });
+  let runs = 0;
+  const job = defineJob({
+    name: "test.round",
+    schema: z.object({}),
+    queue: { policy: "stately" },
+    handler: () => {
+      runs++;
+      return Promise.resolve();
+    },
+  });
+  try {
+    await queue.register([job], {});
+    // A round queued an hour ahead (an earlier process's interval): a newer send is dropped.
+    assert.ok(await queue.send(job, {}, { startAfter: 3_600_000 }));
+    assert.equal(await queue.send(job, {}), null, "the queue keeps the one waiting");
+    assert.equal(await queue.hasten(job, 3_700_000), 0, "within the bound: left alone");
+    assert.equal(await queue.hasten(job, 5_000), 1);
+    await waitFor(() => runs === 1, { what: "the hastened round" });
+    assert.equal(await queue.hasten(job, 5_000), 0, "nothing left waiting");
+  } finally {
+    await queue.stop();
+    await db.drop();
+  }
+});
+
+Deno.test("queue: x402's start runs at once the rounds an earlier, slower process queued", async () => {
+  const db = await createTestDatabase();
+  const queue = await startQueue({ url: db.url, log: silentLogger });
+  try {
+    // The queues as a worker registers them; no worker here, the rows are what is checked.
+    await queue.register([gatewaySettleJob, ...x402ChannelsModule.jobs!], {} as Deps, {
+      work: false,
+      crons: false,
+    });
+    for (const q of [gatewaySettleQueue, channelClaimsQueue]) {
+      assert.ok(await queue.send(q, {}, { startAfter: 3_600_000 }), "queued an hour ahead");
+    }
+    const deps = {
+      queue,
+      config: { X402_BATCH_SECONDS: 5, X402_CHANNEL_CLAIM_SECONDS: 10 },
+    } as unknown as Deps;
+    await startGatewaySettlement(deps);
+    await x402ChannelsModule.onStart!(deps);
+    const rows = await db.sql`
+      select name, count(*)::int as n,
+        bool_and(start_after <= now() + interval '1 second') as now
+      from pgboss.job where name in ('x402.gateway-settle', 'x402.channel-claims')
+      group by name order by name`;
+    assert.deepEqual(rows.map((r) => ({ ...r })), [
+      { name: "x402.channel-claims", n: 1, now: true },
+      { name: "x402.gateway-settle", n: 1, now: true },
+    ]);
   } finally {
     await queue.stop();
     await db.drop();

@@ -32,5 +32,10 @@ export const gatewaySettleJob = defineJob<Record<string, never>, Deps>({
 });
 
 export async function startGatewaySettlement(deps: Deps): Promise<void> {
+  // A round queued by a process that ran with a longer interval (X402_BATCH_SECONDS up to an
+  // hour) would hold this start's round and the cron's back until then (the queue keeps one
+  // waiting and drops the rest): it runs now (an outside audit, 2026-12-01: charges pending an
+  // hour after a restart with the default 5 s).
+  await deps.queue.hasten(gatewaySettleQueue, deps.config.X402_BATCH_SECONDS * 1000);
   await deps.queue.send(gatewaySettleQueue, {});
 }

@@ -39,6 +39,9 @@ export const x402ChannelsModule: AppModule = {
     }),
   ],
   onStart: async (deps) => {
+    // As the gateway's rounds (x402.batched.jobs.ts): a round a process with a longer interval
+    // queued runs now.
+    await deps.queue.hasten(channelClaimsQueue, deps.config.X402_CHANNEL_CLAIM_SECONDS * 1000);
     await deps.queue.send(channelClaimsQueue, {});
   },
 };
