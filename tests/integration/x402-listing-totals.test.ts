@@ -9,6 +9,8 @@ import { createTestDatabase } from "../helpers/db.ts";
 import { createSql } from "../../src/db/client.ts";
 import { mirror } from "../../src/modules/x402/x402.channels.repo.ts";
 import { countClaimed } from "../../src/modules/x402/x402.totals.repo.ts";
+import { confirmClaim, createClaim } from "../../src/modules/x402/x402.channels.claims.repo.ts";
+import { merchantOpen } from "../../src/modules/x402/x402.batched.repo.ts";
 
 const CHAIN = 31337;
 const ADDR = "0x" + "5".repeat(40);
@@ -69,6 +71,59 @@ Deno.test("x402 listing totals: a channel's calls count once its claimed total p
     assert.equal(ch.counted, 50n);
   } finally {
     await other.end({ timeout: 1 });
+    await db.drop();
+  }
+});
+
+Deno.test("x402 listing totals: a claim over two sellers' channels shows each its own payments", async () => {
+  const db = await createTestDatabase();
+  const { sql } = db;
+  try {
+    const now = new Date();
+    const sellers: { merchant: string; channel: string }[] = [];
+    for (const [i, calls] of [3, 7].entries()) {
+      const [m] = await sql`insert into merchants (email, business_name, password_hash)
+        values (${`seller-${i}@example.com`}, ${`Seller ${i}`}, 'x') returning id`;
+      const channel = "0x" + String(i + 1).repeat(64);
+      await sql`insert into x402_channels (channel_id, chain_id, merchant_id, payer,
+          payer_authorizer, receiver, receiver_authorizer, token, withdraw_delay, salt,
+          created_at, charged, signed_max, balance)
+        values (${channel}, ${CHAIN}, ${m.id}, ${ADDR}, ${ADDR}, ${ADDR}, ${ADDR}, ${ADDR}, 900,
+          ${"0x" + "0".repeat(64)}, ${now}, ${10 * calls}, ${10 * calls}, 1000)`;
+      for (let c = 1; c <= calls; c++) {
+        await sql`insert into x402_channel_charges (channel_id, merchant_id, amount, cumulative,
+            created_at)
+          values (${channel}, ${m.id}, 10, ${10 * c}, ${now})`;
+      }
+      sellers.push({ merchant: m.id, channel });
+    }
+    const claim = async (totals: number[], at: Date) => {
+      const id = crypto.randomUUID();
+      await createClaim(sql, {
+        id,
+        chainId: CHAIN,
+        kind: "claim",
+        rows: sellers.map((s, i) => ({
+          channelId: s.channel,
+          maxClaimable: BigInt(totals[i]),
+          signature: "0x",
+          totalClaimed: BigInt(totals[i]),
+        })),
+        now: at,
+      });
+      await confirmClaim(sql, { id, txHash: "0x" + "ab".repeat(32), gasUsed: null, now });
+    };
+    const payments = async (i: number) =>
+      (await merchantOpen(sql, sellers[i].merchant)).batches.map((b) => [b.kind, b.payments]);
+    // One claim collects 2 of the first seller's calls and 5 of the second's.
+    await claim([20, 50], new Date(now.getTime() + 1000));
+    assert.deepEqual(await payments(0), [["channel claim", 2]]);
+    assert.deepEqual(await payments(1), [["channel claim", 5]]);
+    // The next one the rest: 1 and 2, not counted again from the start.
+    await claim([30, 70], new Date(now.getTime() + 2000));
+    assert.deepEqual(await payments(0), [["channel claim", 1], ["channel claim", 2]]);
+    assert.deepEqual(await payments(1), [["channel claim", 2], ["channel claim", 5]]);
+  } finally {
     await db.drop();
   }
 });

@@ -788,18 +788,33 @@ export async function merchantOpen(sql: Db, merchantId: string) {
         txHash: string | null;
       }[]
     >`
-      select * from (
-        (select 'gateway batch' as kind, b.created_at, b.status, m.payments, b.tx_hash
+      select x.kind, x.created_at, x.status, x.tx_hash,
+        -- A claim collects many sellers' channels: its payments here are this merchant's only
+        -- (the calls on its rows' channels above what earlier confirmed claims reached). Its
+        -- total told each seller the others' business (an outside audit, 2026-12-01).
+        case when x.kind = 'gateway batch' then x.payments else (
+          select count(*)::int from x402_channel_claim_rows r
+          join x402_channel_charges g on g.channel_id = r.channel_id
+            and g.cumulative <= r.total_claimed
+            and g.cumulative > coalesce((
+              select max(r2.total_claimed) from x402_channel_claim_rows r2
+              join x402_channel_claims k2 on k2.id = r2.claim_id
+              where r2.channel_id = r.channel_id and k2.status = 'confirmed'
+                and r2.total_claimed < r.total_claimed), 0)
+          where r.claim_id = x.id and g.merchant_id = ${merchantId}
+        ) end as payments
+      from (
+        (select 'gateway batch' as kind, b.id, b.created_at, b.status, m.payments, b.tx_hash
         from x402_gateway_batch_merchants m join x402_gateway_batches b on b.id = m.batch_id
         where m.merchant_id = ${merchantId}
         order by m.created_at desc limit 10)
         union all
-        select 'channel claim', k.created_at, k.status, k.charges, k.tx_hash
+        select 'channel claim', k.id, k.created_at, k.status, k.charges, k.tx_hash
         from x402_channel_claims k
         where k.kind in ('claim', 'voucher') and exists (
           select 1 from x402_channel_claim_rows r join x402_channels ch using (channel_id)
           where r.claim_id = k.id and ch.merchant_id = ${merchantId})
-      ) x order by created_at desc limit 10`,
+      ) x order by x.created_at desc limit 10`,
   ]);
   return { pending, charges, batches };
 }
