@@ -297,21 +297,44 @@ Deno.test("x402: work of a killed process is freed once its liveness claim lapse
         assert.equal(answerFor(late).status, 503);
         await other.stop({ release: false });
 
-        // A withdrawal sent before the kill: the hold stays while its transaction may be mined,
-        // and goes once its intent is finished (a deposit's intent stands in for it, mined).
-        const [sent] = await sql`select intent_key, status from chain_transactions
-        where status = 'confirmed' order by created_at desc limit 1`;
-        const owner = crypto.randomUUID();
-        await markWithdrawing(
-          sql,
-          chain.chainId(X402_PROFILE),
-          buyer.address.toLowerCase(),
-          new Date(svc.clock.now().getTime() + 180_000),
-          { owner, intent: sent.intentKey },
-        );
-        const afterMined = await pay();
-        assert.equal(afterMined.status, 200, afterMined.text);
-        charged += PRICE;
+        // A withdrawal sent before the kill (a deposit's intent stands in for it): the hold stays
+        // while its transaction may still be mined, and goes once it is in a block, whether its
+        // record says so yet (confirmed) or not (broadcast: the killed process did not see it
+        // mined, chain recovery has not looked yet).
+        const [sent] = await sql`select id, intent_key, tx_hash from chain_transactions
+          where status = 'confirmed' order by created_at desc limit 1`;
+        const held = async (status: string, txHash: string) => {
+          await sql`update chain_transactions set status = ${status}, tx_hash = ${txHash}
+            where id = ${sent.id}`;
+          await markWithdrawing(
+            sql,
+            chain.chainId(X402_PROFILE),
+            buyer.address.toLowerCase(),
+            new Date(svc.clock.now().getTime() + 180_000),
+            { owner: crypto.randomUUID(), intent: sent.intentKey },
+          );
+        };
+        try {
+          // Broadcast, and no block has it: refused while it may be mined.
+          await held("broadcast", "0x" + "ee".repeat(32));
+          const flying = await pay();
+          assert.equal(flying.status, 400, flying.text);
+          for (const status of ["broadcast", "confirmed"]) {
+            await held(status, sent.txHash);
+            const paid = await pay();
+            assert.equal(paid.status, 200, `${status}: ${paid.text}`);
+            charged += PRICE;
+          }
+        } finally {
+          await sql`update chain_transactions set status = 'confirmed', tx_hash = ${sent.txHash}
+            where id = ${sent.id}`;
+          await markWithdrawing(
+            sql,
+            chain.chainId(X402_PROFILE),
+            buyer.address.toLowerCase(),
+            null,
+          );
+        }
         assert.equal(await vaultOf(buyer.address), 100n * PRICE - charged);
       },
     );

@@ -117,8 +117,8 @@ export async function syncAccount(deps: Deps, p: ProfileName, payer: `0x${string
 
 /**
  * A withdrawal mark whose process died (kill -9: its liveness claim lapsed, src/db/liveness.ts)
- * is cleared as soon as nothing of its withdrawal can still be mined (its intent never sent, or
- * finished), instead of refusing the payer's paid calls for the rest of WITHDRAW_HOLD_MS; the
+ * is cleared as soon as nothing of its withdrawal can still be mined (its intent never sent,
+ * finished, or its transaction in a block), instead of refusing the payer's paid calls for the rest of WITHDRAW_HOLD_MS; the
  * mirror is then read again from the chain. A withdrawal still in flight keeps it.
  */
 export async function clearLapsedWithdrawal(deps: Deps, p: ProfileName, payer: `0x${string}`) {
@@ -126,7 +126,12 @@ export async function clearLapsedWithdrawal(deps: Deps, p: ProfileName, payer: `
   const lapsed = await repo.lapsedWithdrawal(deps.sql, chainId, payer, deps.clock.now());
   if (!lapsed) return;
   const tx = await deps.chain.intent(p, lapsed.intent);
-  if (!withdrawalSettled(tx?.status ?? null)) return;
+  // Sent and not yet marked: mined already is as good as finished (its record follows within
+  // chain recovery's minute; the mirror is read from the chain next, withdrawal counted).
+  const mined = tx && !withdrawalSettled(tx.status) &&
+    await deps.chain.runtime(p).client.getTransactionReceipt({ hash: tx.txHash as `0x${string}` })
+      .then(() => true, () => false);
+  if (!mined && !withdrawalSettled(tx?.status ?? null)) return;
   if (await repo.clearWithdrawal(deps.sql, chainId, payer, lapsed.owner)) {
     deps.log.info("x402 mirror: a dead process's withdrawal mark cleared", {
       payer,
