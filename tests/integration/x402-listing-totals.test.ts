@@ -8,9 +8,19 @@ import assert from "node:assert/strict";
 import { createTestDatabase } from "../helpers/db.ts";
 import { createSql } from "../../src/db/client.ts";
 import { mirror } from "../../src/modules/x402/x402.channels.repo.ts";
-import { countClaimed } from "../../src/modules/x402/x402.totals.repo.ts";
+import {
+  catchUpBatches,
+  catchUpChannels,
+  countClaimed,
+} from "../../src/modules/x402/x402.totals.repo.ts";
+import { mirrorBalance, testCharge } from "../helpers/x402-charges.ts";
 import { confirmClaim, createClaim } from "../../src/modules/x402/x402.channels.claims.repo.ts";
-import { merchantOpen } from "../../src/modules/x402/x402.batched.repo.ts";
+import {
+  createBatch,
+  merchantOpen,
+  reserveMany,
+  serveMany,
+} from "../../src/modules/x402/x402.batched.repo.ts";
 
 const CHAIN = 31337;
 const ADDR = "0x" + "5".repeat(40);
@@ -123,6 +133,65 @@ Deno.test("x402 listing totals: a claim over two sellers' channels shows each it
     await claim([30, 70], new Date(now.getTime() + 2000));
     assert.deepEqual(await payments(0), [["channel claim", 1], ["channel claim", 2]]);
     assert.deepEqual(await payments(1), [["channel claim", 2], ["channel claim", 5]]);
+  } finally {
+    await db.drop();
+  }
+});
+
+Deno.test("x402 listing totals: what an earlier release's process settled is caught up once", async () => {
+  const db = await createTestDatabase();
+  const { sql } = db;
+  try {
+    const now = new Date();
+    const [m] = await sql`insert into merchants (email, business_name, password_hash)
+      values ('rolling@example.com', 'Rolling', 'x') returning id`;
+    const [l] = await sql`insert into x402_listings (merchant_id, slug, upstream_url, price,
+        methods, seller, chain_id, created_at)
+      values (${m.id}, 'rolling', 'http://upstream.test/', 10, '{GET}', ${ADDR}, ${CHAIN},
+        ${now})
+      returning id`;
+    const totals = async () => {
+      const [t] = await sql`select calls::int, failed::int, revenue from x402_listing_totals
+        where listing_id = ${l.id}`;
+      return t ? [t.calls, t.failed, BigInt(t.revenue)] : [0, 0, 0n];
+    };
+    const payer = "0x" + "e".repeat(40);
+    await mirrorBalance(sql, payer, 1000n, now);
+    const charges = [1, 2, 3].map(() =>
+      testCharge(payer, now, { listingId: l.id, merchantId: m.id })
+    );
+    await reserveMany(sql, charges, new Date(now.getTime() - 60_000), now);
+    await serveMany(sql, charges.map((c) => ({ id: c.id, upstreamStatus: 200 })), now);
+    const id = crypto.randomUUID();
+    assert.equal(await createBatch(sql, { id, chainId: CHAIN, max: 10, now }), 3);
+    // Confirmed as the release before totals did it: its charges settled (one refused), the
+    // batch confirmed, nothing added to the listing.
+    await sql`update x402_gateway_charges set status = case when id = ${charges[0].id}
+        then 'failed' else 'settled' end, batch_id = ${id}, tx_hash = ${"0x" + "1".repeat(64)}
+      where id = any(${charges.map((c) => c.id)}::uuid[])`;
+    await sql`update x402_gateway_batches set status = 'confirmed' where id = ${id}`;
+    assert.deepEqual(await totals(), [0, 0, 0n]);
+    assert.equal(await catchUpBatches(sql, CHAIN), 1);
+    assert.deepEqual(await totals(), [2, 1, 20n]);
+    assert.equal(await catchUpBatches(sql, CHAIN), 0, "counted once");
+    assert.deepEqual(await totals(), [2, 1, 20n]);
+
+    // A channel's claim confirmed by that release: claimed raised, nothing counted.
+    const channelId = "0x" + "cd".repeat(32);
+    await sql`insert into x402_channels (channel_id, chain_id, merchant_id, payer,
+        payer_authorizer, receiver, receiver_authorizer, token, withdraw_delay, salt, created_at,
+        charged, signed_max, balance)
+      values (${channelId}, ${CHAIN}, ${m.id}, ${ADDR}, ${ADDR}, ${ADDR}, ${ADDR}, ${ADDR},
+        900, ${"0x" + "0".repeat(64)}, ${now}, 20, 20, 100)`;
+    for (const cumulative of [10, 20]) {
+      await sql`insert into x402_channel_charges (channel_id, listing_id, merchant_id, amount,
+          cumulative, created_at)
+        values (${channelId}, ${l.id}, ${m.id}, 10, ${cumulative}, ${now})`;
+    }
+    await sql`update x402_channels set claimed = 20 where channel_id = ${channelId}`;
+    assert.equal(await catchUpChannels(sql, CHAIN), 1);
+    assert.deepEqual(await totals(), [4, 1, 40n]);
+    assert.equal(await catchUpChannels(sql, CHAIN), 0);
   } finally {
     await db.drop();
   }

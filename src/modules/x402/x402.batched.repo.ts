@@ -575,6 +575,7 @@ export async function confirmBatch(sql: Sql, b: {
       }
     }
     await addToListings(tx, merge(totals));
+    await tx`update x402_gateway_batches set counted = true where id = ${b.id}`;
     // Every payer in one statement, its rows locked in the order reservations lock them (chain,
     // then payer in byte order): no deadlock with a group of reservations (reserveMany) waiting
     // on the same rows, and the reservations wait for one statement, not one per payer.

@@ -18,6 +18,7 @@ import type { ProfileName } from "../../chain/profiles.ts";
 import { ROUND_CLAIM_TTL_MS, X402_PROFILE } from "./x402.context.ts";
 import * as repo from "./x402.batched.repo.ts";
 import { STALE_RESERVATION_MS } from "./x402.batched.rules.ts";
+import { catchUpBatches } from "./x402.totals.repo.ts";
 import { chainRefused } from "./x402.channels.deposit.ts";
 
 /** Batches one round sends at most (the next round carries on). */
@@ -87,6 +88,9 @@ export async function settleRound(
         const done = await finishBatch(deps, p, b.id);
         if (done && done !== "refused") out.push(done);
       }
+      // Batches an earlier release's process confirmed (a rolling upgrade) add to the listings'
+      // totals now (x402.totals.repo.ts).
+      await catchUpBatches(deps.sql, chainId);
       // A batch the node refuses (its gas over the block's limit, say) is tried again halved:
       // never the same list signed twice at one nonce.
       let max = deps.config.X402_BATCH_MAX;

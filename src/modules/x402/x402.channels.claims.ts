@@ -19,6 +19,7 @@ import * as repo from "./x402.channels.repo.ts";
 import * as claims from "./x402.channels.claims.repo.ts";
 import { E, HOLD_MS, termsOf } from "./x402.channels.rules.ts";
 import { available } from "./x402.channels.state.ts";
+import { catchUpChannels } from "./x402.totals.repo.ts";
 import { chainRefused } from "./x402.channels.deposit.ts";
 
 /** Channels per claim transaction (about 22k gas each: ~4.5M gas at the cap). */
@@ -44,6 +45,9 @@ export async function claimRound(deps: Deps, p: ProfileName = X402_PROFILE): Pro
       const done = await finish(deps, p, c);
       if (done && typeof done === "object") out.transactions.push(done);
     }
+    // Channels an earlier release's process claimed (a rolling upgrade) add to the listings'
+    // totals now (x402.totals.repo.ts).
+    await catchUpChannels(deps.sql, chainId);
     for (let i = 0; i < MAX_BATCHES; i++) {
       const rows = await nextBatch(deps, p, chainId);
       if (!rows.length) break;

@@ -3,7 +3,7 @@
  * channels (x402_listing_totals, migration 0036): added to as they settle, off the paid path, and
  * read by the dashboard beside the exact and spec flows' attempts (x402_payments).
  */
-import type { Db } from "../../db/client.ts";
+import type { Db, Sql } from "../../db/client.ts";
 
 export interface ListingDelta {
   listingId: string;
@@ -85,4 +85,43 @@ export async function listingTotals(sql: Db, listingIds: string[]): Promise<List
   return await sql<ListingTotals[]>`
     select listing_id, calls, failed, revenue from x402_listing_totals
     where listing_id = any(${listingIds}::uuid[])`;
+}
+
+/**
+ * Catches up the batches a process of an earlier release confirmed without counting (migration
+ * 0038): each confirmed batch not yet counted adds its settled and refused charges, marked
+ * counted in the same transaction (locked first: a second catcher-up skips it). How many.
+ */
+export async function catchUpBatches(sql: Sql, chainId: number): Promise<number> {
+  let n = 0;
+  for (;;) {
+    const done = await sql.begin(async (tx) => {
+      const [b] = await tx<{ id: string }[]>`
+        select id from x402_gateway_batches
+        where chain_id = ${chainId} and status = 'confirmed' and not counted
+        limit 1 for update skip locked`;
+      if (!b) return false;
+      const rows = await tx<ListingDelta[]>`
+        select listing_id,
+          count(*) filter (where status = 'settled')::int as calls,
+          count(*) filter (where status = 'failed')::int as failed,
+          coalesce(sum(amount) filter (where status = 'settled'), 0)::bigint as revenue
+        from x402_gateway_charges where batch_id = ${b.id} and listing_id is not null
+        group by listing_id`;
+      await addToListings(tx, rows);
+      await tx`update x402_gateway_batches set counted = true where id = ${b.id}`;
+      return true;
+    });
+    if (!done) return n;
+    n++;
+  }
+}
+
+/** The same for channels claimed past their count (`countClaimed`). How many. */
+export async function catchUpChannels(sql: Db, chainId: number): Promise<number> {
+  const channels = await sql<{ channelId: string }[]>`
+    select channel_id from x402_channels where chain_id = ${chainId} and claimed > counted
+    limit 1000`;
+  await countClaimed(sql, channels.map((c) => c.channelId));
+  return channels.length;
 }
