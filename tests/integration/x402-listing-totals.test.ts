@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { createTestDatabase } from "../helpers/db.ts";
+import type { Db } from "../../src/db/client.ts";
 import { createSql } from "../../src/db/client.ts";
 import { mirror } from "../../src/modules/x402/x402.channels.repo.ts";
 import {
@@ -25,36 +26,63 @@ import {
 const CHAIN = 31337;
 const ADDR = "0x" + "5".repeat(40);
 
+/** A merchant and (with `slug`) a listing of 10 base units a call. */
+async function seller(sql: Db, name: string, slug?: string) {
+  const [m] = await sql`insert into merchants (email, business_name, password_hash)
+    values (${`${name}@example.com`}, ${name}, 'x') returning id`;
+  if (!slug) return { merchant: m.id as string, listing: null };
+  const [l] = await sql`insert into x402_listings (merchant_id, slug, upstream_url, price,
+      methods, seller, chain_id, created_at)
+    values (${m.id}, ${slug}, 'http://upstream.test/', 10, '{GET}', ${ADDR}, ${CHAIN}, now())
+    returning id`;
+  return { merchant: m.id as string, listing: l.id as string };
+}
+
+/**
+ * A channel of the merchant's with calls of 10 each (cumulative 10, 20, …), charged and signed
+ * for all of them; `listing(i)`: the listing of call i (1-based), if any.
+ */
+async function channelWithCalls(
+  sql: Db,
+  c: { id: string; merchant: string; calls: number; listing: (i: number) => string | null },
+) {
+  await sql`insert into x402_channels (channel_id, chain_id, merchant_id, payer,
+      payer_authorizer, receiver, receiver_authorizer, token, withdraw_delay, salt, created_at,
+      charged, signed_max, balance)
+    values (${c.id}, ${CHAIN}, ${c.merchant}, ${ADDR}, ${ADDR}, ${ADDR}, ${ADDR}, ${ADDR}, 900,
+      ${"0x" + "0".repeat(64)}, now(), ${10 * c.calls}, ${10 * c.calls}, 1000)`;
+  for (let i = 1; i <= c.calls; i++) {
+    await sql`insert into x402_channel_charges (channel_id, listing_id, merchant_id, amount,
+        cumulative, created_at)
+      values (${c.id}, ${c.listing(i)}, ${c.merchant}, 10, ${10 * i}, now())`;
+  }
+}
+
+/** The listing's totals: [calls, failed, revenue]. */
+async function totalsOf(sql: Db, listing: string | null) {
+  const [t] = await sql`select calls::int, failed::int, revenue from x402_listing_totals
+    where listing_id = ${listing}`;
+  return t ? [t.calls, t.failed, BigInt(t.revenue)] : [0, 0, 0n];
+}
+
 Deno.test("x402 listing totals: a channel's calls count once its claimed total passes them", async () => {
   const db = await createTestDatabase();
   const { sql } = db;
   const other = createSql(db.url, { max: 1, name: "second-counter" });
   try {
     const now = new Date();
-    const [m] = await sql`insert into merchants (email, business_name, password_hash)
-      values ('channel-totals@example.com', 'Channel totals', 'x') returning id`;
-    const [l] = await sql`insert into x402_listings (merchant_id, slug, upstream_url, price,
-        methods, seller, chain_id, created_at)
-      values (${m.id}, 'channel-totals', 'http://upstream.test/', 10, '{GET}', ${ADDR}, ${CHAIN},
-        ${now})
-      returning id`;
+    const { merchant, listing } = await seller(sql, "channel-totals", "channel-totals");
     const channelId = "0x" + "ab".repeat(32);
-    await sql`insert into x402_channels (channel_id, chain_id, merchant_id, payer,
-        payer_authorizer, receiver, receiver_authorizer, token, withdraw_delay, salt, created_at)
-      values (${channelId}, ${CHAIN}, ${m.id}, ${ADDR}, ${ADDR}, ${ADDR}, ${ADDR}, ${ADDR}, 900,
-        ${"0x" + "0".repeat(64)}, ${now})`;
     // Five calls of 10 (cumulative 10..50), one of them not through the listing (the facilitator).
-    for (let i = 1; i <= 5; i++) {
-      await sql`insert into x402_channel_charges (channel_id, listing_id, merchant_id, amount,
-          cumulative, created_at)
-        values (${channelId}, ${i === 3 ? null : l.id}, ${m.id}, 10, ${10 * i}, ${now})`;
-    }
-    await sql`update x402_channels set charged = 50, signed_max = 50, balance = 100
-      where channel_id = ${channelId}`;
+    await channelWithCalls(sql, {
+      id: channelId,
+      merchant,
+      calls: 5,
+      listing: (i) => i === 3 ? null : listing,
+    });
     const totals = async () => {
-      const [t] = await sql`select calls::int, revenue from x402_listing_totals
-        where listing_id = ${l.id}`;
-      return t ? [t.calls, BigInt(t.revenue)] : [0, 0n];
+      const [calls, , revenue] = await totalsOf(sql, listing);
+      return [calls, revenue];
     };
     const state = (totalClaimed: bigint) => ({
       balance: 100n,
@@ -92,20 +120,10 @@ Deno.test("x402 listing totals: a claim over two sellers' channels shows each it
     const now = new Date();
     const sellers: { merchant: string; channel: string }[] = [];
     for (const [i, calls] of [3, 7].entries()) {
-      const [m] = await sql`insert into merchants (email, business_name, password_hash)
-        values (${`seller-${i}@example.com`}, ${`Seller ${i}`}, 'x') returning id`;
+      const { merchant } = await seller(sql, `seller-${i}`);
       const channel = "0x" + String(i + 1).repeat(64);
-      await sql`insert into x402_channels (channel_id, chain_id, merchant_id, payer,
-          payer_authorizer, receiver, receiver_authorizer, token, withdraw_delay, salt,
-          created_at, charged, signed_max, balance)
-        values (${channel}, ${CHAIN}, ${m.id}, ${ADDR}, ${ADDR}, ${ADDR}, ${ADDR}, ${ADDR}, 900,
-          ${"0x" + "0".repeat(64)}, ${now}, ${10 * calls}, ${10 * calls}, 1000)`;
-      for (let c = 1; c <= calls; c++) {
-        await sql`insert into x402_channel_charges (channel_id, merchant_id, amount, cumulative,
-            created_at)
-          values (${channel}, ${m.id}, 10, ${10 * c}, ${now})`;
-      }
-      sellers.push({ merchant: m.id, channel });
+      await channelWithCalls(sql, { id: channel, merchant, calls, listing: () => null });
+      sellers.push({ merchant, channel });
     }
     const claim = async (totals: number[], at: Date) => {
       const id = crypto.randomUUID();
@@ -143,22 +161,12 @@ Deno.test("x402 listing totals: what an earlier release's process settled is cau
   const { sql } = db;
   try {
     const now = new Date();
-    const [m] = await sql`insert into merchants (email, business_name, password_hash)
-      values ('rolling@example.com', 'Rolling', 'x') returning id`;
-    const [l] = await sql`insert into x402_listings (merchant_id, slug, upstream_url, price,
-        methods, seller, chain_id, created_at)
-      values (${m.id}, 'rolling', 'http://upstream.test/', 10, '{GET}', ${ADDR}, ${CHAIN},
-        ${now})
-      returning id`;
-    const totals = async () => {
-      const [t] = await sql`select calls::int, failed::int, revenue from x402_listing_totals
-        where listing_id = ${l.id}`;
-      return t ? [t.calls, t.failed, BigInt(t.revenue)] : [0, 0, 0n];
-    };
+    const { merchant, listing } = await seller(sql, "rolling", "rolling");
+    const totals = () => totalsOf(sql, listing);
     const payer = "0x" + "e".repeat(40);
     await mirrorBalance(sql, payer, 1000n, now);
     const charges = [1, 2, 3].map(() =>
-      testCharge(payer, now, { listingId: l.id, merchantId: m.id })
+      testCharge(payer, now, { listingId: listing, merchantId: merchant })
     );
     await reserveMany(sql, charges, new Date(now.getTime() - 60_000), now);
     await serveMany(sql, charges.map((c) => ({ id: c.id, upstreamStatus: 200 })), now);
@@ -178,16 +186,7 @@ Deno.test("x402 listing totals: what an earlier release's process settled is cau
 
     // A channel's claim confirmed by that release: claimed raised, nothing counted.
     const channelId = "0x" + "cd".repeat(32);
-    await sql`insert into x402_channels (channel_id, chain_id, merchant_id, payer,
-        payer_authorizer, receiver, receiver_authorizer, token, withdraw_delay, salt, created_at,
-        charged, signed_max, balance)
-      values (${channelId}, ${CHAIN}, ${m.id}, ${ADDR}, ${ADDR}, ${ADDR}, ${ADDR}, ${ADDR},
-        900, ${"0x" + "0".repeat(64)}, ${now}, 20, 20, 100)`;
-    for (const cumulative of [10, 20]) {
-      await sql`insert into x402_channel_charges (channel_id, listing_id, merchant_id, amount,
-          cumulative, created_at)
-        values (${channelId}, ${l.id}, ${m.id}, 10, ${cumulative}, ${now})`;
-    }
+    await channelWithCalls(sql, { id: channelId, merchant, calls: 2, listing: () => listing });
     await sql`update x402_channels set claimed = 20 where channel_id = ${channelId}`;
     assert.equal(await catchUpChannels(sql, CHAIN), 1);
     assert.deepEqual(await totals(), [4, 1, 40n]);
