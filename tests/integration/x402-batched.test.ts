@@ -222,6 +222,13 @@ Deno.test("x402 batched: Circle's client, 50 buyers × 40 calls, failures", asyn
         revenue: "0.030000 USDC",
         failed: "0",
       });
+      // And its latest paid calls list them (it read "No paid calls yet.").
+      const calls = settled.text.slice(settled.text.indexOf('id="x402-calls-title"'));
+      assert.doesNotMatch(calls, /No paid calls yet/);
+      assert.equal(
+        calls.match(/<tr data-call-status="SUCCESS">[\s\S]*?class="hint">batched</g)?.length,
+        3,
+      );
     });
 
     await t.step("50 buyers × 40 calls, balances running out midway", async () => {

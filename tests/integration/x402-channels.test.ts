@@ -208,6 +208,13 @@ Deno.test("x402 batch-settlement: the standard client pays many times after one 
       const page = await api(svc)("GET", "/dashboard/x402", { cookie: seller.cookie });
       const row = page.text.match(/<tr data-listing="quotes">([\s\S]*?)<\/tr>/)?.[1] ?? "";
       assert.match(row, new RegExp(`data-cell="calls">${calls}<`));
+      // Its latest paid calls list them (it read "No paid calls yet.").
+      const latest = page.text.slice(page.text.indexOf('id="x402-calls-title"'));
+      assert.equal(
+        latest.match(/<tr data-call-status="SUCCESS">[\s\S]*?class="hint">batch-settlement</g)
+          ?.length,
+        Math.min(calls, 20),
+      );
       assert.match(
         row,
         new RegExp(`data-cell="revenue">${formatUsdcFixed(PRICE * BigInt(calls))} USDC<`),

@@ -447,14 +447,51 @@ export async function agentTotals(sql: Db, agentId: string) {
   return row;
 }
 
-export async function paymentsForMerchant(
+/** A paid call as the dashboard lists it, whichever way it was paid. */
+export interface RecentCall {
+  createdAt: Date;
+  listingSlug: string | null;
+  scheme: string;
+  payer: string;
+  amount: bigint;
+  status: "PENDING" | "SUCCESS" | "FAILED";
+  agentId: string | null;
+  txHash: string | null;
+}
+
+/**
+ * The merchant's latest paid calls of every kind, newest first: the exact and spec flows'
+ * attempts, the calls charged on the gateway balance (`batched`: pending until their batch is
+ * mined; an upstream failure, released, charged nothing) and the batch-settlement channels' calls
+ * (`batch-settlement`: pending until a claim passes them). Each part is read through its own
+ * index, `limit` of each at most. Before, only the first kind was listed: a seller paid on the
+ * gateway balance or on channels read "No paid calls yet." (an outside audit, 2026-12-01).
+ */
+export async function recentCalls(
   sql: Db,
   merchantId: string,
   limit: number,
-): Promise<X402PaymentRecord[]> {
-  return await sql<X402PaymentRecord[]>`
-    select ${PAYMENT_COLUMNS(sql)} from x402_payments where merchant_id = ${merchantId}
-    order by seq desc limit ${limit}`;
+): Promise<RecentCall[]> {
+  return await sql<RecentCall[]>`
+    select * from (
+      (select created_at, listing_slug, scheme, payer, amount, status, agent_id, tx_hash
+      from x402_payments where merchant_id = ${merchantId}
+      order by seq desc limit ${limit})
+      union all
+      (select created_at, listing_slug, 'batched', payer, amount,
+        case status when 'settled' then 'SUCCESS' when 'pending' then 'PENDING' else 'FAILED' end,
+        agent_id, tx_hash
+      from x402_gateway_charges where merchant_id = ${merchantId} and status <> 'reserved'
+      order by created_at desc limit ${limit})
+      union all
+      (select g.created_at, l.slug, 'batch-settlement', ch.payer, g.amount,
+        case when g.cumulative <= ch.claimed then 'SUCCESS' else 'PENDING' end, null, null
+      from x402_listings l
+      join x402_channel_charges g on g.listing_id = l.id
+      join x402_channels ch on ch.channel_id = g.channel_id
+      where l.merchant_id = ${merchantId}
+      order by g.id desc limit ${limit})
+    ) calls order by created_at desc limit ${limit}`;
 }
 
 export type { Sql };

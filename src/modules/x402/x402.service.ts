@@ -491,5 +491,5 @@ export async function paymentsByAgent(
 }
 
 export async function merchantPayments(deps: Deps, merchantId: string, limit = 20) {
-  return await repo.paymentsForMerchant(deps.sql, merchantId, limit);
+  return await repo.recentCalls(deps.sql, merchantId, limit);
 }
