@@ -77,6 +77,7 @@ Deno.test(browserTest("gateway page: a wallet with no gas deposits and withdraws
       await progress(page, /^Withdrew 1\.000000 USDC to 0x/);
       assert.equal(await balance(page, "wallet"), "3.000000 USDC");
       assert.equal(await balance(page, "available"), "2.000000 USDC");
+      assert.equal(await balance(page, "withdrawable"), "2.000000 USDC");
       await screenshot(page, "gateway-02-withdrawn");
     });
 

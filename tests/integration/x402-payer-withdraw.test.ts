@@ -242,6 +242,18 @@ Deno.test("x402 payer withdraw: a wallet with no gas takes its balance out", asy
       "everything the paid call leaves comes out, and that call still settles",
       async () => {
         const rest = can - 3n * USDC;
+        const view = async () => {
+          const r = await call("GET", `/api/x402/payer/balance?address=${payer.address}`);
+          assert.equal(r.status, 200, r.text);
+          return r.json as { gateway: { withdrawable: string }; withdrawal: unknown };
+        };
+        const shown = await view();
+        assert.equal(shown.gateway.withdrawable, "5.000000", "the vault's, paid call included");
+        assert.deepEqual(
+          shown.withdrawal,
+          { maxAmount: "4.990000", delaySeconds: 0, withdrawableAt: null },
+          "what a withdrawal takes: the paid call not yet settled stays",
+        );
         const all = await call("POST", WITHDRAW, {
           body: await signedWithdrawal(svc, payer, { to, value: rest }),
         });
@@ -257,9 +269,11 @@ Deno.test("x402 payer withdraw: a wallet with no gas takes its balance out", asy
         assert.equal(round[0]?.size, 1, "one charge, settled: none failed");
         assert.equal((await balanceOf(address)).available, 0n);
         assert.equal(await usdcOf(to), can);
-        const view = await call("GET", `/api/x402/payer/balance?address=${payer.address}`);
-        assert.equal(view.status, 200, view.text);
-        assert.deepEqual(view.json.withdrawal, { delaySeconds: 0, withdrawableAt: null });
+        assert.deepEqual((await view()).withdrawal, {
+          maxAmount: "0.000000",
+          delaySeconds: 0,
+          withdrawableAt: null,
+        });
       },
     );
 
@@ -369,6 +383,7 @@ Deno.test("x402 payer withdraw: a wallet with no gas takes its balance out", asy
       );
       const view = await call("GET", `/api/x402/payer/balance?address=${payer.address}`);
       assert.deepEqual(view.json.withdrawal, {
+        maxAmount: "0.000000",
         delaySeconds: Number(DELAY),
         withdrawableAt: first.json.withdrawableAt,
       });

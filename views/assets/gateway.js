@@ -98,7 +98,7 @@
     show("available", `${b.gateway.available} USDC`);
     show("outgoing", `${b.pending.outgoing} USDC`);
     show("withdrawing", `${b.gateway.withdrawing} USDC`);
-    show("withdrawable", `${b.gateway.withdrawable} USDC`);
+    show("withdrawable", `${b.withdrawal.maxAmount} USDC`);
     show("matures", b.withdrawal.withdrawableAt ?? "—");
     $("balance-panel").hidden = false;
     $("actions-panel").hidden = false;

@@ -451,6 +451,10 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
               "gateway.available less pending.outgoing: what the next paid call can count on",
             ),
             withdrawal: z.object({
+              maxAmount: decimal.describe(
+                "What POST /api/x402/payer/withdraw accepts now: gateway.withdrawable less " +
+                  "pending.outgoing and withdrawals in flight",
+              ),
               delaySeconds: z.number().describe(
                 "The vault's withdrawal delay (0: available is withdrawable at once)",
               ),

@@ -15,6 +15,11 @@ import type { Address } from "./x402.types.ts";
 export const payerClaim = (chainId: number, payer: string) =>
   `x402-payer:${chainId}:${payer.toLowerCase()}`;
 
+/** The intents' family of an outside payer's relayed (signed) withdrawals, per account. */
+export const RELAY_WITHDRAW = "x402-payer-relay-withdraw";
+export const relayWithdrawFamily = (account: string) =>
+  `${RELAY_WITHDRAW}:${account.toLowerCase()}:`;
+
 /**
  * What the payer may withdraw now (under its claim): the vault's withdrawable, less its paid
  * calls in flight and the withdrawals a dead process left in flight (signed or broadcast, found

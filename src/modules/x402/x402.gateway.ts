@@ -12,7 +12,7 @@ import { formatUsdcFixed as usdc } from "../../money.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
 import { controlledWallet } from "../wallets/wallets.service.ts";
 import { x402Profile } from "./x402.context.ts";
-import { payerClaim, withdrawableNow } from "./x402.claims.ts";
+import { payerClaim, relayWithdrawFamily, withdrawableNow } from "./x402.claims.ts";
 import { withClaim } from "../../db/claims.ts";
 import { whileWithdrawing } from "./x402.batched.mirror.ts";
 import { pendingOf, pendingUnits } from "./x402.batched.views.ts";
@@ -150,20 +150,22 @@ export async function sellerBalance(deps: Deps, m: MerchantRow, sellerAddress?: 
 /**
  * GET /api/x402/payer/balance: any payer's gateway balance, for outside payers (an EOA whose key
  * we never see, paying with Circle's client): what is settled on the vault, what paid calls
- * accepted and not yet settled have promised, and what its next paid call can count on
- * (`spendable`: available less those promises); and the USDC its wallet holds (what it can still
+ * accepted and not yet settled have promised, what its next paid call can count on
+ * (`spendable`: available less those promises) and what a signed withdrawal takes now
+ * (`withdrawal.maxAmount`: withdrawable less those promises and its withdrawals in flight); and the USDC its wallet holds (what it can still
  * deposit, through POST /api/x402/payer/deposit when it has no gas). Public: the balance is on
  * chain for anyone to read, and each pending charge is on chain within one settlement interval.
  */
 export async function payerView(deps: Deps, address: string) {
   const profile = x402Profile(deps);
   const a = lower(address);
-  const [b, pending, wallet, delay, at] = await Promise.all([
+  const [b, pending, wallet, delay, at, now] = await Promise.all([
     deps.chain.gateway.balance(profile, a),
     pendingUnits(deps.sql, deps.chain.chainId(profile), a),
     deps.chain.usdcBalance(profile, a),
     deps.chain.gateway.withdrawalDelay(profile),
     deps.chain.gateway.withdrawableAt(profile, a),
+    withdrawableNow(deps, profile, a, [relayWithdrawFamily(a)]),
   ]);
   const spendable = b.available - pending.outgoing;
   return {
@@ -174,6 +176,7 @@ export async function payerView(deps: Deps, address: string) {
     pending: { incoming: usdc(pending.incoming), outgoing: usdc(pending.outgoing) },
     spendable: usdc(spendable > 0n ? spendable : 0n),
     withdrawal: {
+      maxAmount: usdc(now > 0n ? now : 0n),
       delaySeconds: Number(delay),
       withdrawableAt: at > 0n && b.withdrawing > 0n
         ? new Date(Number(at) * 1000).toISOString()

@@ -21,7 +21,7 @@ import type { Signer } from "../../chain/sender.ts";
 import { formatUsdcFixed as usdc } from "../../money.ts";
 import { withClaim } from "../../db/claims.ts";
 import { x402Profile } from "./x402.context.ts";
-import { payerClaim, withdrawableNow } from "./x402.claims.ts";
+import { payerClaim, RELAY_WITHDRAW, relayWithdrawFamily, withdrawableNow } from "./x402.claims.ts";
 import { whileWithdrawing } from "./x402.batched.mirror.ts";
 import * as repo from "./x402.repo.ts";
 import type { Address } from "./x402.types.ts";
@@ -205,7 +205,6 @@ async function relaySigned(
 
 /** The intents' families of relayed withdrawals (an open one counts against what is left). */
 const RELAY_START = "x402-payer-relay-withdraw-start";
-const RELAY_WITHDRAW = "x402-payer-relay-withdraw";
 
 /** POST /api/x402/payer/withdraw/start: a signed `InitiateWithdrawal`, on a vault with a delay. */
 export async function relayPayerWithdrawalStart(deps: Deps, input: PayerWithdrawalStartInput) {
@@ -247,7 +246,7 @@ export async function relayPayerWithdraw(deps: Deps, input: PayerSignedWithdrawI
   try {
     sent = await relaySigned(deps, w, RELAY_WITHDRAW, async () => {
       const can = await withdrawableNow(deps, profile, w.account, [
-        `${RELAY_WITHDRAW}:${w.account}:`,
+        relayWithdrawFamily(w.account),
       ]);
       if (can < w.value) throw exceeds(can);
       if (relayWithdrawalTooSmall(w.value, can)) {
