@@ -248,11 +248,18 @@ Deno.test("x402 batch-settlement: the standard client pays many times after one 
     await t.step(
       "an upstream failure charges nothing; the same voucher base works after",
       async () => {
+        const failures = async () =>
+          ((await svc.db.sql`
+            select t.failed::int from x402_listing_totals t
+            join x402_listings l on l.id = t.listing_id where l.slug = 'quotes'`)[0]?.failed ??
+            0) as number;
+        const before = await failures();
         answer = () => new Response("down", { status: 503 });
         const failed = await client.fetch(resource);
         assert.equal(failed.status, 500);
         assert.equal(failed.headers.get("payment-response"), null);
         assert.equal(await charged(), total);
+        assert.equal(await failures(), before + 1, "the listing counts the failed call");
         answer = () => Response.json({ quote: "to be or not to be" });
         assert.equal((await client.fetch(resource)).status, 200);
         total += PRICE;

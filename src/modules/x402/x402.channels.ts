@@ -35,6 +35,7 @@ import {
 import { depositChannel, refundChannel } from "./x402.channels.deposit.ts";
 import { available } from "./x402.channels.state.ts";
 import { claimCharge } from "./x402.channels.claims.ts";
+import { addToListings } from "./x402.totals.repo.ts";
 
 /** What /x402/{slug} answers: the standard outcome, the channel's response header widened. */
 export type ChannelOutcome =
@@ -228,7 +229,9 @@ async function paidCall(
     headers: input.contentType ? { "content-type": input.contentType } : {},
   }, { timeoutMs: UPSTREAM_TIMEOUT_MS, policy: deps.config.WEBHOOK_TARGETS });
   if (!up.ok) {
-    // Nothing charged: the voucher stays unused, the client may send it again.
+    // Nothing charged: the voucher stays unused, the client may send it again. The listing's
+    // totals count the failed call (off the paid path: failures only).
+    await countFailure(deps, listing.id);
     throw upstreamRefusal(up);
   }
   // A channel without a payer authorizer: the contract asks the payer's code about the voucher
@@ -286,4 +289,13 @@ async function paidCall(
       },
     },
   };
+}
+
+/** A channel call whose upstream failed, in its listing's totals; never in the way of the answer. */
+async function countFailure(deps: X402Deps, listingId: string) {
+  try {
+    await addToListings(deps.sql, [{ listingId, calls: 0, failed: 1, revenue: 0n }]);
+  } catch (e) {
+    deps.log.warn("x402 channel call's failure not counted", { listing: listingId, error: e });
+  }
 }
