@@ -3,7 +3,8 @@
  * one line per route, `app.post(path, guard(...), idempotent(deps), handler)`.
  *
  * - The key is scoped to the caller (`idempotencyScope`): a merchant's API keys of one kind and
- *   environment, a merchant session in its mode, or a client address.
+ *   environment, a merchant session in its mode, a consumer session's account (the route's
+ *   `ScopeOf`), or a client address.
  * - Same key and same request (method, path, body) → the stored status and body again, with
  *   `Idempotent-Replayed: true`. Same key, other request → 400. Still running → 409. A JSON body
  *   is compared by its parameters, not its bytes: other spacing or key order is the same request
@@ -54,12 +55,20 @@ export type ReplayHook = (
   x: { c: Context<AuthEnv>; deps: Deps; status: number; body: unknown },
 ) => void | Promise<void>;
 
-export function idempotent(deps: Deps, onReplay?: ReplayHook): MiddlewareHandler<AuthEnv> {
+/** A route's own caller, for keys the guard's caller does not scope (a consumer session). */
+export type ScopeOf = (c: Context<AuthEnv>, deps: Deps) => Promise<string | undefined>;
+
+export function idempotent(
+  deps: Deps,
+  onReplay?: ReplayHook,
+  scopeOf?: ScopeOf,
+): MiddlewareHandler<AuthEnv> {
   return async (c, next) => {
     const key = c.req.header("idempotency-key");
     if (key === undefined) return await next();
     if (!KEY_PATTERN.test(key)) throw new ApiError(400, M.idempotencyKeyInvalid);
-    const scope = idempotencyScope(c.get("auth")) ?? `ip:${clientAddress(c, deps.config)}`;
+    const scope = (await scopeOf?.(c, deps)) ?? idempotencyScope(c.get("auth")) ??
+      `ip:${clientAddress(c, deps.config)}`;
     const keyHash = sha256(key);
     const url = new URL(c.req.url);
     const head = `${c.req.method}\n${url.pathname}${url.search}\n`;

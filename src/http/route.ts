@@ -29,7 +29,7 @@ import {
   type ResponseDoc,
   type RouteDoc,
 } from "./contract.ts";
-import { idempotent, type ReplayHook } from "./idempotency.ts";
+import { idempotent, type ReplayHook, type ScopeOf } from "./idempotency.ts";
 
 export type Method = RouteDoc["method"];
 
@@ -117,6 +117,11 @@ export interface RouteSpec<B extends z.ZodType, Q extends z.ZodType, I = z.outpu
   idempotent?: boolean;
   /** An idempotent route's replay: what its stored body cannot carry (a session cookie). */
   onReplay?: ReplayHook;
+  /**
+   * Whose Idempotency-Keys these are, for a route whose caller the guard does not establish (a
+   * consumer session read by the route itself); undefined falls back to the guard's caller.
+   */
+  idempotencyScope?: ScopeOf;
   /** The body schema (the document's; `bodyFor` when the live one depends on configuration). */
   body?: B;
   bodyFor?: (deps: Deps) => B;
@@ -282,7 +287,11 @@ export function mountRoutes(deps: Deps, routes: ApiRoute[]): Hono<AuthEnv> {
   const once = idempotent(deps);
   for (const r of routes) {
     const chain: MiddlewareHandler<AuthEnv>[] = [guardOf(deps, r.auth)];
-    if (r.idempotent) chain.push(r.onReplay ? idempotent(deps, r.onReplay) : once);
+    if (r.idempotent) {
+      chain.push(
+        r.onReplay || r.idempotencyScope ? idempotent(deps, r.onReplay, r.idempotencyScope) : once,
+      );
+    }
     chain.push(handle(deps, r));
     app.on(r.method.toUpperCase(), [r.path], ...chain);
   }

@@ -131,6 +131,63 @@ Deno.test("bridge: concurrent transfers from one wallet never exceed it or rever
     });
 
     await t.step(
+      "a retry with its Idempotency-Key whose answer was lost burns once; keys are per consumer",
+      async () => {
+        const a = await consumer(svc);
+        const b = await consumer(svc);
+        await chain.faucet(SOURCE, a.wallet, 3n * USDC);
+        await chain.faucet(SOURCE, b.wallet, 3n * USDC);
+        const body = {
+          fromChain: SOURCE,
+          toChain: "Settle_Testnet",
+          amount: "1",
+          recipient: RECIPIENT,
+        };
+        const post = (cookie: string, key: string, amount = "1") =>
+          call("POST", "/api/cctp/transfer", {
+            body: { ...body, amount },
+            cookie,
+            headers: { "idempotency-key": key },
+          });
+        const first = await post(a.cookie, "order-1");
+        assert.equal(first.status, 202, first.text);
+        const ref = first.json.reference as string;
+        // Another consumer (same address: the test's) with the same key: its own transfer.
+        const other = await post(b.cookie, "order-1");
+        assert.equal(other.status, 202, other.text);
+        assert.equal(other.headers.get("idempotent-replayed"), null);
+        assert.notEqual(other.json.reference, ref);
+        // As after a crash before the answer was stored: the key's record is gone, the request
+        // runs again, before and after the first transfer burned and minted.
+        await svc.db.sql`delete from idempotency_keys`;
+        const again = await post(a.cookie, "order-1");
+        assert.equal(again.status, 202, again.text);
+        assert.equal(again.json.reference, ref, "the first transfer");
+        await settled([ref, other.json.reference as string]);
+        await svc.db.sql`delete from idempotency_keys`;
+        const late = await post(a.cookie, "order-1");
+        assert.equal(late.status, 202, late.text);
+        assert.equal(late.json.reference, ref, "the first transfer, minted by now");
+        // The same key for another request (its record expired): a transfer of its own.
+        await svc.db.sql`delete from idempotency_keys`;
+        const two = await post(a.cookie, "order-1", "2");
+        assert.equal(two.status, 202, two.text);
+        assert.notEqual(two.json.reference, ref);
+        await settled([two.json.reference as string]);
+        const rows = await svc.db.sql<{ sender: string; amount: bigint }[]>`
+          select sender, amount from bridge_transfers where sender in (${a.wallet}, ${b.wallet})`;
+        const line = (sender: string, amount: bigint) => `${sender} ${amount}`;
+        assert.deepEqual(
+          rows.map((r) => line(r.sender, BigInt(r.amount))).sort(),
+          [line(a.wallet, USDC), line(a.wallet, 2n * USDC), line(b.wallet, USDC)].sort(),
+          "three transfers: A's 1 and 2, B's 1",
+        );
+        assert.equal(await chain.usdcBalance(SOURCE, a.wallet), 0n, "3 burned: 1, then 2");
+        assert.equal(await chain.usdcBalance(SOURCE, b.wallet), 2n * USDC, "B burned its own 1");
+      },
+    );
+
+    await t.step(
       "a burn its wallet's balance no longer covers fails with nothing sent",
       async () => {
         const { wallet, walletId } = await consumer(svc);

@@ -13,6 +13,7 @@ import { CONSUMER_COOKIE } from "../../http/session-token.ts";
 import { profileForDomain, type SourceChainName } from "../../chain/profiles.ts";
 import { localFeeTiers } from "./bridge.attestation.ts";
 import * as service from "./bridge.service.ts";
+import { consumerKeyScope } from "../consumers/consumers.service.ts";
 import { DESTINATION_CHAIN, isSupportedSource, TRANSFER_SPEEDS } from "./bridge.rules.ts";
 import {
   attestedMessage,
@@ -40,6 +41,9 @@ export const bridgeRoutes = [
     tag,
     auth: { accept: [], consumer: true },
     idempotent: true,
+    // Keys are the consumer's, not its network address's: two consumers behind one NAT using
+    // the same key (an order id) each get their own transfer.
+    idempotencyScope: (c, deps) => consumerKeyScope(deps, getCookie(c, CONSUMER_COOKIE)),
     body: transferBody,
     bodyExample: {
       fromChain: "Base_Sepolia",
@@ -101,9 +105,19 @@ export const bridgeRoutes = [
         recipient: x.body.recipient,
         transferSpeed: x.body.transferSpeed,
       };
+      // With an Idempotency-Key the transfer's reference is the request's: a retry after a
+      // crash finds the first transfer rather than burning again.
+      const reference = x.idempotencyKey === undefined
+        ? undefined
+        : service.requestReference(x.deps, account.id, x.idempotencyKey, {
+          ...request,
+          paymentReference: x.body.paymentReference,
+        });
       const t = x.body.paymentReference
-        ? await service.payFromChain(x.deps, account, x.body.paymentReference, request)
-        : await service.startTransfer(x.deps, account, request);
+        ? await service.payFromChain(x.deps, account, x.body.paymentReference, request, {
+          reference,
+        })
+        : await service.startTransfer(x.deps, account, request, { reference });
       const statusUrl = service.statusPath(t.reference);
       return {
         ...service.transferView(x.deps, t),

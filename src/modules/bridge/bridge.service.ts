@@ -3,6 +3,7 @@
  * checkout, outbound for x402 withdrawals), the chain descriptors, the status view and the
  * bridge form's data. The steps that move a transfer are in bridge.steps.ts.
  */
+import { createHmac } from "node:crypto";
 import { isUniqueViolation } from "../../db/client.ts";
 import type { Deps } from "../../deps.ts";
 import { DomainError } from "../../errors.ts";
@@ -67,6 +68,40 @@ export interface TransferRequest {
 }
 
 /**
+ * The reference of a consumer's transfer requested with an Idempotency-Key: derived from the
+ * consumer, the key and the request, so a retry that runs again (its first run's process died
+ * before the answer was stored) finds the first transfer instead of burning a second time. Keyed
+ * with the server secret: a reference is enough to read a transfer's status, and keys may be
+ * guessable (an order id).
+ */
+export function requestReference(
+  deps: Deps,
+  consumerId: string,
+  requestKey: string,
+  input: TransferRequest & { paymentReference?: string },
+): string {
+  const parts = [
+    consumerId,
+    requestKey,
+    input.fromChain,
+    input.amount,
+    lower(input.recipient),
+    input.transferSpeed ?? "standard",
+    input.paymentReference ?? "",
+  ];
+  const mac = createHmac("sha256", deps.config.JWT_SECRET!)
+    .update(`bridge-transfer\n${parts.join("\n")}`).digest("hex");
+  return `bridge_${mac.slice(0, 24)}`;
+}
+
+/** The consumer's own transfer of that reference, if its request already made one. */
+async function earlier(deps: Deps, account: ConsumerRow, reference: string | undefined) {
+  if (reference === undefined) return null;
+  const row = await repo.find(deps.sql, reference);
+  return row && row.consumerId === account.id ? row : null;
+}
+
+/**
  * Starts an inbound transfer from the consumer's own managed wallet on `fromChain` (started on
  * first use) to `recipient` on the testnet chain: quotes the fee, checks the wallet's balance
  * there, less the burns of its transfers not yet burned, covers this burn, and records the
@@ -78,11 +113,13 @@ export async function startTransfer(
   deps: Deps,
   account: ConsumerRow,
   input: TransferRequest,
-  opts: { paymentReference?: string } = {},
+  opts: { paymentReference?: string; reference?: string } = {},
 ): Promise<repo.BridgeRow> {
   if (account.walletType !== "MANAGED" || !account.managedWalletId) {
     throw new DomainError("bridge_external_wallet");
   }
+  const first = await earlier(deps, account, opts.reference);
+  if (first) return first;
   if (!deps.chain.has(DESTINATION_PROFILE)) throw new DomainError("chain_not_configured");
   await deps.chain.ensure(input.fromChain);
   const speed = input.transferSpeed ?? "standard";
@@ -99,6 +136,8 @@ export async function startTransfer(
   // transfers will still burn must cover this burn, and concurrent requests take turns, so
   // nothing is accepted that the wallet cannot burn.
   return await withClaim(deps.sql, usdcClaim(deps, input.fromChain, source), async () => {
+    const again = await earlier(deps, account, opts.reference);
+    if (again) return again;
     await ensureCovered(deps, input.fromChain, source, q.burnAmount, {
       hint: q.burnAmount !== input.amount
         ? `This payment burns ${usdc(q.burnAmount)} USDC: ${
@@ -146,7 +185,7 @@ async function insertTransfer(
   deps: Deps,
   account: ConsumerRow,
   input: TransferRequest,
-  opts: { paymentReference?: string },
+  opts: { paymentReference?: string; reference?: string },
   f: {
     q: { burnAmount: bigint; maxFee: bigint };
     speed: TransferSpeed;
@@ -157,7 +196,7 @@ async function insertTransfer(
   const { q, speed, source, now } = f;
   return await deps.sql.begin(async (tx) => {
     const row = await repo.insert(tx, {
-      reference: newReference(),
+      reference: opts.reference ?? newReference(),
       direction: "inbound",
       consumerId: account.id,
       walletId: account.managedWalletId,
@@ -196,7 +235,11 @@ export async function payFromChain(
   account: ConsumerRow,
   paymentReference: string,
   input: TransferRequest,
+  opts: { reference?: string } = {},
 ): Promise<repo.BridgeRow> {
+  // A retry of a request that made its transfer answers it, whatever the payment's state now.
+  const first = await earlier(deps, account, opts.reference);
+  if (first) return first;
   const p = await loadPayment(deps, paymentReference);
   if (!p) throw new DomainError("payment_not_found");
   if (
@@ -222,7 +265,10 @@ export async function payFromChain(
       hint: "A transfer for this payment is already under way.",
     });
   }
-  return await startTransfer(deps, account, input, { paymentReference: p.reference });
+  return await startTransfer(deps, account, input, {
+    paymentReference: p.reference,
+    reference: opts.reference,
+  });
 }
 
 /**

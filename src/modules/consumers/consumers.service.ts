@@ -50,6 +50,20 @@ export async function sessionAccount(
   return account;
 }
 
+/**
+ * Whose Idempotency-Keys a consumer session's request uses: its account, from the token alone
+ * (no read: a session whose account is gone is refused by the route itself). Undefined without a
+ * valid token (the client's address then, as for any caller the route will refuse).
+ */
+export async function consumerKeyScope(
+  deps: Deps,
+  token: string | undefined,
+): Promise<string | undefined> {
+  if (!token) return undefined;
+  const claims = await verifyToken(deps.config, "consumer", token, deps.clock.now());
+  return claims ? `consumer:${claims.sub}` : undefined;
+}
+
 export function publicAccount(a: repo.ConsumerRow) {
   return {
     id: a.id,
