@@ -7,7 +7,7 @@
  * decision about the present (has this stream ended, what has accrued) first mines an empty
  * block there (`present`). Never on a configured remote chain, whose blocks come by themselves.
  */
-import { encodeFunctionData, keccak256, maxUint256, toHex } from "viem";
+import { encodeFunctionData, type Hex, keccak256, maxUint256, parseEventLogs, toHex } from "viem";
 import { StreamVault, TestUSDC } from "./contracts/artifacts/index.ts";
 import type { ProfileName } from "./profiles.ts";
 import type { Signer, TxRequest } from "./sender.ts";
@@ -43,6 +43,20 @@ export interface VaultState extends VaultStream {
   /** The block read, and its timestamp (seconds). */
   block: bigint;
   at: bigint;
+}
+
+/**
+ * What a mined transaction did to one stream, from its receipt's events (never a read of the
+ * vault at a past block: a local node restarted from its saved state, and a remote node that is
+ * not an archive, cannot answer those).
+ */
+export interface StreamEffects {
+  /** A withdrawal: what it paid, and the receiver's total after it. */
+  withdrawn?: { amount: bigint; total: bigint };
+  /** A stop: what it paid the receiver and refunded the sender, the total, and its time (s). */
+  stopped?: { paid: bigint; refunded: bigint; total: bigint; stopTime: bigint };
+  /** The stream was fully paid out by this transaction. */
+  completed: boolean;
 }
 
 /** A mined transaction with its block's timestamp (seconds). */
@@ -112,6 +126,31 @@ export function streamOps(chain: StreamChain) {
       }
       const block = await rt.client.getBlock();
       return { number: block.number, timestamp: block.timestamp };
+    },
+
+    /** What the mined transaction `txHash` did to the stream (its receipt's events). */
+    async effects(p: ProfileName, reference: string, txHash: string): Promise<StreamEffects> {
+      const receipt = await chain.runtime(p).client.getTransactionReceipt({ hash: txHash as Hex });
+      const id = streamId(reference);
+      const address = vault(p).toLowerCase();
+      const events = parseEventLogs({
+        abi: StreamVault.abi,
+        logs: receipt.logs.filter((l) => l.address.toLowerCase() === address),
+      }).filter((e) => "id" in e.args && e.args.id === id);
+      const out: StreamEffects = { completed: false };
+      for (const e of events) {
+        if (e.eventName === "StreamWithdrawn") {
+          out.withdrawn = { amount: e.args.amount, total: e.args.totalWithdrawn };
+        } else if (e.eventName === "StreamStopped") {
+          out.stopped = {
+            paid: e.args.paidToReceiver,
+            refunded: e.args.refundedToSender,
+            total: e.args.totalStreamed,
+            stopTime: e.args.stopTime,
+          };
+        } else if (e.eventName === "StreamCompleted") out.completed = true;
+      }
+      return out;
     },
 
     /** The stream and its accrual at the chain's present (`present`), read at one block. */

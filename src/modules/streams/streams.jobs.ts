@@ -6,7 +6,7 @@
 import { defineCron, defineJob } from "../../queue/registry.ts";
 import type { Deps } from "../../deps.ts";
 import { drainStream, enqueueDue } from "./streams.drain.ts";
-import { recoverCreates } from "./streams.recovery.ts";
+import { recoverCreates, recoverStops } from "./streams.recovery.ts";
 import { drainStreamQueue } from "./streams.queues.ts";
 
 export const drainStreamJob = defineJob<{ streamId: string; resends?: number }, Deps>({
@@ -26,12 +26,13 @@ export const drainSweepJob = defineCron<Deps>({
 });
 
 /**
- * A worker's start: creates a killed process left half done are finished or failed. A crash's
- * claims are waited out (they lapse after 60 s; this runs beside the start, not before it).
+ * A worker's start: creates a killed process left half done are finished or failed, and stops
+ * it saw mined are recorded. A crash's claims are waited out (they lapse after 60 s; this runs beside the start, not before it).
  */
 export async function streamsOnStart(deps: Deps): Promise<void> {
   const r = await recoverCreates(deps, { waitMs: 75_000 });
   if (r.done || r.failed) deps.log.info("stream creates recovered at start", r);
+  await recoverStops(deps, { waitMs: 75_000 });
 }
 
 export const streamJobs = [drainStreamJob, drainSweepJob];

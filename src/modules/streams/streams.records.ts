@@ -91,10 +91,13 @@ export async function recordWithdrawal(
   event: "stream.withdrawn" | "stream.completed",
 ): Promise<{ amount: bigint; total: bigint; completed: boolean }> {
   const p = profileOf(s);
-  const after = await deps.chain.streams.get(p, s.reference, tx.blockNumber!);
-  const before = await deps.chain.streams.get(p, s.reference, tx.blockNumber! - 1n);
-  const amount = after.withdrawn - before.withdrawn;
-  const completed = after.status === "Completed";
+  const effects = await deps.chain.streams.effects(p, s.reference, tx.txHash);
+  if (!effects.withdrawn) {
+    throw new Error(`${tx.txHash} withdrew nothing from stream ${s.reference}`);
+  }
+  const { amount, total } = effects.withdrawn;
+  const after = { withdrawn: total };
+  const completed = effects.completed;
   await deps.sql.begin(async (db) => {
     if (completed) return await complete(deps, db, s, { txHash: tx.txHash, amount });
     await repo.recordWithdrawn(db, s.id, after.withdrawn);
@@ -137,12 +140,12 @@ export async function recordStop(
   tx: Pick<TxRow, "txHash" | "blockNumber">,
 ): Promise<StopRecord> {
   const p = profileOf(s);
-  const after = await deps.chain.streams.get(p, s.reference, tx.blockNumber!);
-  const before = await deps.chain.streams.get(p, s.reference, tx.blockNumber! - 1n);
-  const refunded = s.deposit - after.withdrawn;
-  const paid = after.withdrawn - before.withdrawn;
+  const effects = await deps.chain.streams.effects(p, s.reference, tx.txHash);
+  if (!effects.stopped) throw new Error(`${tx.txHash} did not stop stream ${s.reference}`);
+  const { paid, refunded, stopTime } = effects.stopped;
+  const after = { withdrawn: effects.stopped.total };
   const completed = refunded === 0n;
-  const stoppedAt = completed ? s.endsAt : fromSeconds(after.stopTime);
+  const stoppedAt = completed ? s.endsAt : fromSeconds(stopTime);
   const row = await deps.sql.begin(async (db) => {
     if (completed) return await complete(deps, db, s, { txHash: tx.txHash, amount: paid });
     const row = await repo.markStopped(db, s.id, {

@@ -18,7 +18,7 @@ import { DomainError } from "../../errors.ts";
 import type { ProfileName } from "../../chain/index.ts";
 import { withClaim } from "../../db/claims.ts";
 import * as repo from "./streams.repo.ts";
-import { claimOf } from "./streams.records.ts";
+import { claimOf, profileOf, recordStop, reread } from "./streams.records.ts";
 import { finishCreate } from "./streams.service.ts";
 
 export type CreateRecovery = "done" | "failed" | "waiting" | "none";
@@ -76,4 +76,36 @@ export async function recoverCreate(deps: Deps, reference: string): Promise<Crea
     tx ? `create transaction ${tx.status}, nothing locked` : "never sent, nothing locked",
   );
   return "failed";
+}
+
+/**
+ * Records the stops a killed process saw mined and did not record (killed between the receipt
+ * and the commit): an ACTIVE stream whose stop intent is confirmed on chain is recorded as its
+ * stop request would have (STOPPED or, at the end, COMPLETED, with its webhook), from the stop's
+ * events. Run at a worker's start, under each stream's claim (waited past a crash's lapse);
+ * otherwise the next action on the stream, or its drain at the end, finds the same.
+ */
+export async function recoverStops(
+  deps: Deps,
+  opts: { waitMs?: number } = {},
+): Promise<number> {
+  const chainIds = deps.chain.profiles().map((p) => deps.chain.chainId(p));
+  let recorded = 0;
+  for (const s of await repo.active(deps.sql, chainIds)) {
+    try {
+      const tx = await deps.chain.confirmedIntent(profileOf(s), `stream-stop:${s.reference}:`);
+      if (!tx) continue;
+      await withClaim(deps.sql, claimOf(s.reference), async () => {
+        const now = await reread(deps, s);
+        if (now.status !== "ACTIVE") return;
+        await recordStop(deps, now, tx);
+        recorded++;
+      }, { waitMs: opts.waitMs ?? 0 });
+    } catch (e) {
+      if (e instanceof DomainError && e.code === "resource_busy") continue;
+      deps.log.warn("stream stop recovery failed", { reference: s.reference, error: e });
+    }
+  }
+  if (recorded) deps.log.warn("stream stops recovered", { recorded });
+  return recorded;
 }

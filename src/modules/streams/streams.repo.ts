@@ -48,6 +48,13 @@ export async function findAnyByReference(sql: Db, reference: string): Promise<St
   return row ?? null;
 }
 
+/** The ACTIVE streams on these chains (a worker's start checks each against its stops). */
+export async function active(sql: Db, chainIds: number[]): Promise<StreamRow[]> {
+  return await sql<StreamRow[]>`
+    select ${sql.unsafe(COLUMNS)} from streams
+    where status = 'ACTIVE' and chain_id = any(${chainIds}::int[])`;
+}
+
 export async function findById(sql: Db, id: string): Promise<StreamRow | null> {
   const [row] = await sql<StreamRow[]>`select ${sql.unsafe(COLUMNS)} from streams where id = ${id}`;
   return row ?? null;
