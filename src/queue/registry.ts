@@ -29,7 +29,11 @@ export interface JobDefinition<T = unknown, D = unknown> extends JobDescriptor<T
   /** pg-boss worker options: localConcurrency, batchSize, polling, a group's share. */
   work?: Pick<
     WorkOptions,
-    "localConcurrency" | "pollingIntervalSeconds" | "batchSize" | "groupConcurrency"
+    | "localConcurrency"
+    | "pollingIntervalSeconds"
+    | "notifyPollingIntervalSeconds"
+    | "batchSize"
+    | "groupConcurrency"
   >;
   /** Cron expression for a recurring job (UTC). */
   cron?: string;

@@ -308,6 +308,30 @@ Deno.test("webhooks: one merchant's hanging receivers do not hold up another mer
       what: "the other merchant's delivery recorded delivered",
       timeoutMs: 20_000,
     });
+
+    // A second merchant hanging too (an outside audit, 2026-12-01: two were enough to take every
+    // worker, and a delivered event stayed counted against its merchant's share until the
+    // hanging attempts fetched with it timed out). Each of a third merchant's events still
+    // arrives while both hang.
+    const second = await createMerchant(svc);
+    for (let i = 0; i < 40; i++) await emitOne(svc, second, `${receiver.url}/hang/b${i}`);
+    await waitFor(
+      () => receiver.received.filter((r) => r.path.startsWith("/hang/b")).length >= 1,
+      { what: "the second merchant's first hanging attempt" },
+    );
+    const healthy = await createMerchant(svc);
+    for (let i = 0; i < 6; i++) {
+      const next = await emitOne(svc, healthy, `${receiver.url}/fast/${i}`);
+      await waitFor(() => receiver.received.some((r) => r.headers["webhook-id"] === next), {
+        what: `the healthy merchant's event ${i}, while two merchants' receivers hang`,
+        timeoutMs: 20_000,
+      });
+    }
+    const hanging = receiver.received.filter((r) => r.path.startsWith("/hang")).length;
+    assert.ok(
+      hanging <= 2 * WEBHOOK_MERCHANT_CONCURRENCY,
+      `${hanging} hanging attempts at once`,
+    );
   } finally {
     await receiver.close();
     await svc.close();

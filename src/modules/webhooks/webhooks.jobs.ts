@@ -16,9 +16,26 @@ import { deliverWebhookQueue } from "./webhooks.queues.ts";
  */
 export const WEBHOOK_MERCHANT_CONCURRENCY = 4;
 
+/**
+ * A process's attempts at once. Attempts wait on other parties' servers, not on this process, so
+ * there are many; it takes this / WEBHOOK_MERCHANT_CONCURRENCY merchants whose receivers all hang
+ * to hold up everyone else's events (two did with 8: an outside audit, 2026-12-01).
+ */
+export const WEBHOOK_ATTEMPTS_AT_ONCE = 16;
+
 export const deliverWebhookJob = defineJob<{ deliveryId: string }, Deps>({
   ...deliverWebhookQueue,
-  work: { localConcurrency: 8, groupConcurrency: WEBHOOK_MERCHANT_CONCURRENCY },
+  work: {
+    localConcurrency: WEBHOOK_ATTEMPTS_AT_ONCE,
+    groupConcurrency: WEBHOOK_MERCHANT_CONCURRENCY,
+    // One job per fetch: pg-boss settles a fetched batch when its last job ends, so a delivered
+    // event fetched with hanging ones stayed active (its worker taken, its merchant's share
+    // counted) until they timed out.
+    batchSize: 1,
+    // New deliveries wake the workers (NOTIFY); the poll only finds retries come due, minutes
+    // apart, so these workers poll every 5 s rather than every second.
+    notifyPollingIntervalSeconds: 5,
+  },
   // The job is the attempt's owner: run again after its worker died (pg-boss saw its heartbeat
   // stop), it takes the dead run's claim over at once.
   handler: async ({ deliveryId }, { deps, jobId }) => {
