@@ -110,6 +110,12 @@ Deno.test("payroll API", async (t) => {
       });
       assert.equal(tooMany.status, 400);
       assert.equal(tooMany.json.error, M.payrollTooMany);
+      // Each amount at its most, 1,100 of them: a sum past what the batch's total can hold.
+      const huge = await run({
+        recipients: Array.from({ length: 1100 }, () => ({ ...good, amount: "9007199254.740991" })),
+      });
+      assert.equal(huge.status, 400, huge.text);
+      assert.equal(huge.json.error, M.payrollTotalTooLarge);
       const hook = await run({ recipients: [good], webhookUrl: "ftp://x" });
       assert.equal(hook.status, 400);
       assert.equal(hook.json.error, M.webhookUrlInvalid);

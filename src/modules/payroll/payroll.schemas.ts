@@ -79,6 +79,10 @@ export function parseRunBody(body: Record<string, unknown>, policy: TargetPolicy
       label: typeof label === "string" && label !== "" ? label : null,
     };
   });
+  // The total is reported as a JSON number (`totalAmount`) and kept as a bigint: at most what
+  // both hold exactly (a sum of 5,000 maximal amounts overflowed the column: a 500).
+  const total = recipients.reduce((sum, r) => sum + r.amount, 0n);
+  if (total > BigInt(Number.MAX_SAFE_INTEGER)) throw new RunBodyError(M.payrollTotalTooLarge);
   const { description } = body;
   if (
     description !== undefined && description !== null &&
