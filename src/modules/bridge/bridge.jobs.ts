@@ -15,9 +15,9 @@ export function bridgeJobsWith(hooks: BridgeHooks = {}): JobDefinition<unknown, 
       ...burnQueue,
       handler: async ({ reference }, { deps }) => await burnStep(deps, reference, hooks),
     }),
-    defineJob<{ reference: string }, Deps>({
+    defineJob<{ reference: string; due?: string }, Deps>({
       ...attestQueue,
-      handler: async ({ reference }, { deps }) => await attestStep(deps, reference),
+      handler: async ({ reference, due }, { deps }) => await attestStep(deps, reference, due),
     }),
     defineJob<{ reference: string }, Deps>({
       ...mintQueue,

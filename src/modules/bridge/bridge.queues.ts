@@ -14,10 +14,15 @@ export const burnQueue = defineQueue<{ reference: string }>({
   queue: { retryLimit: 5, retryDelay: 2, retryBackoff: true },
 });
 
-/** Asks for the attestation; re-enqueues itself with backoff while there is none. */
-export const attestQueue = defineQueue<{ reference: string }>({
+/**
+ * Asks for the attestation; re-enqueues itself with backoff while there is none. `due` is the
+ * poll the job was scheduled for (the transfer's `next_attestation_at` then): a job whose poll
+ * another has since rescheduled is superseded and ends, so a restart's resume (which sends one
+ * without `due`) takes the polling over instead of adding a second chain of polls.
+ */
+export const attestQueue = defineQueue<{ reference: string; due?: string }>({
   name: "bridge.attest",
-  schema: payload,
+  schema: payload.extend({ due: z.string().max(40).optional() }),
   queue: { retryLimit: 10, retryDelay: 2, retryBackoff: true },
 });
 

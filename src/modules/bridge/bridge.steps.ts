@@ -198,20 +198,22 @@ async function burned(deps: Deps, t: repo.BridgeRow, txHash: string): Promise<vo
  * attester). Without one yet, records the wait (attempts, last answer, next poll: visible in
  * the status) and polls again with backoff.
  */
-export async function attestStep(deps: Deps, reference: string): Promise<void> {
+export async function attestStep(deps: Deps, reference: string, due?: string): Promise<void> {
   const t = await repo.find(deps.sql, reference);
   if (!t || t.status !== "burned" || !t.burnTxHash) return;
+  // Superseded: a later poll (a resume's) rescheduled this transfer's; that chain goes on.
+  if (due !== undefined && t.nextAttestationAt?.getTime() !== Date.parse(due)) return;
   const answer = await fetchAttestation(deps, t);
   const now = deps.clock.now();
   if (answer.state !== "complete" || !answer.message || !answer.attestation || !answer.nonce) {
     const delay = attestationDelayMs(t.attestationAttempts + 1);
+    const nextAt = new Date(now.getTime() + delay);
     await deps.sql.begin(async (tx) => {
-      await repo.recordAttestationWait(tx, t.reference, {
-        state: answer.state,
-        nextAt: new Date(now.getTime() + delay),
-        now,
+      await repo.recordAttestationWait(tx, t.reference, { state: answer.state, nextAt, now });
+      await deps.queue.send(attestQueue, { reference: t.reference, due: nextAt.toISOString() }, {
+        tx,
+        startAfter: delay,
       });
-      await deps.queue.send(attestQueue, { reference: t.reference }, { tx, startAfter: delay });
     });
     return;
   }
