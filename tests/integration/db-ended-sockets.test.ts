@@ -5,7 +5,12 @@
  * (src/db/ended-sockets.ts). Without the guard this test fails on that unhandled rejection.
  *
  * The server is the run's real one, behind a small TCP front that half-closes every connection
- * it carries at a random moment of each round.
+ * it carries at a random moment of each round. Whether a round's write lands in the moment
+ * between a connection's FIN and its close is the machine's timing (within ~40 rounds on a quiet
+ * machine, none in 200 on one loaded eightfold), so that test asserts what holds whether or not
+ * it does: every query settles, the process lives, the pool serves again. The guard itself is
+ * checked apart, with the very rejection Deno leaves (the second test): without the guard, that
+ * test fails on the unhandled rejection.
  */
 import assert from "node:assert/strict";
 import { createSql } from "../../src/db/client.ts";
@@ -39,8 +44,8 @@ Deno.test({
     let answered = 0, failed = 0, rounds = 0;
     const deadline = Date.now() + 60_000;
     try {
-      // Rounds until the leftover rejection was seen (within ~40 rounds here), within a bound.
-      while (endedSocketWritesDropped() === before && Date.now() < deadline) {
+      // Rounds until the leftover rejection was seen, or a bound: the race is the machine's.
+      while (endedSocketWritesDropped() === before && Date.now() < deadline && rounds < 120) {
         rounds++;
         const queries = Array.from(
           { length: 20 },
@@ -59,10 +64,6 @@ Deno.test({
           } catch { /* closed */ }
         }
       }
-      assert.ok(
-        endedSocketWritesDropped() > before,
-        `no write to an ended connection in ${rounds} rounds`,
-      );
       assert.equal(answered + failed, rounds * 20, "every query settled");
       assert.ok(failed > 0 && answered > 0, `${answered} answered, ${failed} failed`);
       // The pool serves again (a connection it still holds may be one just cut: failed, then a
@@ -78,6 +79,24 @@ Deno.test({
       await db.drop();
     }
   },
+});
+
+Deno.test("the rejection a write to an ended connection leaves is dropped, the process lives", async () => {
+  // As Deno's node:net leaves it under postgres.js's write: a promise nobody holds, rejected.
+  createSql("postgres://127.0.0.1:1/none", { max: 1 }).end({ timeout: 0 }); // installs the guard
+  const before = endedSocketWritesDropped();
+  const ended = Object.assign(new Error("This socket has been ended by the other party"), {
+    code: "EPIPE",
+  });
+  ended.stack = `Error: This socket has been ended by the other party
+    at Socket._writeAfterFIN [as write] (ext:deno_node/net.ts:1:10175)
+    at Immediate.nextWrite (file:///app/node_modules/.deno/postgres@3.4.9/node_modules/postgres/src/connection.js:255:22)`;
+  Promise.reject(ended);
+  await waitFor(() => endedSocketWritesDropped() > before, {
+    timeoutMs: 5_000,
+    what: "the rejection dropped",
+  });
+  assert.equal(endedSocketWritesDropped(), before + 1);
 });
 
 Deno.test("isEndedSocketWrite: that rejection only", () => {
