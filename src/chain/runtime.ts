@@ -19,6 +19,7 @@ import { ANVIL_MNEMONIC, type LocalNode, startLocalNode } from "./local-node.ts"
 import type { ContractName, ProfileConfig } from "./profiles.ts";
 import * as contractsRepo from "./contracts.repo.ts";
 import { checkForReset } from "./reset.ts";
+import { replayLostTail } from "./lost-tail.ts";
 import { deriveRelayers } from "./relayers.ts";
 
 export interface ChainRuntime {
@@ -107,6 +108,8 @@ export async function startRuntime(
       : [];
 
     await checkForReset(opts.sql, client, profile, log);
+    // A node this start loaded from its saved state may have lost its last blocks (killed).
+    if (node?.owned && opts.dataDir) await replayLostTail(opts.sql, client, profile.chainId, log);
     const stored = await contractsRepo.list(opts.sql, profile.chainId);
     const contracts: ChainRuntime["contracts"] = { ...profile.contracts };
     for (const c of stored) {

@@ -429,3 +429,32 @@ function withCallData(row: TxRow): TxRow {
 function callData(rawTx: string): string {
   return parseTransaction(rawTx as Hex).data ?? "0x";
 }
+
+/** Transactions recorded in a block above `head` (a local node that lost its last blocks). */
+export async function recordedAbove(sql: Db, chainId: number, head: bigint): Promise<TxRow[]> {
+  return await sql<TxRow[]>`
+    select * from chain_transactions
+    where chain_id = ${chainId} and block_number > ${head.toString()}::bigint
+    order by from_address, nonce`;
+}
+
+/** A recorded transaction no longer mined: open again (broadcast), for the recovery to follow. */
+export async function reopenMined(sql: Db, id: string): Promise<void> {
+  await sql`
+    update chain_transactions set status = 'broadcast', block_number = null, gas_used = null,
+      confirmed_at = null, updated_at = now()
+    where id = ${id}`;
+}
+
+/** A replayed transaction's new receipt. */
+export async function recordReplayed(
+  sql: Db,
+  id: string,
+  r: { status: "confirmed" | "reverted"; blockNumber: bigint; gasUsed: bigint },
+): Promise<void> {
+  await sql`
+    update chain_transactions set status = ${r.status}, block_number = ${r.blockNumber},
+      gas_used = ${r.gasUsed}, updated_at = now(),
+      error = ${r.status === "reverted" ? "reverted" : null}
+    where id = ${id}`;
+}
