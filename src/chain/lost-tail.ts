@@ -6,7 +6,7 @@
  *
  * At a start that loaded such a node's state, before anything is sent: every transaction recorded
  * in a block above the node's head is sent again, as its very signed bytes (the same hash, the
- * same nonce, in nonce order per sender), so the chain comes back to what the database says; its
+ * same nonce, in the order they were mined), so the chain comes back to what the database says; its
  * receipt is recorded anew. One that the chain now refuses or reverts (where it had succeeded)
  * is logged as an error with its intent: the database then says more than the chain. The log
  * watcher's cursor is moved back to the head, so events in the re-mined blocks are read (those of

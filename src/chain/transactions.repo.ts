@@ -430,12 +430,15 @@ function callData(rawTx: string): string {
   return parseTransaction(rawTx as Hex).data ?? "0x";
 }
 
-/** Transactions recorded in a block above `head` (a local node that lost its last blocks). */
+/**
+ * Transactions recorded in a block above `head` (a local node that lost its last blocks), in the
+ * order they were mined: one may depend on another's effects (a stop on its stream's create).
+ */
 export async function recordedAbove(sql: Db, chainId: number, head: bigint): Promise<TxRow[]> {
   return await sql<TxRow[]>`
     select * from chain_transactions
     where chain_id = ${chainId} and block_number > ${head.toString()}::bigint
-    order by from_address, nonce`;
+    order by block_number, from_address, nonce`;
 }
 
 /** A recorded transaction no longer mined: open again (broadcast), for the recovery to follow. */
