@@ -8,6 +8,7 @@ import { z } from "zod";
 import type { Deps } from "../../deps.ts";
 import { errors } from "../../http/contract.ts";
 import { type ApiRoute, defineRoute, reply, type RouteAuth } from "../../http/route.ts";
+import type { ScopeOf } from "../../http/idempotency.ts";
 import { M } from "../../http/messages.ts";
 import * as service from "./x402.service.ts";
 import * as gateway from "./x402.gateway.ts";
@@ -42,6 +43,17 @@ import {
   withdrawBody,
 } from "./x402.schemas.ts";
 
+/**
+ * x402 works on one chain whatever the credential's environment (its listings and balances are
+ * the merchant's, shared by test and live keys), so its Idempotency-Keys are the merchant's:
+ * per environment, a retry under the other key found another environment's record, and one key
+ * made three withdrawals from the one balance (an outside audit, 2026-12-01).
+ */
+const merchantWide: ScopeOf = (c) => {
+  const merchant = c.get("auth")?.merchant;
+  return Promise.resolve(merchant ? `x402:${merchant.id}` : undefined);
+};
+
 const merchant = (accept: ("bearer" | "apiKey")[], write: boolean): RouteAuth => ({
   accept,
   keyKinds: ["merchant", "secret"],
@@ -67,6 +79,7 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
       tag,
       auth: merchant(["bearer", "apiKey"], true),
       idempotent: true,
+      idempotencyScope: merchantWide,
       body: createListingBody("any"),
       bodyFor: (deps) => createListingBody(deps.config.WEBHOOK_TARGETS),
       bodyExample: {
@@ -227,6 +240,7 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
       tag,
       auth: merchant(["bearer", "apiKey"], true),
       idempotent: true,
+      idempotencyScope: merchantWide,
       body: depositBody,
       bodyExample: { walletId: "3f1c…", amount: "5.00" },
       responses: {
@@ -355,6 +369,7 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
       tag,
       auth: merchant(["bearer", "apiKey"], true),
       idempotent: true,
+      idempotencyScope: merchantWide,
       body: payerWithdrawBody,
       bodyExample: { agentId: "8004:5042002:7", amount: "1.50" },
       responses: {
@@ -400,6 +415,7 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
       tag,
       auth: merchant(["bearer", "apiKey"], true),
       idempotent: true,
+      idempotencyScope: merchantWide,
       body: payerWithdrawStartBody,
       bodyExample: { walletId: "3f1c…", amount: "1.50" },
       responses: {
@@ -676,6 +692,7 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
       tag,
       auth: merchant(["bearer"], true),
       idempotent: true,
+      idempotencyScope: merchantWide,
       body: sellerWithdrawStartBody,
       bodyExample: { amount: "1.50" },
       responses: {
@@ -701,6 +718,7 @@ export function x402ApiRoutes(xOf: (deps: Deps) => X402Deps): ApiRoute[] {
       tag,
       auth: merchant(["bearer"], true),
       idempotent: true,
+      idempotencyScope: merchantWide,
       body: withdrawBody,
       bodyExample: { amount: "1.50", destinationAddress: "0x…" },
       responses: {
