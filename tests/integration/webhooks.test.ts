@@ -332,6 +332,20 @@ Deno.test("webhooks: one merchant's hanging receivers do not hold up another mer
       hanging <= 2 * WEBHOOK_MERCHANT_CONCURRENCY,
       `${hanging} hanging attempts at once`,
     );
+
+    // A replay of a delivery whose attempt is still in flight starts no second attempt beside it
+    // (it cleared the attempt's claim: two requests with one id at once, an outside audit).
+    const inFlight = receiver.received.find((r) => r.path.startsWith("/hang/b"))!;
+    const inFlightId = inFlight.headers["webhook-id"];
+    const replayed = await api(svc)("POST", `/api/webhooks/deliveries/${inFlightId}/replay`, {
+      headers: { "x-api-key": second.apiKey },
+    });
+    assert.equal(replayed.status, 200, replayed.text);
+    assert.equal(
+      receiver.received.filter((r) => r.headers["webhook-id"] === inFlightId).length,
+      1,
+      "one request for the delivery while its attempt is in flight",
+    );
   } finally {
     await receiver.close();
     await svc.close();

@@ -113,6 +113,17 @@ export async function finishAttempt(
 }
 
 /** A replay: pending again, due now, a fresh round of retries; the id stays. */
+/**
+ * A replay keeps the claim of an attempt still in flight (its lease not run out): that attempt is
+ * the replay's, and a second one beside it would send the receiver the same id twice at once. A
+ * lapsed claim (its process died) is cleared.
+ */
+function keepLiveClaim(sql: Db, now: Date) {
+  return sql`
+    claimed_until = case when claimed_until > ${now} then claimed_until end,
+    claimed_by = case when claimed_until > ${now} then claimed_by end`;
+}
+
 export async function reopen(
   sql: Db,
   id: string,
@@ -122,11 +133,11 @@ export async function reopen(
   const [row] = merchantId
     ? await sql<DeliveryRow[]>`
         update webhook_deliveries set status = 'pending', next_attempt_at = ${now}, round_failures = 0,
-          claimed_until = null, claimed_by = null, updated_at = ${now}
+          ${keepLiveClaim(sql, now)}, updated_at = ${now}
         where id = ${id} and merchant_id = ${merchantId} returning *`
     : await sql<DeliveryRow[]>`
         update webhook_deliveries set status = 'pending', next_attempt_at = ${now}, round_failures = 0,
-          claimed_until = null, claimed_by = null, updated_at = ${now}
+          ${keepLiveClaim(sql, now)}, updated_at = ${now}
         where id = ${id} returning *`;
   return row ?? null;
 }
