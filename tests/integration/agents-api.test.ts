@@ -397,6 +397,40 @@ Deno.test("agents API: deploy, status (public and bearer), reputation", async (t
       const halves = await svc.db.sql`select status from agents where merchant_id = ${b.id}
         and name = 'Half Bot'`;
       assert.deepEqual(halves.map((x) => x.status), ["ACTIVE_AGENT_PROVISIONED"]);
+
+      // Its manifest's keys in another order: the same request, to the layer and to the deploy.
+      const manifest = (m: Record<string, unknown>) =>
+        call("POST", "/api/agent/deploy", {
+          headers: { ...bearer(b.apiKey), "idempotency-key": "deploy-manifest" },
+          body: { name: "Manifest Bot", manifest: m },
+        });
+      const ab = await manifest({ a: 1, b: 2 });
+      assert.equal(ab.status, 201, ab.text);
+      await svc.db.sql`delete from idempotency_keys`;
+      const ba = await manifest({ b: 2, a: 1 });
+      assert.equal(ba.status, 201, ba.text);
+      assert.equal(ba.json.agentId, ab.json.agentId, "one agent");
+      const bots = await svc.db.sql`select id from agents where merchant_id = ${b.id}
+        and name = 'Manifest Bot'`;
+      assert.equal(bots.length, 1);
+
+      // No owner wallet without its agent: a failure between the two leaves neither.
+      const wallets = async () =>
+        (await svc.db.sql`select count(*)::int as n from merchant_wallets
+          where merchant_id = ${b.id}`)[0].n as number;
+      const before = await wallets();
+      await assert.rejects(
+        beginAgent(
+          svc.deps,
+          { id: b.id } as never,
+          { name: "Orphan Bot", metadataURI: "ipfs://o" },
+          "deploy-orphan",
+          {
+            beforeInsert: () => Promise.reject(new Error("killed")),
+          },
+        ),
+      );
+      assert.equal(await wallets(), before, "the owner wallet went with the row");
     });
   } finally {
     await svc.close();

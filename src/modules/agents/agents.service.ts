@@ -14,6 +14,7 @@ import { ChainRevertError } from "../../chain/errors.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
 import { formatUsdc, usdcToNumber } from "../../money.ts";
 import type { MerchantRow } from "../merchants/merchants.types.ts";
+import { canonicalBody } from "../../http/canonical-json.ts";
 import { createManagedWallet } from "../wallets/wallets.service.ts";
 import * as repo from "./agents.repo.ts";
 import { agentPayments } from "./agents.payments.ts";
@@ -65,6 +66,8 @@ export async function beginAgent(
   m: MerchantRow,
   input: DeployAgentInput,
   requestKey?: string,
+  /** Crash tests: runs between the owner wallet and the row, inside their transaction. */
+  hooks: { beforeInsert?: () => Promise<void> } = {},
 ) {
   const profile = agentProfile(deps);
   // With an Idempotency-Key the row's id comes from the key and the request, so a retry the
@@ -73,22 +76,30 @@ export async function beginAgent(
   const id = requestKey === undefined ? crypto.randomUUID() : requestId(m.id, requestKey, input);
   const earlier = requestKey === undefined ? null : await repo.byId(deps.sql, id);
   if (earlier) return earlier;
-  const owner = await createManagedWallet(deps, m.id, { label: `Agent ${input.name} (owner)` });
-  const salt = accountSalt(id);
-  const sca = await deps.chain.agents.accountAddress(profile, owner.address, salt);
-  return await repo.insert(deps.sql, {
-    id,
-    merchantId: m.id,
-    chainId: deps.chain.chainId(profile),
-    name: input.name,
-    metadataUri: input.metadataURI ?? manifestUri(input.manifest!),
-    manifest: input.manifest ?? null,
-    ownerWalletId: owner.walletId,
-    ownerAddress: lower(owner.address),
-    scaAddress: lower(sca),
-    salt,
-    identityRegistry: registryOf(deps, profile),
-    now: deps.clock.now(),
+  // The owner wallet and the row commit together: a process killed between them left a wallet
+  // no agent owns, one more in the merchant's list at each retry (an outside audit, 2026-12-01).
+  return await deps.sql.begin(async (tx) => {
+    const owner = await createManagedWallet(deps, m.id, {
+      label: `Agent ${input.name} (owner)`,
+      tx,
+    });
+    const salt = accountSalt(id);
+    const sca = await deps.chain.agents.accountAddress(profile, owner.address, salt);
+    await hooks.beforeInsert?.();
+    return await repo.insert(tx, {
+      id,
+      merchantId: m.id,
+      chainId: deps.chain.chainId(profile),
+      name: input.name,
+      metadataUri: input.metadataURI ?? manifestUri(input.manifest!),
+      manifest: input.manifest ?? null,
+      ownerWalletId: owner.walletId,
+      ownerAddress: lower(owner.address),
+      scaAddress: lower(sca),
+      salt,
+      identityRegistry: registryOf(deps, profile),
+      now: deps.clock.now(),
+    });
   });
 }
 
@@ -103,7 +114,12 @@ function registryOf(deps: Deps, profile: ProfileName): string {
 
 /** A UUID (v4 layout) derived from the merchant, the Idempotency-Key and the request's content. */
 function requestId(merchantId: string, requestKey: string, input: DeployAgentInput): string {
-  const h = sha256(["agent-deploy", merchantId, requestKey, JSON.stringify(input)].join("\n"));
+  // The request's parameters, not its bytes: a manifest's keys in another order are the same
+  // request, as the idempotency layer already judged it (a retry so sent registered a second
+  // agent: an outside audit, 2026-12-01).
+  const h = sha256(
+    ["agent-deploy", merchantId, requestKey, canonicalBody(JSON.stringify(input))].join("\n"),
+  );
   const variant = ((parseInt(h[16], 16) & 0x3) | 0x8).toString(16);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${
     h.slice(20, 32)
