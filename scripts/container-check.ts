@@ -127,11 +127,11 @@ async function logsOf(id: string, lines = 30): Promise<string> {
 }
 
 /** A container's last error-level log lines, each cut short: what a 500 or a crash left. */
-async function errorsOf(id: string, lines = 6): Promise<string> {
+async function errorsOf(id: string, lines = 4): Promise<string> {
   const r = await run(["docker", "logs", "--tail", "2000", id]);
   const errors = (r.out + r.err).split("\n")
     .filter((l) => /"level":"(error|fatal)"/.test(l));
-  return errors.slice(-lines).map((l) => `  ${l.slice(0, 600)}`).join("\n") || "  (none)";
+  return errors.slice(-lines).map((l) => `  ${l.slice(0, 400)}`).join("\n") || "  (none)";
 }
 
 /**
@@ -139,7 +139,7 @@ async function errorsOf(id: string, lines = 6): Promise<string> {
  * checkpoints), not the refusals it answers each client meanwhile; with the container's state
  * (restarts, OOM-killed, exit code) and the kernel's last words on killed processes.
  */
-async function postgresReport(id: string, lines = 30): Promise<string> {
+async function postgresReport(id: string, lines = 24): Promise<string> {
   const r = await run(["docker", "logs", "--timestamps", "--tail", "5000", id]);
   const server = (r.out + r.err).split("\n").filter((l) =>
     l.trim() &&
@@ -172,6 +172,42 @@ async function postgresReport(id: string, lines = 30): Promise<string> {
     `  disk: ${disk.out.trim().split("\n").slice(1).join("; ") || disk.err.trim()}`,
     ...server.slice(-lines).map((l) => `  ${l.slice(0, 400)}`),
   ].join("\n");
+}
+
+/**
+ * A process `docker exec` leaves behind in the postgres container (a healthcheck probe killed at
+ * its timeout leaves its child) that then dies by a signal must not restart PostgreSQL: with the
+ * postmaster as PID 1 it was reaped as a crashed backend and every connection dropped (stop 54's
+ * CI). compose.yaml runs an init there; this leaves such an orphan and reads PostgreSQL's log.
+ */
+async function orphanDoesNotRestartPostgres(postgres: string): Promise<void> {
+  const crashes = async () =>
+    (await run(["docker", "logs", postgres])).err.split("\n")
+      .filter((l) => /terminated by signal|terminating any other active server/.test(l)).length;
+  const before = await crashes();
+  // The exec'd shell exits at once; its child outlives it, then kills itself with SIGPIPE.
+  await must([
+    "docker",
+    "exec",
+    postgres,
+    "sh",
+    "-c",
+    'sh -c "sleep 1; kill -PIPE \\$\\$" >/dev/null 2>&1 & exit 0',
+  ]);
+  await until("the orphan to be gone from the postgres container", 60_000, async () => {
+    const top = await must(["docker", "top", postgres, "-o", "pid,args"]);
+    return /\bsleep 1\b|sh -c sleep/.test(top) ? undefined : true;
+  });
+  const ready = await run(["docker", "exec", postgres, "pg_isready", "-U", "settlement"]);
+  const after = await crashes();
+  if (after !== before || ready.code !== 0) {
+    throw new Error(
+      `an orphan killed by SIGPIPE in the postgres container restarted PostgreSQL (${
+        after - before
+      } crash lines; pg_isready: ${ready.out.trim()})`,
+    );
+  }
+  log("an orphan dying by a signal in the postgres container left PostgreSQL up (init is PID 1)");
 }
 
 /** Every role loads all its code with no network at all and gets as far as the database. */
@@ -376,6 +412,7 @@ async function main(): Promise<void> {
       urls.push(http(`http://127.0.0.1:${p.port}`));
     }
     log(`non-root (uid 1993) everywhere; web on ${urls.map((u) => u.base).join(" and ")} only`);
+    await orphanDoesNotRestartPostgres(ids.postgres);
     await merchantFlow(urls[0], urls[1], ids.worker);
     await checkMailOnce(urls, ids.worker, ids.postgres);
     if (unavailable.length) {
@@ -439,8 +476,13 @@ if (import.meta.main) {
     // containers' reports after the verdict: CI keeps only the end of what is printed.
     const message = (e instanceof Error ? e.message : String(e)).split("\n")
       .map((l) => l.length > 400 ? `${l.slice(0, 400)}…` : l).join("\n");
+    // The verdict goes last, after the containers' reports (which can run past what CI keeps of
+    // the end: stop 54's verdict was cut off by them), and is said once before them too.
     log(`FAILED: ${message}`);
-    if (e instanceof CheckFailed) { for (const r of e.reports) console.error(r); }
+    if (e instanceof CheckFailed && e.reports.length) {
+      for (const r of e.reports) console.error(r);
+      log(`FAILED (the verdict again, after the containers' reports): ${message}`);
+    }
     Deno.exit(1);
   }
 }

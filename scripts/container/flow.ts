@@ -107,9 +107,15 @@ async function loggedMail(worker: string): Promise<Map<string, string[]>> {
   return out;
 }
 
-/** Rows of the dev mailbox per recipient, read with psql in the postgres container. */
-async function mailbox(postgres: string): Promise<Map<string, number>> {
-  const out = await must([
+/** Why the last read of the dev mailbox failed (PostgreSQL restarting), for a timeout's message. */
+let mailboxError = "";
+
+/**
+ * Rows of the dev mailbox per recipient, read with psql in the postgres container; undefined while
+ * PostgreSQL refuses connections (crash recovery beside the suite), so that `until` asks again.
+ */
+async function mailbox(postgres: string): Promise<Map<string, number> | undefined> {
+  const r = await run([
     "docker",
     "exec",
     postgres,
@@ -120,9 +126,15 @@ async function mailbox(postgres: string): Promise<Map<string, number>> {
     "settlement",
     "-Atc",
     "select to_address || ' ' || count(*) from dev_mailbox group by to_address",
-  ]);
+  ], { timeoutMs: 30_000 });
+  if (r.code !== 0) {
+    mailboxError = `psql exited ${r.code}${r.timedOut ? " (timed out)" : ""}: ${
+      (r.err || r.out).trim().slice(0, 300)
+    }`;
+    return undefined;
+  }
   return new Map(
-    out.trim().split("\n").filter(Boolean).map((l) => {
+    r.out.trim().split("\n").filter(Boolean).map((l) => {
       const [to, n] = l.split(" ");
       return [to, Number(n)];
     }),
@@ -190,21 +202,40 @@ export async function checkMailOnce(webs: Http[], worker: string, postgres: stri
   });
   const queued: string[] = [];
   for (let i = 0; i < 6; i++) queued.push(await signup(webs[i % 2]));
-  const ready = await webs[0].call("GET", "/readyz");
-  expect(ready.status === 200, `web /readyz while the worker is down: ${ready.status}`);
-  const early = await mailbox(postgres);
+  // Ready while the worker is down; PostgreSQL restarting meanwhile (seen beside the suite) makes
+  // /readyz 503 until it is back, so it is asked again within the same bound as the mail.
+  let lastReady = 0;
+  await until("web /readyz 200 while the worker is down", 240_000, async () => {
+    lastReady = (await webs[0].call("GET", "/readyz")).status;
+    return lastReady === 200 ? true : undefined;
+  }).catch((e) => {
+    throw new Error(`${e.message} (last answer ${lastReady})`);
+  });
+  const early = await until("the dev mailbox readable", 240_000, () => mailbox(postgres))
+    .catch((e) => {
+      throw new Error(`${e.message}; ${mailboxError}`);
+    });
   expect(queued.every((e) => !early.has(e)), "mail was sent with no worker running");
   log(`worker killed; ${queued.length} signups answered 201 and their mail is queued`);
 
   await must(["docker", "start", worker]);
+  // A start that outlasts its database wait (PostgreSQL restarting) exits and is restarted by the
+  // restart policy: that is waited for; a worker that stays exited is the failure.
+  let exitedSince = 0;
   await until("the worker healthy again", 240_000, async () => {
     const [s] = await inspect([worker]);
-    if (s.status === "exited") throw new Error(`the worker exited again (${s.exitCode})`);
+    if (s.status !== "exited") exitedSince = 0;
+    else if (!exitedSince) exitedSince = Date.now();
+    else if (Date.now() - exitedSince > 30_000) {
+      throw new Error(`the worker exited again (${s.exitCode}) and was not restarted`);
+    }
     return s.health === "healthy" ? true : undefined;
   });
   const rows = await until("every queued mail in the mailbox", 240_000, async () => {
     const m = await mailbox(postgres);
-    return queued.every((e) => m.has(e)) ? m : undefined;
+    return m && queued.every((e) => m.has(e)) ? m : undefined;
+  }).catch((e) => {
+    throw new Error(`${e.message}${mailboxError ? `; last psql failure: ${mailboxError}` : ""}`);
   });
   const logged = await loggedMail(worker);
   const wrong = [...rows.keys()].filter((e) => e.startsWith(`check-${run_id}-`))
