@@ -443,31 +443,81 @@ Deno.test("a repeat signup never replaces a registration whose code is live", as
       assert.equal(await login(email, "squatter password"), 401);
     });
 
-    await t.step("a code killed by 5 wrong tries frees the email; 4 do not", async () => {
-      const email = "tries@shop.example";
-      await call("POST", "/api/merchant/signup", {
-        body: { email, businessName: "T", password: "first password" },
-      });
-      const code = codeIn((await mails(email))[0]);
-      const wrongCode = code === "AAAAAA" ? "BBBBBB" : "AAAAAA";
-      const wrong = () =>
-        call("POST", "/api/merchant/verify", { body: { email, code: wrongCode } });
-      for (let i = 0; i < 4; i++) assert.equal((await wrong()).status, 400);
-      const refused = await call("POST", "/api/merchant/signup", {
-        body: { email, businessName: "T2", password: "second password" },
-      });
-      assert.deepEqual([refused.status, refused.json.error], taken);
-      assert.equal((await wrong()).status, 400);
-      const replaced = await call("POST", "/api/merchant/signup", {
-        body: { email, businessName: "T2", password: "second password" },
-      });
-      assert.equal(replaced.status, 201, replaced.text);
-      const ok = await call("POST", "/api/merchant/verify", {
-        body: { email, code: codeIn((await mails(email))[1]) },
-      });
-      assert.equal(ok.status, 200, ok.text);
-      assert.equal(await login(email, "second password"), 200);
-    });
+    await t.step(
+      "a code killed by wrong tries: only its own password signs up again before it expires",
+      async () => {
+        const email = "tries@shop.example";
+        await call("POST", "/api/merchant/signup", {
+          body: { email, businessName: "T", password: "first password" },
+        });
+        const code = codeIn((await mails(email))[0]);
+        const wrongCode = code === "AAAAAA" ? "BBBBBB" : "AAAAAA";
+        const wrong = () =>
+          call("POST", "/api/merchant/verify", { body: { email, code: wrongCode } });
+        for (let i = 0; i < 4; i++) assert.equal((await wrong()).status, 400);
+        const refused = await call("POST", "/api/merchant/signup", {
+          body: { email, businessName: "T2", password: "second password" },
+        });
+        assert.deepEqual([refused.status, refused.json.error], taken);
+        assert.equal((await wrong()).status, 400);
+        const before = await row(email);
+        // The takeover an outside audit showed: a stranger kills the owner's code with five
+        // wrong guesses, then signs up with a password of theirs; the owner, mailed a fresh
+        // code, would verify the stranger's registration. Refused, and nothing changes.
+        const stranger = await call("POST", "/api/merchant/signup", {
+          body: {
+            email,
+            businessName: "Stranger",
+            password: "attacker password 9",
+            walletProvider: "EXTENSION_WALLET",
+          },
+        });
+        assert.deepEqual([stranger.status, stranger.json.error], taken);
+        assert.deepEqual(await row(email), before);
+        assert.equal((await mails(email)).length, 1, "no mail for the stranger's signup");
+        // The owner (its password) gets a new code, which verifies the owner's registration.
+        const again = await call("POST", "/api/merchant/signup", {
+          body: { email, businessName: "T", password: "first password" },
+        });
+        assert.equal(again.status, 201, again.text);
+        const ok = await call("POST", "/api/merchant/verify", {
+          body: { email, code: codeIn((await mails(email))[1]) },
+        });
+        assert.equal(ok.status, 200, ok.text);
+        assert.equal(await login(email, "first password"), 200);
+        assert.equal(await login(email, "attacker password 9"), 401);
+      },
+    );
+
+    await t.step(
+      "a killed code's registration is anyone's once the code would have expired",
+      async () => {
+        const email = "killed-late@shop.example";
+        await call("POST", "/api/merchant/signup", {
+          body: { email, businessName: "K", password: "first password" },
+        });
+        const code = codeIn((await mails(email))[0]);
+        const wrongCode = code === "AAAAAA" ? "BBBBBB" : "AAAAAA";
+        for (let i = 0; i < 5; i++) {
+          await call("POST", "/api/merchant/verify", { body: { email, code: wrongCode } });
+        }
+        svc.clock.advance(10 * 60 * 1000);
+        const early = await call("POST", "/api/merchant/signup", {
+          body: { email, businessName: "K2", password: "second password" },
+        });
+        assert.deepEqual([early.status, early.json.error], taken);
+        svc.clock.advance(1);
+        const replaced = await call("POST", "/api/merchant/signup", {
+          body: { email, businessName: "K2", password: "second password" },
+        });
+        assert.equal(replaced.status, 201, replaced.text);
+        const ok = await call("POST", "/api/merchant/verify", {
+          body: { email, code: codeIn((await mails(email))[1]) },
+        });
+        assert.equal(ok.status, 200, ok.text);
+        assert.equal(await login(email, "second password"), 200);
+      },
+    );
   } finally {
     await svc.close();
   }

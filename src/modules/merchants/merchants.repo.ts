@@ -33,6 +33,11 @@ export interface SignupFields {
   codeHash: string;
   codeExpiresAt: Date;
   now: Date;
+  /**
+   * The password hash of a registration whose code wrong tries killed before its time, checked to
+   * be this signup's password: only then is such a registration replaced (else only once expired).
+   */
+  killedWithPassword?: string | null;
 }
 
 /** A new unverified merchant, or the unverified one with this email replaced (new code). */
@@ -50,11 +55,13 @@ export async function upsertUnverified(sql: Db, f: SignupFields): Promise<Mercha
       verification_expires_at = excluded.verification_expires_at,
       verification_attempts = 0, updated_at = excluded.updated_at
     where merchants.verified_at is null
-      -- Only once the registration's code is dead (expired, or killed by wrong tries): while its
-      -- owner holds a live code, no one else's signup replaces the password or the code.
+      -- Only once the registration's code has expired; or, killed by wrong tries before that,
+      -- by its own registrant (the password checked by the caller, unchanged since): no one
+      -- else's signup replaces the password or the code its owner may be about to use.
       and (merchants.verification_code_hash is null
         or merchants.verification_expires_at < ${f.now}
-        or merchants.verification_attempts >= ${MAX_CODE_ATTEMPTS})
+        or (merchants.verification_attempts >= ${MAX_CODE_ATTEMPTS}
+          and merchants.password_hash = ${f.killedWithPassword ?? null}))
     returning *`;
   return row ?? null;
 }

@@ -106,6 +106,20 @@ export function codeLive(
     now.getTime() <= m.verificationExpiresAt.getTime();
 }
 
+/**
+ * Whether a registration's code has run out its time (or there is none). A code killed by wrong
+ * tries before then is dead but not expired: until it would have expired, only its own registrant
+ * (the same password) may sign up again, or anyone could kill a stranger's code with five wrong
+ * guesses and put their own password on the registration the stranger then verifies.
+ */
+export function codeExpired(
+  m: { verificationCodeHash: string | null; verificationExpiresAt: Date | null },
+  now: Date,
+): boolean {
+  return m.verificationCodeHash === null || m.verificationExpiresAt === null ||
+    now.getTime() > m.verificationExpiresAt.getTime();
+}
+
 export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
 }

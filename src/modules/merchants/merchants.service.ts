@@ -9,6 +9,7 @@ import { activeMerchantKeyHint, issueKey } from "../keys/keys.service.ts";
 import {
   checkCode,
   CODE_TTL_MS,
+  codeExpired,
   codeLive,
   DUMMY_PASSWORD_HASH,
   EMAIL_MAX_LENGTH,
@@ -33,12 +34,20 @@ export async function signup(
 ) {
   const email = normaliseEmail(body.email);
   const existing = await repo.findByEmail(deps.sql, email);
+  const now = deps.clock.now();
   // Verified, or a registration whose code is still live (its owner may be verifying now): 409.
-  if (existing && (existing.verifiedAt || codeLive(existing, deps.clock.now()))) {
+  if (existing && (existing.verifiedAt || codeLive(existing, now))) {
+    throw new DomainError("email_taken");
+  }
+  // A code killed by wrong tries before its time: only the registration's own password signs up
+  // again (a new code for its owner) until the code would have expired; anyone else gets 409.
+  const sameRegistrant = existing && !codeExpired(existing, now)
+    ? await verifyPassword(body.password, existing.passwordHash)
+    : false;
+  if (existing && !codeExpired(existing, now) && !sameRegistrant) {
     throw new DomainError("email_taken");
   }
   const code = newVerificationCode();
-  const now = deps.clock.now();
   const passwordHash = await hashPassword(body.password);
   await deps.sql.begin(async (tx) => {
     const row = await repo.upsertUnverified(tx, {
@@ -49,6 +58,8 @@ export async function signup(
       codeHash: hashCode(email, code),
       codeExpiresAt: new Date(now.getTime() + CODE_TTL_MS),
       now,
+      // The killed registration may be replaced only while it still has this password.
+      killedWithPassword: sameRegistrant ? existing!.passwordHash : null,
     });
     // Verified, or signed up by a concurrent request, between our read and this write.
     if (!row) throw new DomainError("email_taken");
