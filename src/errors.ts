@@ -15,6 +15,7 @@ export const ERROR_CODES = [
   "verification_code_locked",
   "login_invalid",
   "login_unverified",
+  "login_throttled",
   // Payout wallet
   "wallet_setup_failed",
   "wallet_provider_not_managed",
@@ -192,6 +193,8 @@ export interface ErrorDetails {
   escrowState?: { status: string; action: string };
   /** The chain named in a bridge request that is not supported, rendered into the text. */
   chain?: string;
+  /** Seconds until the request may be made again, answered as `Retry-After` (login_throttled). */
+  retryAfterSeconds?: number;
 }
 
 export class DomainError extends Error {

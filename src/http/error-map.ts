@@ -30,6 +30,11 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   verification_code_locked: { status: 400, text: M.codeLocked },
   login_invalid: { status: 401, text: M.badLogin },
   login_unverified: { status: 403, text: M.unverifiedLogin },
+  login_throttled: {
+    status: 429,
+    text: M.rateLimited,
+    hint: "Too many failed logins for this email; try again after Retry-After seconds.",
+  },
 
   wallet_setup_failed: { status: 500, text: M.walletSetupFailed },
   wallet_provider_not_managed: { status: 400, text: M.walletPatchExternal },
@@ -304,7 +309,9 @@ function domainAnswer(err: DomainError): ErrorAnswer {
     hint,
     code: err.code,
     body,
-    headers: {},
+    headers: details.retryAfterSeconds !== undefined
+      ? { "retry-after": String(details.retryAfterSeconds) }
+      : {},
     unexpected: false,
   };
 }

@@ -12,6 +12,7 @@ import { rateLimitJobs } from "../http/rate-limit.jobs.ts";
 import { claimsCleanupJob } from "../db/claims.jobs.ts";
 import { mailModule } from "./mail/mail.module.ts";
 import { merchantsRoutes } from "./merchants/merchants.api.ts";
+import { merchantJobs } from "./merchants/merchants.jobs.ts";
 import { keysRoutes } from "./keys/keys.api.ts";
 import { consumersRoutes } from "./consumers/consumers.api.ts";
 import { webhooksRoutes } from "./webhooks/webhooks.api.ts";
@@ -67,7 +68,7 @@ export const platformModule: AppModule = {
 export const modules: AppModule[] = [
   platformModule,
   mailModule,
-  { name: "merchants", table: merchantsRoutes },
+  { name: "merchants", table: merchantsRoutes, jobs: merchantJobs },
   { name: "keys", table: keysRoutes, sections: [keysSection] },
   { name: "wallets", table: walletsRoutes, sections: [walletsSection] },
   { name: "consumers", table: consumersRoutes },

@@ -203,3 +203,34 @@ export async function consumeChallenge(
     returning *`;
   return row ?? null;
 }
+
+/**
+ * One more login attempt for a hashed address: its window's count after it, a new window (count 1)
+ * when the last one started at or before `windowStartsAfter`.
+ */
+export async function countLoginAttempt(
+  sql: Db,
+  emailHash: string,
+  f: { now: Date; windowStartsAfter: Date },
+): Promise<{ failures: number; windowStart: Date }> {
+  const [row] = await sql<{ failures: number; windowStart: Date }[]>`
+    insert into login_failures (email_hash, failures, window_start)
+    values (${emailHash}, 1, ${f.now})
+    on conflict (email_hash) do update set
+      failures = case when login_failures.window_start <= ${f.windowStartsAfter} then 1
+                      else login_failures.failures + 1 end,
+      window_start = case when login_failures.window_start <= ${f.windowStartsAfter}
+                          then excluded.window_start else login_failures.window_start end
+    returning failures, window_start`;
+  return row;
+}
+
+export async function clearLoginFailures(sql: Db, emailHash: string): Promise<void> {
+  await sql`delete from login_failures where email_hash = ${emailHash}`;
+}
+
+/** Windows that ended before `before` (worth nothing since); how many rows went. */
+export async function deleteLoginWindowsBefore(sql: Db, before: Date): Promise<number> {
+  const result = await sql`delete from login_failures where window_start < ${before}`;
+  return result.count;
+}

@@ -22,6 +22,7 @@ import {
   verifyPassword,
 } from "./merchants.rules.ts";
 import { computeStats, recentPayment } from "./merchants.stats.ts";
+import { clearLoginFailures, countLoginAttempt } from "./merchants.login-throttle.ts";
 import type { MerchantRow, WalletProvider } from "./merchants.types.ts";
 import * as payments from "../payments/payments.service.ts";
 import { createManagedWallet } from "../wallets/wallets.service.ts";
@@ -127,9 +128,12 @@ export async function login(deps: Deps, body: { email: string; password: string 
   if (body.password.length > PASSWORD_MAX_LENGTH || body.email.length > EMAIL_MAX_LENGTH) {
     throw new DomainError("login_invalid");
   }
-  const m = await repo.findByEmail(deps.sql, normaliseEmail(body.email));
+  const email = normaliseEmail(body.email);
+  await countLoginAttempt(deps, email);
+  const m = await repo.findByEmail(deps.sql, email);
   const ok = await verifyPassword(body.password, m?.passwordHash ?? DUMMY_PASSWORD_HASH);
   if (!m || !ok) throw new DomainError("login_invalid");
+  await clearLoginFailures(deps, email);
   if (!m.verifiedAt) throw new DomainError("login_unverified");
   const now = deps.clock.now();
   const sessionId = await repo.createSession(
