@@ -179,6 +179,20 @@ Deno.test("jobs API: lifecycle, reject, refund, refusals, database = contract", 
       const none = await call("GET", `/api/jobs/${jobId}`);
       assert.equal(none.status, 401);
       assert.equal(none.json.error, M.jobsAuthRequired);
+      // A publishable key (a browser page's, anyone's to read) reads no job: its description and
+      // off-chain deliverable are the merchant's (an outside audit read them with one).
+      const pub = await call("POST", "/api/keys", {
+        cookie: b.cookie,
+        body: { type: "publishable", environment: "live" },
+      });
+      assert.equal(pub.status, 201, pub.text);
+      bare(
+        await call("GET", `/api/jobs/${jobId}`, {
+          headers: { "x-api-key": (pub.json.key as { key: string }).key },
+        }),
+        403,
+        "Insufficient permissions",
+      );
       bare(
         await post("/api/jobs/fund", a.apiKey, { jobId: "999999", clientWalletId: client.id }),
         404,

@@ -23,7 +23,8 @@ import {
 
 const auth = (write: boolean): RouteAuth => ({
   accept: ["apiKey", "cookie"],
-  keyKinds: write ? ["merchant", "secret"] : ["merchant", "secret", "publishable"],
+  // Publishable keys are for browser pages, anyone's to read: no job, read or write.
+  keyKinds: ["merchant", "secret"],
   scope: "jobs",
   write,
   messages: { missing: M.jobsAuthRequired },
