@@ -61,6 +61,22 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     if (!c.res.headers.has("referrer-policy")) c.res.headers.set("Referrer-Policy", "same-origin");
   });
 
+  // API answers carry keys, secrets and balances (the dashboard endpoint echoes the API key, the
+  // webhook-secret endpoint the signing secret): no cache, shared or private, may keep them
+  // unless a route says otherwise (an outside audit, 2026-12-01). Errors answered by onError
+  // pass through here too.
+  app.use("/api/*", async (c, next) => {
+    await next();
+    if (c.res.headers.has("cache-control")) return;
+    try {
+      c.res.headers.set("Cache-Control", "no-store");
+    } catch {
+      // A response with immutable headers (a fetched one passed through): copied once.
+      c.res = new Response(c.res.body, c.res);
+      c.res.headers.set("Cache-Control", "no-store");
+    }
+  });
+
   app.onError((err, c) => {
     const answer = answerFor(err);
     if (answer.backstop) {
