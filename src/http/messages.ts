@@ -353,6 +353,7 @@ export const M = {
   agentMetadata:
     "Provide exactly one of metadataURI (an ipfs:// or https:// URI) and manifest (a JSON object).",
   agentManifest: "manifest must be a JSON object of at most 8000 characters.",
+  agentMetadataUri: "metadataURI must be an ipfs:// or https:// URI of at most 2048 characters.",
   agentQuery: "scaAddress must be a 0x address; tokenId digits; name at most 100 characters.",
   agentIdQuery: "agentId is required: the agent's token id (digits).",
 

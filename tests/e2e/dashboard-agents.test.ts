@@ -225,7 +225,7 @@ Deno.test(browserTest("dashboard agents and jobs in Chromium, live and test mode
       await page.getByLabel("Name").fill("Scout");
       await page.getByLabel("Registration file (ipfs:// or https://)").fill("ftp://nope");
       await page.getByRole("button", { name: "Deploy agent" }).click();
-      await refusal(M.agentMetadata);
+      await refusal(M.agentMetadataUri);
       await page.getByLabel("Registration file (ipfs:// or https://)").fill("ipfs://bafyscout");
       await page.getByRole("button", { name: "Deploy agent" }).click();
       await page.getByText(/Agent deployed: 8004:\d+:\d+\./).waitFor();

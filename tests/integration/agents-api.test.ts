@@ -97,15 +97,20 @@ Deno.test("agents API: deploy, status (public and bearer), reputation", async (t
       );
       assert.deepEqual(JSON.parse(decoded), manifest);
       for (
-        const body of [
-          { name: "x" },
-          { name: "x", metadataURI: "ipfs://a", manifest: {} },
-          { name: "x", metadataURI: "http://insecure" },
-        ]
+        const [body, text] of [
+          [{ name: "x" }, M.agentMetadata],
+          [{ name: "x", metadataURI: "ipfs://a", manifest: {} }, M.agentMetadata],
+          [{ name: "x", metadataURI: "http://insecure" }, M.agentMetadataUri],
+          [
+            { name: "x", metadataURI: `https://x.example/${"a".repeat(60_000)}` },
+            M.agentMetadataUri,
+          ],
+          [{ name: "x", metadataURI: 42 }, M.agentMetadataUri],
+        ] as const
       ) {
         const bad = await call("POST", "/api/agent/deploy", { headers: bearer(a.apiKey), body });
         assert.equal(bad.status, 400, bad.text);
-        assert.equal(bad.json.error, M.agentMetadata);
+        assert.equal(bad.json.error, text);
       }
       const none = await call("POST", "/api/agent/deploy", {
         body: { name: "x", metadataURI: "ipfs://a" },

@@ -7,8 +7,10 @@ import { M } from "../../http/messages.ts";
 import { isAddress } from "../../chain/address.ts";
 import { AGENT_STATUSES, TOKEN_ID } from "./agents.rules.ts";
 
-const uri = z.string({ error: M.agentMetadata }).max(2048, M.agentMetadata)
-  .refine((s) => /^(ipfs:\/\/[A-Za-z0-9./_-]+|https:\/\/\S+)$/.test(s), M.agentMetadata);
+// Its own text: a URI too long or of another scheme was answered "exactly one of", which a
+// caller who sent exactly one could not act on.
+const uri = z.string({ error: M.agentMetadataUri }).max(2048, M.agentMetadataUri)
+  .refine((s) => /^(ipfs:\/\/[A-Za-z0-9./_-]+|https:\/\/\S+)$/.test(s), M.agentMetadataUri);
 
 export const deployAgentBody = z.object({
   name: z.string({ error: M.agentName }).trim().min(1, M.agentName).max(100, M.agentName),
