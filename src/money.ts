@@ -14,11 +14,14 @@ import { z } from "zod";
 export const USDC_DECIMALS = 6;
 export const USDC_UNIT = 1_000_000n;
 /**
- * Default upper bound of an amount in a request: 2^53-1 base units (9,007,199,254.740991 USDC),
- * the largest a JSON number (the spec's numeric `amount` fields) carries exactly. A larger one
- * was accepted and then shown rounded (docs/decisions.md, "Amounts a JSON number carries").
+ * Default upper bound of an amount in a request: 8,589,934,591.999999 USDC, the largest below
+ * 2^33 USDC. A JSON number (the spec's numeric `amount` fields) is a double: below 2^33 its
+ * spacing is under a millionth, so every amount of six decimals comes back exactly; above, two
+ * amounts a base unit apart can share a double (9007199254.740991 was answered as …740992). A
+ * larger one was accepted and then shown wrong (docs/decisions.md, "Amounts a JSON number
+ * carries"; the bound was 2^53 − 1 base units until 2026-12-01).
  */
-export const USDC_MAX_UNITS = 9_007_199_254_740_991n;
+export const USDC_MAX_UNITS = 8_589_934_591_999_999n;
 
 export type AmountErrorReason =
   | "type"
@@ -137,8 +140,8 @@ export function formatUsdcFixed(units: bigint): string {
 
 /**
  * Base units to a JSON number, for the spec's numeric response fields at render time only.
- * Never compute with the result: above 2^53 base units (about 9 billion USDC) a double cannot
- * hold every value exactly.
+ * Never compute with the result: from 2^33 USDC (about 8.6 billion) a double cannot hold every
+ * six-decimal value exactly (`USDC_MAX_UNITS`).
  */
 export function usdcToNumber(units: bigint): number {
   return Number(formatUsdc(units));

@@ -370,7 +370,7 @@ export const M = {
   payrollRecipientsRequired: "A non-empty recipients array is required.",
   payrollTooMany: "A payroll batch takes at most 5,000 recipients.",
   payrollTotalTooLarge:
-    "The recipients' amounts add up to more than 9007199254.740991 USDC, the most one payroll batch can pay.",
+    "The recipients' amounts add up to more than 8589934591.999999 USDC, the most one payroll batch can pay.",
   payrollDescription: "description must be a string of at most 500 characters.",
   payrollBatchRefRequired: "batchRef query parameter is required.",
   payrollNotFound: "Payroll batch not found.",

@@ -19,7 +19,8 @@ import {
 
 const MAX = 2n ** 63n - 1n;
 /** The largest amount a request may carry: what a JSON number holds exactly. */
-const MAX_INPUT = 2n ** 53n - 1n;
+// The largest amount below 2^33 USDC: every six-decimal amount up to it survives a JSON number.
+const MAX_INPUT = 2n ** 33n * 1_000_000n - 1n;
 
 function reasonOf(fn: () => unknown): AmountErrorReason | "no error" {
   try {
@@ -47,7 +48,7 @@ Deno.test("amount: parseUsdc accepts exact decimal strings", () => {
     ["123456.789012", 123_456_789_012n],
     ["007.5", 7_500_000n], // leading zeros: accepted, exact
     ["0000000000000000000000000000000000001", 1_000_000n],
-    ["9007199254.740991", MAX_INPUT],
+    ["8589934591.999999", MAX_INPUT],
   ];
   for (const [input, units] of cases) assert.equal(parseUsdc(input), units, input);
 });
@@ -89,6 +90,8 @@ Deno.test("amount: parseUsdc rejection matrix names the reason", () => {
     ["0", "zero"],
     ["0.0", "zero"],
     ["000.000000", "zero"],
+    ["8589934592", "too_large"],
+    ["9007199254.740991", "too_large"],
     ["9007199254.740992", "too_large"],
     ["9007199255", "too_large"],
     ["999999999999.999999", "too_large"],
@@ -304,4 +307,17 @@ Deno.test("amount property: arbitrary strings either parse exactly or throw Amou
     }),
     { numRuns: RUNS },
   );
+});
+
+Deno.test("amount: every amount up to the bound survives a JSON number; one above does not", () => {
+  const exact = (units: bigint) => {
+    const back = String(usdcToNumber(units));
+    const [w, f = ""] = back.split(".");
+    return BigInt(w) * 1_000_000n + BigInt((f + "000000").slice(0, 6)) === units;
+  };
+  // The top of the range, where the spacing of doubles is closest to a millionth.
+  for (let i = 0n; i < 20_000n; i++) assert.ok(exact(USDC_MAX_UNITS - i * 7_919n), `${i}`);
+  assert.ok(exact(USDC_MAX_UNITS));
+  // Past 2^33 USDC two amounts a base unit apart share a double (an outside audit's example).
+  assert.equal(exact(9_007_199_254_740_991n), false);
 });

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { isAddress } from "../../chain/address.ts";
 import { M, MF } from "../../http/messages.ts";
-import { AmountError, parseUsdcLoose } from "../../money.ts";
+import { AmountError, parseUsdcLoose, USDC_MAX_UNITS } from "../../money.ts";
 import type { TargetPolicy } from "../webhooks/webhooks.targets.ts";
 import { webhookUrlField } from "../webhooks/webhooks.schemas.ts";
 import { MAX_RECIPIENTS } from "./payroll.rules.ts";
@@ -82,7 +82,7 @@ export function parseRunBody(body: Record<string, unknown>, policy: TargetPolicy
   // The total is reported as a JSON number (`totalAmount`) and kept as a bigint: at most what
   // both hold exactly (a sum of 5,000 maximal amounts overflowed the column: a 500).
   const total = recipients.reduce((sum, r) => sum + r.amount, 0n);
-  if (total > BigInt(Number.MAX_SAFE_INTEGER)) throw new RunBodyError(M.payrollTotalTooLarge);
+  if (total > USDC_MAX_UNITS) throw new RunBodyError(M.payrollTotalTooLarge);
   const { description } = body;
   if (
     description !== undefined && description !== null &&
