@@ -95,6 +95,19 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     }
     if (!answer.unexpected) {
       for (const [k, v] of Object.entries(answer.headers)) c.header(k, v);
+      // A page a browser navigated to that says "come back later" (the checkout page over its
+      // rate limit, the database away) is a page, not JSON shown as text (an outside audit);
+      // scripts' fetches and htmx swaps, and every other refusal, stay JSON.
+      if (
+        (answer.status === 429 || answer.status === 503) && !isApiPath(c.req.path) &&
+        wantsHtml(c.req.header("accept")) && !c.req.header("hx-request")
+      ) {
+        const title = answer.status === 429 ? "Too many requests" : "Try again shortly";
+        return c.html(
+          errorPageHtml(title, answer.message, assetUrl("dashboard.css")),
+          answer.status,
+        );
+      }
       return c.json(answer.body, answer.status);
     }
     if (err instanceof HTTPException) {

@@ -64,6 +64,7 @@ export const ERROR_CODES = [
   "payout_wallet_missing",
   "payment_not_found",
   "payment_not_payable",
+  "payment_paid_by_other",
   "payment_cursor_invalid",
   "payer_address_invalid",
   "permit_signature_invalid",

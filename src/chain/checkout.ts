@@ -249,6 +249,18 @@ export function payWithAuthorizationData(
   });
 }
 
+/** The payer whose authorization a relay transaction carries (lowercase), if it is one. */
+export function relayedPayer(data: string): string | null {
+  try {
+    const call = decodeFunctionData({ abi: PaymentRouter.abi, data: data as Hex });
+    if (call.functionName !== "payWithAuthorization") return null;
+    const auth = call.args[2] as { from: string };
+    return auth.from.toLowerCase();
+  } catch {
+    return null;
+  }
+}
+
 /** What the checkout operations need from the chain module (a slice of `Chain`). */
 export interface CheckoutChain {
   runtime(profile: ProfileName): ChainRuntime;
@@ -321,5 +333,6 @@ export function checkoutOps(chain: CheckoutChain) {
     ) => authorizationSignedBy(chain.runtime(profile), order, w, signature),
     relay: (profile: ProfileName, req: Parameters<typeof relayAuthorization>[2]) =>
       relayAuthorization(chain, profile, req),
+    relayedPayer,
   };
 }

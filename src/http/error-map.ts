@@ -89,6 +89,7 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   payout_wallet_missing: { status: 400, text: M.paymentNoWallet },
   payment_not_found: { status: 404, text: M.paymentNotFound },
   payment_not_payable: { status: 409, text: M.paymentNotPayable },
+  payment_paid_by_other: { status: 409, text: M.paymentPaidByOther },
   payment_cursor_invalid: { status: 400, text: M.paymentCursor },
   payer_address_invalid: { status: 400, text: M.payerAddress },
   permit_signature_invalid: { status: 400, text: M.permitSignature },

@@ -271,6 +271,8 @@ export const M = {
     "Finish setting up your payout wallet first: create a managed wallet (PATCH /api/merchant/wallet) or link your own (/api/merchant/wallet/connect).",
   paymentNotFound: "Payment not found.",
   paymentNotPayable: "This payment can no longer be paid.",
+  paymentPaidByOther:
+    "This payment is already being paid from another wallet. Nothing was taken from yours.",
   paymentCursor: "cursor is not valid; use the nextCursor of a previous page.",
   paymentHistoryQuery: "status must be PENDING, SUCCESS, FAILED or EXPIRED; limit 1 to 100.",
   payerAddress: "payer must be a valid wallet address.",

@@ -11,6 +11,9 @@ import { api, createMerchant, type TestMerchant } from "../helpers/accounts.ts";
 import { browserTest, launchBrowser, screenshot, watchPage } from "../helpers/browser.ts";
 import { installWallet } from "../helpers/wallet-provider.ts";
 import { ANVIL_KEYS } from "../helpers/anvil.ts";
+import { payer } from "../helpers/payer.ts";
+import { waitFor } from "../helpers/poll.ts";
+import { generatePrivateKey } from "viem/accounts";
 import { expireDue } from "../../src/modules/payments/payments.service.ts";
 
 const MAINNET = "0x1";
@@ -215,6 +218,76 @@ Deno.test(
         await screenshot(page, "checkout-7-expired");
         await page.close();
         svc.clock.set(new Date());
+      });
+
+      await t.step(
+        "another wallet pays first: this tab is told so, not shown Paid as its own",
+        async () => {
+          const url = await newLink(svc, m, "5");
+          const ref = url.split("/checkout/")[1];
+          const first = payer(svc, generatePrivateKey());
+          await first.fund(10_000_000n);
+          const page = await browser!.newPage();
+          await installWallet(page, {
+            privateKey: ANVIL_KEYS[2],
+            chains: { "0x13b2": production.rpcUrl },
+            initialChainId: "0x13b2",
+          });
+          await page.goto(url);
+          // The other wallet's relay is broadcast but held unmined, so this tab can still try.
+          const rpc = production.client as unknown as {
+            request(a: { method: string; params?: unknown[] }): Promise<unknown>;
+          };
+          await rpc.request({ method: "evm_setAutomine", params: [false] });
+          let relayed: Promise<{ status: number; json: Record<string, string> }> | undefined;
+          try {
+            // Answered once mined: started, then waited for as broadcast.
+            relayed = first.relay(ref, await first.authorize(ref));
+            await waitFor(
+              async () =>
+                (await svc.db.sql`select 1 from chain_transactions
+                  where intent_key = ${`checkout-relay:${ref}`} and status = 'broadcast'`)
+                  .length === 1,
+              { what: "the other wallet's relay broadcast" },
+            );
+            await page.getByRole("button", { name: "Pay with wallet" }).click();
+            await progressText(page, /already being paid from another wallet\. Nothing was taken/);
+          } finally {
+            await rpc.request({ method: "evm_setAutomine", params: [true] });
+            await rpc.request({ method: "evm_mine" });
+          }
+          const answered = await relayed!;
+          assert.equal(answered.status, 200, JSON.stringify(answered.json));
+          await page.locator("#status[data-status=SUCCESS]").waitFor({ timeout: 20_000 });
+          assert.match(
+            await progressText(page, /paid from another wallet/) ?? "",
+            new RegExp(`\\(${first.address.toLowerCase()}\\)\\. Nothing was taken from yours\\.`),
+          );
+          assert.equal(await page.locator("#pay-button").isHidden(), true);
+          await screenshot(page, "checkout-9-paid-by-another-wallet");
+          await page.close();
+        },
+      );
+
+      await t.step("the service unreachable: temporary, nothing paid", async () => {
+        const url = await newLink(svc, m, "6");
+        const page = await browser!.newPage();
+        await installWallet(page, {
+          privateKey: ANVIL_KEYS[2],
+          chains: { "0x13b2": production.rpcUrl },
+          initialChainId: "0x13b2",
+        });
+        await page.goto(url);
+        // A proxy's 502 page where the service's answer should be.
+        await page.route(
+          "**/pay-data*",
+          (route) =>
+            route.fulfill({ status: 502, contentType: "text/html", body: "<h1>Bad Gateway</h1>" }),
+        );
+        await page.getByRole("button", { name: "Pay with wallet" }).click();
+        await progressText(page, /could not be reached\. Nothing was paid\. Try again/);
+        assert.equal(await page.locator("#pay-button").isVisible(), true);
+        await page.close();
       });
 
       await t.step("unknown reference → 404 page", async () => {

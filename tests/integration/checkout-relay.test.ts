@@ -129,6 +129,53 @@ Deno.test("gasless checkout: the relay refuses what does not match and relays on
       assert.equal(receiver.received.filter((r) => r.path === "/settled").length, 1);
     });
 
+    await t.step(
+      "two wallets at once on one payment: the other is told another wallet pays it",
+      async () => {
+        const shared = await link(svc, m, "3");
+        const bob = payer(svc, generatePrivateKey());
+        await bob.fund(10_000_000n);
+        const [byAlice, byBob] = await Promise.all([
+          alice.authorize(shared).then((b) => alice.relay(shared, b)),
+          bob.authorize(shared).then((b) => bob.relay(shared, b)),
+        ]);
+        // Before: both 200, the loser's page handed the winner's transaction as its own.
+        assert.deepEqual([byAlice.status, byBob.status].sort(), [200, 409]);
+        const [won, lost, loser] = byAlice.status === 200
+          ? [byAlice, byBob, bob]
+          : [byBob, byAlice, alice];
+        assert.deepEqual(lost.json, { success: false, error: M.paymentPaidByOther });
+        assert.match(won.json.txHash, /^0x[0-9a-f]{64}$/);
+        // The loser's fallback (a transaction of its own, which would revert) is refused first.
+        const cd = await fetch(`${svc.baseUrl}/checkout/${shared}/calldata`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            payer: loser.address,
+            signature: `0x${"11".repeat(65)}`,
+            deadline: "9999999999",
+          }),
+        });
+        assert.deepEqual([cd.status, (await cd.json()).error], [409, M.paymentPaidByOther]);
+        const rows = (await relayRows(svc)).filter((r) =>
+          r.intentKey === `checkout-relay:${shared}`
+        );
+        assert.equal(rows.length, 1);
+        await waitFor(
+          async () =>
+            (await svc.db.sql`select status from payments where reference = ${shared}`)[0]
+              .status === "SUCCESS",
+          { what: "settlement" },
+        );
+        const [p] = await svc.db.sql`select payer from payments where reference = ${shared}`;
+        assert.notEqual(p.payer, loser.address.toLowerCase());
+        assert.equal(
+          await svc.deps.chain.usdcBalance("production", loser.address),
+          loser === bob ? 10_000_000n : 87_500_000n,
+        );
+      },
+    );
+
     await t.step("the used signature again: on another payment 400, on its own 409", async () => {
       const r = await alice.relay(other, paid);
       assert.equal(r.status, 400, JSON.stringify(r.json));
@@ -136,7 +183,10 @@ Deno.test("gasless checkout: the relay refuses what does not match and relays on
       const again = await alice.relay(ref, paid);
       assert.equal(again.status, 409, JSON.stringify(again.json));
       assert.equal(again.json.error, M.paymentNotPayable);
-      assert.equal((await relayRows(svc)).length, 1);
+      assert.equal(
+        (await relayRows(svc)).filter((r) => r.intentKey === `checkout-relay:${ref}`).length,
+        1,
+      );
     });
   } finally {
     await receiver.close();

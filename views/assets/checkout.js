@@ -14,6 +14,9 @@
   let fallback = null;
   const base = `/checkout/${encodeURIComponent(data.reference)}`;
   let busy = false;
+  // The wallet this page pays from, and whether it sent anything (a relay or a transaction).
+  let payingFrom = null;
+  let sent = false;
 
   function say(text, kind) {
     progress.textContent = text;
@@ -31,10 +34,27 @@
     progress.dataset.kind = "info";
   }
 
+  // A network failure is status 0; a body that is not ours (a proxy's error page) is {}.
   async function json(url, init) {
-    const res = await fetch(url, init);
+    let res;
+    try {
+      res = await fetch(url, init);
+    } catch {
+      return { status: 0, body: {} };
+    }
     const body = await res.json().catch(() => ({}));
     return { status: res.status, body };
+  }
+
+  // What a refusal from the service means to the shopper: only the service's own 4xx answers
+  // are its word; anything else (a proxy's 502, the network gone) is temporary.
+  function refusalText(r, fallbackText) {
+    if (r.status === 429) {
+      return "Too many attempts from this network. Wait a minute and try again. Nothing was paid.";
+    }
+    if (r.status >= 400 && r.status < 500 && r.body && r.body.error) return r.body.error;
+    if (r.status >= 400 && r.status < 500) return fallbackText;
+    return "The payment service could not be reached. Nothing was paid. Try again in a moment.";
   }
 
   function rejected(e) {
@@ -49,17 +69,24 @@
       await eth.request({ method: "wallet_switchEthereumChain", params: [{ chainId: want }] });
     } catch (e) {
       if (e && e.code === 4902) {
-        await eth.request({
-          method: "wallet_addEthereumChain",
-          params: [{
-            chainId: want,
-            chainName: data.chain.name,
-            rpcUrls: [new URL(data.chain.rpcUrl, location.href).toString()],
-            nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-            blockExplorerUrls: [data.chain.explorerUrl],
-          }],
-        });
-        await eth.request({ method: "wallet_switchEthereumChain", params: [{ chainId: want }] });
+        try {
+          await eth.request({
+            method: "wallet_addEthereumChain",
+            params: [{
+              chainId: want,
+              chainName: data.chain.name,
+              rpcUrls: [new URL(data.chain.rpcUrl, location.href).toString()],
+              nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+              blockExplorerUrls: [data.chain.explorerUrl],
+            }],
+          });
+          await eth.request({
+            method: "wallet_switchEthereumChain",
+            params: [{ chainId: want }],
+          });
+        } catch (added) {
+          if (!rejected(added)) throw added;
+        }
       } else if (!rejected(e)) {
         throw e;
       }
@@ -84,16 +111,17 @@
       if (rejected(e)) return say("Wallet connection rejected. Nothing was paid.", "error");
       throw e;
     }
+    payingFrom = String(account).toLowerCase();
     if (!(await ensureChain(eth))) {
       return say(
-        `Wrong network: switch your wallet to ${data.chain.name} (chain ${data.chain.chainId}) to pay.`,
+        `Wrong network: switch your wallet to ${data.chain.name} (chain ${data.chain.chainId}) to pay. Nothing was paid.`,
         "error",
       );
     }
     say("Checking your balance…");
     const pd = await json(`${base}/pay-data?payer=${account}`);
     if (pd.status !== 200) {
-      return say(pd.body.error || "This payment can no longer be paid.", "error");
+      return say(refusalText(pd, "This payment can no longer be paid."), "error");
     }
     if (!pd.body.payer.sufficient) {
       return say(
@@ -141,24 +169,23 @@
       throw e;
     }
     say("Submitting your payment…");
-    let relay;
-    try {
-      relay = await json(`${base}/relay`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ authorization: pd.authorization.message, signature }),
-      });
-    } catch {
-      relay = { status: 0, body: {} };
-    }
+    sent = true;
+    const relay = await json(`${base}/relay`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ authorization: pd.authorization.message, signature }),
+    });
     if (relay.status === 200) return submitted(relay.body.explorerUrl);
     if (relay.status === 408) {
       // Broadcast, not yet mined: the status block turns to Paid when it is.
       return say("Payment submitted. Waiting for confirmation…");
     }
     if (relay.status >= 400 && relay.status < 500 && relay.status !== 429) {
-      return say(relay.body.error || "The payment could not be submitted.", "error");
+      // Refused: nothing was relayed (another wallet's payment, a balance short, …).
+      sent = false;
+      return say(refusalText(relay, "The payment could not be submitted."), "error");
     }
+    sent = false;
     // The relay is unavailable: offer the payer-sent transaction (needs native gas).
     say(
       "The gasless relay is unavailable right now. Nothing was paid. You can pay with a transaction from your wallet instead (it needs a little native gas).",
@@ -188,16 +215,18 @@
       body: JSON.stringify({ payer: account, signature, deadline: String(typed.message.deadline) }),
     });
     if (cd.status !== 200) {
-      return say(cd.body.error || "The payment could not be prepared.", "error");
+      return say(refusalText(cd, "The payment could not be prepared."), "error");
     }
     say("Confirm the transaction in your wallet…");
     let hash;
     try {
+      sent = true;
       hash = await eth.request({
         method: "eth_sendTransaction",
         params: [{ from: account, to: cd.body.to, data: cd.body.data }],
       });
     } catch (e) {
+      sent = false;
       if (rejected(e)) return say("Transaction rejected. Nothing was paid.", "error");
       throw e;
     }
@@ -226,7 +255,7 @@
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ address: account }),
     });
-    if (r.status !== 200) return say(r.body.error || "No test USDC right now.", "error");
+    if (r.status !== 200) return say(refusalText(r, "No test USDC right now."), "error");
     say(`Test USDC received: this wallet now holds ${r.body.usdcBalance} USDC.`);
   }
 
@@ -238,7 +267,14 @@
       try {
         await fn();
       } catch (e) {
-        say(`Something went wrong: ${(e && e.message) || e}`, "error");
+        // The wallet's own words, with what it means for the shopper's money.
+        const what = String((e && e.message) || e).slice(0, 300);
+        say(
+          sent
+            ? `Something went wrong: ${what}. Your payment may still go through: this page shows it when it does.`
+            : `Something went wrong: ${what}. Nothing was paid.`,
+          "error",
+        );
       } finally {
         busy = false;
         for (const b of buttons) b.disabled = false;
@@ -246,6 +282,9 @@
     };
   }
 
+  // The buttons are hidden until this script runs: without it they would do nothing.
+  button.hidden = false;
+  if (faucetButton) faucetButton.closest(".dev-faucet").hidden = false;
   button.addEventListener("click", guarded(pay));
   fallbackButton.addEventListener(
     "click",
@@ -257,7 +296,22 @@
   document.body.addEventListener("htmx:afterSwap", () => {
     const status = document.getElementById("status");
     if (status && status.dataset.payable !== "true") {
-      panel.hidden = true;
+      const qr = document.getElementById("qr");
+      if (qr) qr.hidden = true;
+      const payer = (status.dataset.payer || "").toLowerCase();
+      if (status.dataset.status === "SUCCESS" && payingFrom && payer && payer !== payingFrom) {
+        // This tab's wallet lost a race with another wallet's payment: say so, not "Paid".
+        for (const b of buttons) b.hidden = true;
+        say(
+          `This payment was paid from another wallet (${payer}). Nothing was taken from yours` +
+            (sent
+              ? "; a transaction of yours that did not go through spent only its network fee."
+              : "."),
+          "error",
+        );
+      } else {
+        panel.hidden = true;
+      }
       // Nothing is left to pay from another chain either, unless a transfer from there is the
       // one that paid (its progress stays in view).
       const crossChain = document.getElementById("cross-chain");
@@ -280,6 +334,12 @@
     const el = document.getElementById("time-left");
     if (!el || left === null) return;
     left = Math.max(0, left - 1);
+    if (left <= 0 && !busy && !sent) {
+      // Expired here: the sweep marks it within a minute; nothing can be paid meanwhile.
+      panel.hidden = true;
+      const qr = document.getElementById("qr");
+      if (qr) qr.hidden = true;
+    }
     const h = Math.floor(left / 3600), m = Math.floor((left % 3600) / 60), s = left % 60;
     el.textContent = left <= 0
       ? "expired"

@@ -84,13 +84,14 @@ export function CheckoutPage(props: { view: CheckoutView; qrSvg: string }) {
         </header>
         <StatusBlock view={v} />
         <section id="pay-panel" class="pay-panel" hidden={!v.payable}>
-          <button id="pay-button" type="button" class="primary">Pay with wallet</button>
+          {/* Hidden until checkout.js runs: without it the buttons would do nothing. */}
+          <button id="pay-button" type="button" class="primary" hidden>Pay with wallet</button>
           <p id="progress" class="progress" role="status" aria-live="polite"></p>
           <button id="fallback-button" type="button" class="secondary" hidden>
             Pay with a wallet transaction instead
           </button>
           {v.devFaucet && (
-            <p class="dev-faucet">
+            <p class="dev-faucet" hidden>
               <button id="faucet-button" type="button" class="secondary">Get test USDC</button>
               <span class="note">Development only: funds the connected wallet on this chain.</span>
             </p>
@@ -104,15 +105,17 @@ export function CheckoutPage(props: { view: CheckoutView; qrSvg: string }) {
             }}
           />
         )}
-        <section class="qr" aria-label="Pay from a phone">
-          <p>Or open this page in a phone wallet:</p>
-          <div class="qr-code" role="img" aria-label={`QR code of ${v.url}`}>
-            {raw(props.qrSvg)}
-          </div>
-          <p class="link">
-            <a href={v.url}>{v.url}</a>
-          </p>
-        </section>
+        {v.payable && (
+          <section id="qr" class="qr" aria-label="Pay from a phone">
+            <p>Or open this page in a phone wallet:</p>
+            <div class="qr-code" role="img" aria-label={`QR code of ${v.url}`}>
+              {raw(props.qrSvg)}
+            </div>
+            <p class="link">
+              <a href={v.url}>{v.url}</a>
+            </p>
+          </section>
+        )}
         <noscript>
           <p class="notice">Paying from this page needs JavaScript and a browser wallet.</p>
         </noscript>
@@ -139,6 +142,7 @@ export function StatusBlock(props: { view: CheckoutView }) {
       class={`status status-${v.status.toLowerCase()}`}
       data-status={v.status}
       data-payable={String(v.payable)}
+      data-payer={v.payer ?? undefined}
       aria-live="polite"
       {...(live
         ? {

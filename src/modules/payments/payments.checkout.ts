@@ -155,6 +155,9 @@ export async function payData(deps: Deps, reference: string, payerRaw: unknown) 
  * checked against the payment first (a refusal signs and broadcasts nothing); the intent key is
  * the reference, so concurrent or repeated relays give one transaction.
  */
+/** The intent of a payment's gasless relay: one per payment, whoever signed it. */
+const relayIntent = (reference: string) => `checkout-relay:${reference}`;
+
 export async function relayPayment(deps: Deps, reference: string, input: RelayInput) {
   const p = await payable(deps, reference);
   const profile = deps.chain.profileOf(p.chainId);
@@ -179,12 +182,17 @@ export async function relayPayment(deps: Deps, reference: string, input: RelayIn
   if (!(await deps.chain.checkout.authorizedBy(profile, order, auth, input.signature))) {
     throw new DomainError("authorization_signature_invalid");
   }
-  const intentKey = `checkout-relay:${p.reference}`;
-  // A repeated relay of a payment already relayed answers its transaction, balance or not.
-  if (!(await deps.chain.transaction(profile, intentKey))) {
-    if ((await deps.chain.usdcBalance(profile, a.from)) < p.amount) {
-      throw new DomainError("payer_balance_insufficient");
+  const intentKey = relayIntent(p.reference);
+  // A repeated relay of a payment already relayed answers its transaction, balance or not; the
+  // same payment relayed for another wallet (a second tab, a second shopper) is that wallet's:
+  // this one is told so, not handed the other's transaction as its own (an outside audit).
+  const relayed = await deps.chain.transaction(profile, intentKey);
+  if (relayed) {
+    if (deps.chain.checkout.relayedPayer(relayed.data) !== a.from) {
+      throw new DomainError("payment_paid_by_other");
     }
+  } else if ((await deps.chain.usdcBalance(profile, a.from)) < p.amount) {
+    throw new DomainError("payer_balance_insufficient");
   }
   const tx = await deps.chain.checkout.relay(profile, {
     order,
@@ -192,6 +200,10 @@ export async function relayPayment(deps: Deps, reference: string, input: RelayIn
     signature: input.signature,
     intentKey,
   });
+  // Two wallets at once: the relay that lost the race gets the winner's transaction.
+  if (deps.chain.checkout.relayedPayer(tx.data) !== a.from) {
+    throw new DomainError("payment_paid_by_other");
+  }
   await watchSubmitted(deps, p.id, tx.txHash);
   return {
     txHash: tx.txHash,
@@ -203,7 +215,7 @@ export async function relayPayment(deps: Deps, reference: string, input: RelayIn
 /** The router call that settles the payment with the payer's permit signature. */
 export async function payCall(deps: Deps, reference: string, body: Record<string, unknown>) {
   const p = await payable(deps, reference);
-  payerAddress(body.payer);
+  const payer = payerAddress(body.payer);
   const signature = body.signature;
   const deadline = body.deadline;
   if (typeof signature !== "string" || !/^0x[0-9a-fA-F]{130}$/.test(signature)) {
@@ -213,6 +225,12 @@ export async function payCall(deps: Deps, reference: string, body: Record<string
     throw new DomainError("permit_signature_invalid");
   }
   const profile = deps.chain.profileOf(p.chainId);
+  // A gasless payment relayed for a wallet is on its way: a second wallet's own transaction
+  // would revert, its gas spent for nothing.
+  const relayed = await deps.chain.transaction(profile, relayIntent(p.reference));
+  if (relayed && deps.chain.checkout.relayedPayer(relayed.data) !== payer) {
+    throw new DomainError("payment_paid_by_other");
+  }
   const signed = await deps.chain.checkout.order(profile, orderOf(p));
   return {
     to: deps.chain.checkout.routerAddress(profile),
