@@ -11,6 +11,7 @@ import {
   http,
   type LocalAccount,
   type PublicClient,
+  TransactionReceiptNotFoundError,
 } from "viem";
 import type { Db, Sql } from "../db/client.ts";
 import type { Logger } from "../log.ts";
@@ -527,6 +528,30 @@ export class Chain {
    */
   async confirmedIntents(profile: ProfileName, intentKeys: string[]): Promise<Map<string, TxRow>> {
     return await txRepo.findConfirmedByIntents(this.opts.sql, this.chainId(profile), intentKeys);
+  }
+
+  /**
+   * Records the receipts the node already has for these intents' transactions still in flight.
+   * After a restart the recovery sweep reads them only after its grace period (about 45 s from
+   * start): a catch-up that asks first sees an action mined before the crash as mined (an outside
+   * audit saw an escrow answer RELEASED to one request and read ACTIVE for 100 s). Returns how
+   * many were recorded.
+   */
+  async recordMinedIntents(profile: ProfileName, intentKeys: string[]): Promise<number> {
+    const open = await txRepo.findOpenByIntents(this.opts.sql, this.chainId(profile), intentKeys);
+    let recorded = 0;
+    for (const row of open) {
+      const receipt = await this.runtime(profile).client
+        .getTransactionReceipt({ hash: row.txHash as `0x${string}` })
+        .catch((e) => {
+          if (e instanceof TransactionReceiptNotFoundError) return null;
+          throw e;
+        });
+      if (!receipt) continue;
+      await this.sender.settle(row, receipt);
+      recorded++;
+    }
+    return recorded;
   }
 
   /**

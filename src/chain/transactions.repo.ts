@@ -356,6 +356,19 @@ export async function findConfirmedByIntents(
   return new Map(rows.map((r) => [r.intentKey, withCallData(r)]));
 }
 
+/** The transactions of a list of intents still in flight (signed or broadcast), in one query. */
+export async function findOpenByIntents(
+  sql: Db,
+  chainId: number,
+  intentKeys: string[],
+): Promise<TxRow[]> {
+  if (!intentKeys.length) return [];
+  return (await planned(sql<TxRow[]>`
+    select * from chain_transactions
+    where chain_id = ${chainId} and intent_key = any(${intentKeys})
+      and ${statusIn(sql, "status", ["signed", "broadcast"])}`)).map(withCallData);
+}
+
 /**
  * Inserts signed transactions in one statement (re-signing failed intents in place). An intent that got a live transaction meanwhile is left out of the result.
  */

@@ -64,6 +64,8 @@ export type AuthEnv = {
     requestId: string;
     /** Set by a handler whose answer is not counted (x402's paid calls and offers): `countAnswered`. */
     uncounted?: boolean;
+    /** Set by the idempotency layer: this request re-runs a key whose first run died in progress. */
+    idempotencyResumed?: boolean;
   };
 };
 

@@ -172,6 +172,7 @@ async function runClaimed(
         startedAt: prior.createdAt.toISOString(),
       });
       await repo.restart(deps.sql, { ...fresh, createdAt: prior.createdAt });
+      c.set("idempotencyResumed", true);
       break;
     }
     const body = await unseal(deps, k.scope, k.key, prior.responseSealed!, prior.responseIv!);

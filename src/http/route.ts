@@ -58,6 +58,11 @@ export interface RouteRequest<B, Q> {
   locals: Record<string, unknown>;
   /** The `Idempotency-Key` header, when sent. */
   idempotencyKey: string | undefined;
+  /**
+   * This request re-runs an Idempotency-Key whose first run died in progress (a crash): what
+   * that run sent may already have happened, and is this request's answer.
+   */
+  readonly resumed: boolean;
   /** The authenticated merchant (routes whose guard takes credentials). */
   readonly merchant: MerchantRow;
   /** The chain of the credential's environment: a key's prefix, a session's mode. */
@@ -248,6 +253,9 @@ function handle(deps: Deps, r: ApiRoute): MiddlewareHandler<AuthEnv> {
       json: () => readJsonObject(c),
       locals: {},
       idempotencyKey: c.req.header("idempotency-key"),
+      get resumed() {
+        return c.get("idempotencyResumed") === true;
+      },
       get merchant() {
         return merchantOf(c);
       },

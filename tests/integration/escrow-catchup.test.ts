@@ -7,6 +7,7 @@
  * A refused action catches its escrow up too.
  */
 import assert from "node:assert/strict";
+import { IDEMPOTENCY_LEASE_MS } from "../../src/http/idempotency.ts";
 import { startTestService } from "../helpers/service.ts";
 import { startCrashWorker } from "../helpers/processes.ts";
 import { waitFor } from "../helpers/poll.ts";
@@ -325,11 +326,17 @@ Deno.test("escrow catch-up: a process SIGKILLed after its release was mined", as
     worker = started.child;
 
     // The release through the second process, which dies once its transaction is out.
-    const answer = await fetch(`${started.baseUrl}/api/escrow/release`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-api-key": a.apiKey },
-      body: JSON.stringify({ reference, callerSCA: depositor.address }),
-    }).then((r) => r.status, () => null);
+    const release = (base: string) =>
+      fetch(`${base}/api/escrow/release`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-api-key": a.apiKey,
+          "idempotency-key": "release-1",
+        },
+        body: JSON.stringify({ reference, callerSCA: depositor.address }),
+      });
+    const answer = await release(started.baseUrl).then((r) => r.status, () => null);
     const status = await worker.status;
     worker.stdout.cancel().catch(() => {});
     worker = undefined;
@@ -345,8 +352,9 @@ Deno.test("escrow catch-up: a process SIGKILLed after its release was mined", as
         .length;
     assert.equal(await count(), 0);
 
-    // The surviving process: its transaction recovery records the receipt, the catch-up applies.
-    await chain.recover(profile, { minAgeMs: 0 });
+    // The surviving process's catch-up, before its transaction recovery's grace period is over
+    // (not run here): it reads the receipt itself (an outside audit saw the row ACTIVE for 100 s
+    // while a refused action said RELEASED).
     assert.equal(await catchUpOpen(svc.deps), 1);
     const e = await getEscrow(svc.deps, { merchantId: a.id, profile: "production" }, reference);
     const tx = (await chain.intent(profile, `escrow:release:${reference}`))!;
@@ -368,6 +376,30 @@ Deno.test("escrow catch-up: a process SIGKILLed after its release was mined", as
     });
     assert.equal(await catchUpOpen(svc.deps), 0);
     assert.equal(await count(), 1);
+
+    // The client retries with its key once the dead owner's lease is over: the release it asked
+    // for is answered (200, its transaction), not refused as "Escrow is RELEASED" (a 400 that
+    // would tell it a paid release failed, and every retry after it the same).
+    const { retried, body } = await waitFor(async () => {
+      const r = await release(svc.baseUrl);
+      const b = await r.json();
+      // 409 while the dead owner's lease (real time) runs.
+      return r.status === 409 ? undefined : { retried: r, body: b };
+    }, { timeoutMs: IDEMPOTENCY_LEASE_MS + 60_000, intervalMs: 500, what: "the key taken over" });
+    assert.equal(retried.status, 200, JSON.stringify(body));
+    assert.equal(body.txHash, tx.txHash);
+    assert.equal(body.escrow.status, "RELEASED");
+    const again = await release(svc.baseUrl);
+    assert.equal(again.status, 200);
+    assert.equal(again.headers.get("idempotent-replayed"), "true");
+    assert.equal((await again.json()).txHash, tx.txHash);
+    assert.equal(await count(), 1);
+    // Another request (another key) for the same release is refused for the state, as before.
+    const other = await call("POST", "/api/escrow/release", {
+      headers: { "x-api-key": a.apiKey, "idempotency-key": "release-2" },
+      body: { reference, callerSCA: depositor.address },
+    });
+    assert.equal(other.status, 400, other.text);
     // Nothing paid twice: the beneficiary holds the amount once.
     assert.equal(await chain.usdcBalance(profile, beneficiary.address as `0x${string}`), 4n * USDC);
   } finally {

@@ -33,6 +33,11 @@ import {
 export interface EscrowScope {
   merchantId: string;
   profile: ProfileName;
+  /**
+   * The request re-runs an Idempotency-Key whose first run died in progress: an action that run
+   * already sent is finished and answered, not refused for the state it brought about.
+   */
+  resumed?: boolean;
 }
 
 /** Whether the escrow is within the scope: another merchant's or environment's is not. */
@@ -72,6 +77,18 @@ export async function act(
     for (let caughtUp = false;; caughtUp = true) {
       const e = await repo.findByReference(deps.sql, reference);
       if (!e || !inScope(deps, e, scope)) throw new DomainError("escrow_not_found");
+      if (scope?.resumed) {
+        // The dead run's transaction, if it sent one (the action's intent): its receipt and
+        // its change are this request's answer, whatever the row says now (a catch-up may have
+        // applied it: a 400 for the state would tell the caller a paid release failed).
+        const profile = deps.chain.profileOf(e.chainId);
+        const sent = await deps.chain.transaction(profile, actionIntent(steps.action, reference));
+        if (sent) {
+          const tx = await sendMapped(deps, e, profile, steps);
+          await applyOnce(deps, steps.action, reference, tx);
+          return tx;
+        }
+      }
       try {
         await steps.check(e);
         const profile = deps.chain.profileOf(e.chainId);

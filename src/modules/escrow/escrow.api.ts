@@ -52,6 +52,7 @@ const operator: RouteAuth = {
 const scopeOf = (x: RouteRequest<unknown, unknown>): EscrowScope => ({
   merchantId: x.merchant.id,
   profile: x.profile,
+  resumed: x.resumed,
 });
 
 function done(r: Awaited<ReturnType<typeof service.release>>) {

@@ -35,11 +35,12 @@ export async function catchUpEscrow(deps: Deps, reference: string): Promise<Escr
   const found = await repo.findByReference(deps.sql, reference);
   if (!found || !pendingActions(found).length) return [];
   const profile = deps.chain.profileOf(found.chainId);
-  // Every action's intent: a dispute caught up may be followed by its resolution.
-  const mined = await deps.chain.confirmedIntents(
-    profile,
-    ESCROW_ACTIONS.map((a) => actionIntent(a, reference)),
-  );
+  // Every action's intent: a dispute caught up may be followed by its resolution. Receipts the
+  // node has for those still recorded in flight are recorded first (after a restart, before the
+  // recovery sweep's grace period is over).
+  const intents = ESCROW_ACTIONS.map((a) => actionIntent(a, reference));
+  await deps.chain.recordMinedIntents(profile, intents);
+  const mined = await deps.chain.confirmedIntents(profile, intents);
   if (!behind(found, mined)) return [];
   const applied = await deps.sql.begin(async (db) => {
     const done: EscrowActionName[] = [];
@@ -77,10 +78,12 @@ export async function catchUpOpen(deps: Deps, opts: { pageSize?: number } = {}):
     for (const chainId of new Set(page.map((e) => e.chainId))) {
       if (!chainIds.has(chainId)) continue;
       const rows = page.filter((e) => e.chainId === chainId);
-      const mined = await deps.chain.confirmedIntents(
-        deps.chain.profileOf(chainId),
-        rows.flatMap((e) => pendingActions(e).map((a) => actionIntent(a, e.reference))),
+      const profile = deps.chain.profileOf(chainId);
+      const intents = rows.flatMap((e) =>
+        pendingActions(e).map((a) => actionIntent(a, e.reference))
       );
+      await deps.chain.recordMinedIntents(profile, intents);
+      const mined = await deps.chain.confirmedIntents(profile, intents);
       for (const e of rows.filter((e) => behind(e, mined))) {
         try {
           if ((await catchUpEscrow(deps, e.reference)).length) caught++;
