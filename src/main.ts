@@ -4,6 +4,7 @@ import { createLogger } from "./log.ts";
 import { type Role, ROLES, type ServiceOptions, startService } from "./service.ts";
 import { FORCE_GRACE_MS } from "./shutdown.ts";
 import { ChainResetRefusedError } from "./chain/reset.ts";
+import { MasterKeyMismatchError } from "./chain/errors.ts";
 import { retryWhileNotReady } from "./db/wait.ts";
 
 async function main(): Promise<number> {
@@ -90,6 +91,10 @@ if (import.meta.main) {
   } catch (e) {
     // A refusal the operator must act on is said in plain words too, not only in the JSON log.
     if (e instanceof ChainResetRefusedError) console.error(e.message);
+    if (e instanceof MasterKeyMismatchError) {
+      console.error(e.message);
+      Deno.exit(78); // EX_CONFIG: a value the operator must correct
+    }
     console.error(
       JSON.stringify({
         ts: new Date().toISOString(),

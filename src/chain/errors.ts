@@ -36,3 +36,18 @@ export class ChainUnavailableError extends DomainError {
     this.name = "ChainUnavailableError";
   }
 }
+
+/**
+ * WALLET_MASTER_KEY does not open the wallet keys this database holds (another installation's
+ * key, or a typo): a start refuses, where it used to answer 500 to every withdrawal and payout.
+ */
+export class MasterKeyMismatchError extends Error {
+  override name = "MasterKeyMismatchError";
+  constructor() {
+    super(
+      "WALLET_MASTER_KEY does not open the wallet keys in this database: it is not the key they " +
+        "were sealed with (another installation's, or mistyped). Set the key this database was " +
+        "created with (README, Configuration: WALLET_MASTER_KEY); nothing was started.",
+    );
+  }
+}

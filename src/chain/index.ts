@@ -33,7 +33,7 @@ import { channelOps } from "./channels.ts";
 import { payrollOps } from "./payroll.ts";
 import { agentOps } from "./agents.ts";
 import { jobOps } from "./commerce.ts";
-import { ChainUnavailableError } from "./errors.ts";
+import { ChainUnavailableError, MasterKeyMismatchError } from "./errors.ts";
 import { DomainError } from "../errors.ts";
 import type { ReadinessCheck } from "../readiness.ts";
 import type { TxRow } from "./transactions.repo.ts";
@@ -139,6 +139,11 @@ export class Chain {
    * and makes sure our contracts are there.
    */
   static async start(opts: ChainOptions): Promise<Chain> {
+    // A wrong master key is refused before anything starts (every managed wallet's key would
+    // fail to open, as a 500 on the first withdrawal).
+    if ((await wallets.masterKeyOpens(opts.sql, opts.masterKey)) === false) {
+      throw new MasterKeyMismatchError();
+    }
     const runtimes: ChainRuntime[] = [];
     try {
       const started = await Promise.allSettled(

@@ -44,6 +44,13 @@ export async function findByAddress(sql: Db, address: string): Promise<ManagedWa
   return row ?? null;
 }
 
+/** Any one sealed wallet (the oldest): what a master key is tried on. */
+export async function anySealed(sql: Db): Promise<SealedWalletRow | null> {
+  const [row] = await sql<SealedWalletRow[]>`
+    select * from wallets order by created_at, id limit 1`;
+  return row ?? null;
+}
+
 export async function findSealed(sql: Db, id: string): Promise<SealedWalletRow | null> {
   const [row] = await sql<SealedWalletRow[]>`select * from wallets where id = ${id}`;
   return row ?? null;

@@ -5,7 +5,7 @@
 import type { LocalAccount } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Db } from "../db/client.ts";
-import { openPrivateKey, sealPrivateKey } from "./keystore.ts";
+import { KeystoreError, openPrivateKey, sealPrivateKey } from "./keystore.ts";
 import * as repo from "./wallets.repo.ts";
 import type { ManagedWallet, WalletPurpose } from "./wallets.repo.ts";
 
@@ -49,6 +49,28 @@ export async function walletAccount(
     dekIv: row.dekIv,
   }, row.address);
   return privateKeyToAccount(key);
+}
+
+/**
+ * Whether `masterKey` opens the wallet keys this database holds: true, false (a wrong key: every
+ * withdrawal and payout would fail with a 500), or null when it holds none yet.
+ */
+export async function masterKeyOpens(sql: Db, masterKey: string): Promise<boolean | null> {
+  const row = await repo.anySealed(sql);
+  if (!row) return null;
+  try {
+    await openPrivateKey(masterKey, {
+      version: 1,
+      keyCiphertext: row.keyCiphertext,
+      keyIv: row.keyIv,
+      dekCiphertext: row.dekCiphertext,
+      dekIv: row.dekIv,
+    }, row.address);
+    return true;
+  } catch (e) {
+    if (e instanceof KeystoreError) return false;
+    throw e;
+  }
 }
 
 function isUuid(s: string): boolean {

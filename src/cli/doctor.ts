@@ -20,6 +20,8 @@ import { smtpProblem } from "../modules/mail/mail.service.ts";
 
 export type { DoctorCheck };
 
+import { masterKeyOpens } from "../chain/wallets.ts";
+
 const DB_TIMEOUT_S = 5;
 
 export async function runDoctor(env: Record<string, string | undefined>): Promise<DoctorCheck[]> {
@@ -124,6 +126,21 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
           ? "run `deno task migrate` (the service also migrates at start)"
           : undefined,
       });
+      if (config.WALLET_MASTER_KEY && !pending.length) {
+        const opens = await masterKeyOpens(sql, config.WALLET_MASTER_KEY);
+        if (opens !== null) {
+          checks.push({
+            name: "WALLET_MASTER_KEY opens the wallets",
+            ok: opens,
+            detail: opens
+              ? "a managed wallet's key opens with it"
+              : "it does not open the managed wallets' keys in this database (another key)",
+            fix: opens
+              ? undefined
+              : "set the WALLET_MASTER_KEY this database's wallets were sealed with; the service refuses to start without it",
+          });
+        }
+      }
     } catch (e) {
       checks.push({
         name: "database reachable",

@@ -11,6 +11,8 @@ import { encodeFunctionData, toHex } from "viem";
 import { GatewayVault, PaymentRouter } from "../../src/chain/contracts/artifacts/index.ts";
 import { deriveRelayers } from "../../src/chain/relayers.ts";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { Chain } from "../../src/chain/index.ts";
+import { MasterKeyMismatchError } from "../../src/chain/errors.ts";
 
 async function doctor(env: Record<string, string>) {
   const dataDir = Deno.makeTempDirSync({ prefix: "doctor-" });
@@ -218,4 +220,35 @@ Deno.test("doctor: development defaults are reported as not checked, not as pass
   assert.doesNotMatch(r.text, /checks passed/);
   assert.match(r.text, /\nnothing failed, but only \d+ of \d+ checks ran against a real setting; /);
   assert.match(r.text, /use development defaults \(warn\) and were not checked: .*database/);
+});
+
+Deno.test("a wallet master key that does not open the database's wallets: doctor fails, a start refuses", async () => {
+  const svc = await startTestService({ workers: false, serve: false });
+  try {
+    await svc.deps.chain.createWallet("merchant");
+    const own = svc.deps.config.WALLET_MASTER_KEY!;
+    const other = generatePrivateKey().slice(2);
+    const env = { APP_ENV: "development", DATABASE_URL: svc.databaseUrl, CHAINS: "testnet" };
+    const good = await doctor({ ...env, WALLET_MASTER_KEY: own });
+    assert.match(good.text, /^ok {4}WALLET_MASTER_KEY opens the wallets: /m);
+    const bad = await doctor({ ...env, WALLET_MASTER_KEY: other });
+    assert.notEqual(bad.code, 0);
+    assert.match(
+      failed(bad.text, "WALLET_MASTER_KEY opens the wallets").line,
+      /does not open the managed wallets' keys/,
+    );
+    // The chain module (every role's start, every operator command) refuses before starting.
+    await assert.rejects(
+      () =>
+        Chain.start({
+          config: svc.deps.config.chain,
+          masterKey: other,
+          sql: svc.db.sql,
+          log: svc.deps.log,
+        }),
+      MasterKeyMismatchError,
+    );
+  } finally {
+    await svc.close();
+  }
 });
