@@ -16,6 +16,19 @@ export async function list(sql: Db, chainId: number): Promise<ContractRow[]> {
     from chain_contracts where chain_id = ${chainId} order by name`;
 }
 
+/**
+ * The names of a chain's contracts recorded (deployed, or replaced) within the last `ms`, by the
+ * database's clock: what a command's own start deployed before it looked.
+ */
+export async function recordedWithin(sql: Db, chainId: number, ms: number): Promise<string[]> {
+  const rows = await sql<{ name: string }[]>`
+    select name from chain_contracts
+    where chain_id = ${chainId}
+      and updated_at >= now() - make_interval(secs => ${ms / 1000})
+    order by name`;
+  return rows.map((r) => r.name);
+}
+
 export async function save(sql: Db, row: ContractRow): Promise<void> {
   await sql`
     insert into chain_contracts (chain_id, name, address, input_hash, deploy_tx_hash, deploy_block)

@@ -13,6 +13,7 @@ import {
   type ChainConfig,
   CONTRACT_ENV,
   type ContractName,
+  describeRpcUrl,
   type ProfileConfig,
 } from "./profiles.ts";
 import { AgentIdentityRegistry, GatewayVault, PaymentRouter } from "./contracts/artifacts/index.ts";
@@ -97,7 +98,10 @@ async function inspectProfile(
     out.push({
       name: `${profile.name}: RPC answers`,
       ok: false,
-      detail: `${profile.rpcUrl} did not answer: ${String(e).split("\n")[0].slice(0, 160)}`,
+      // The error's text can repeat the URL, key and all.
+      detail: `${describeRpcUrl(profile.rpcUrl!)} did not answer: ${
+        redactUrl(String(e).split("\n")[0], profile.rpcUrl!).slice(0, 160)
+      }`,
       fix: `check ${p}_RPC_URL (scheme, host, port, API key) and that the node is reachable`,
     });
     return { checks: out };
@@ -106,7 +110,9 @@ async function inspectProfile(
     out.push({
       name: `${profile.name}: chain id`,
       ok: false,
-      detail: `${profile.rpcUrl} serves chain ${chainId}, expected ${profile.chainId}`,
+      detail: `${
+        describeRpcUrl(profile.rpcUrl!)
+      } serves chain ${chainId}, expected ${profile.chainId}`,
       fix: `point ${p}_RPC_URL at a node of chain ${profile.chainId}`,
     });
     return { checks: out };
@@ -415,4 +421,9 @@ async function inspectAgentRegistries(
       `registered in the old one are then no longer served (docs/decisions.md, ERC-8004 2.0)`,
   });
   return out;
+}
+
+/** `text` with every occurrence of `url` replaced by its printable form (describeRpcUrl). */
+function redactUrl(text: string, url: string): string {
+  return text.split(url).join(describeRpcUrl(url));
 }

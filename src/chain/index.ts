@@ -38,6 +38,7 @@ import { DomainError } from "../errors.ts";
 import type { ReadinessCheck } from "../readiness.ts";
 import type { TxRow } from "./transactions.repo.ts";
 import * as txRepo from "./transactions.repo.ts";
+import * as contractsRepo from "./contracts.repo.ts";
 import {
   buildSiweMessage,
   newSiweNonce,
@@ -516,6 +517,11 @@ export class Chain {
   async intentCarrying(profile: ProfileName, prefix: string, hex: string): Promise<TxRow | null> {
     const needle = hex.toLowerCase().replace(/^0x/, "");
     return await txRepo.findCarrying(this.opts.sql, this.chainId(profile), prefix, needle);
+  }
+
+  /** The names of a chain's contracts recorded within the last `ms` (database clock). */
+  async contractsRecordedWithin(chainId: number, ms: number): Promise<string[]> {
+    return await contractsRepo.recordedWithin(this.opts.sql, chainId, ms);
   }
 
   /** The newest confirmed transaction of an intent family (`prefix` … `suffix`), if any. */

@@ -349,6 +349,23 @@ export function profileForKey(key: string): ProfileName | null {
   return null;
 }
 
+/**
+ * An RPC URL as it may be printed or logged: no password, and no path or query (providers put
+ * their API key there: `…/v2/<key>`, `?apikey=`): `https://user:***@host/…`. A local node's
+ * URL (no path) is shown whole.
+ */
+export function describeRpcUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return "(an RPC URL that does not parse)";
+  }
+  const hidden = (u.pathname !== "/" && u.pathname !== "") || u.search !== "" || u.hash !== "";
+  const user = u.username ? `${u.username}${u.password ? ":***" : ""}@` : "";
+  return `${u.protocol}//${user}${u.host}${hidden ? "/…" : ""}`;
+}
+
 export function explorerTxUrl(profile: Pick<ProfileConfig, "explorerUrl">, hash: string): string {
   return `${profile.explorerUrl}/tx/${hash}`;
 }

@@ -16,7 +16,7 @@ import { join } from "node:path";
 import type { Sql } from "../db/client.ts";
 import type { Logger } from "../log.ts";
 import { ANVIL_MNEMONIC, type LocalNode, startLocalNode } from "./local-node.ts";
-import type { ContractName, ProfileConfig } from "./profiles.ts";
+import { type ContractName, describeRpcUrl, type ProfileConfig } from "./profiles.ts";
 import * as contractsRepo from "./contracts.repo.ts";
 import { checkForReset } from "./reset.ts";
 import { replayLostTail } from "./lost-tail.ts";
@@ -92,7 +92,9 @@ export async function startRuntime(
     const actual = await client.getChainId();
     if (actual !== profile.chainId) {
       throw new Error(
-        `${profile.name}: the RPC at ${rpcUrl} serves chain ${actual}, expected ${profile.chainId}`,
+        `${profile.name}: the RPC at ${
+          describeRpcUrl(rpcUrl)
+        } serves chain ${actual}, expected ${profile.chainId}`,
       );
     }
     const operator = node

@@ -1,6 +1,7 @@
 /** `deno task chain:status`: heads, cursors, contracts and transactions in flight per chain. */
 import { withCli } from "./context.ts";
 import { transactionStatus } from "../chain/status.ts";
+import { describeRpcUrl } from "../chain/profiles.ts";
 
 await withCli(async ({ chain, sql }) => {
   for (const profile of chain.profiles()) {
@@ -8,7 +9,9 @@ await withCli(async ({ chain, sql }) => {
     const head = await rt.client.getBlockNumber().catch((e) => `unreachable (${e.message})`);
     const cursor = await chain.watcher.cursor(rt);
     console.log(
-      `${profile} (chain ${rt.chainId}) ${rt.node ? "local node" : "remote"} ${rt.rpcUrl}`,
+      `${profile} (chain ${rt.chainId}) ${rt.node ? "local node" : "remote"} ${
+        describeRpcUrl(rt.rpcUrl)
+      }`,
     );
     console.log(
       `  head ${head}, log cursor ${

@@ -7,7 +7,8 @@ import { type Config, ConfigError, loadServiceConfig, resolveSecrets } from "../
 import { createLogger, type Logger } from "../log.ts";
 import { createSql, type Sql } from "../db/client.ts";
 import { startEmbeddedPostgres } from "../db/embedded-loader.ts";
-import { migrate } from "../db/migrate.ts";
+import { migrate, pendingMigrations, readMigrations } from "../db/migrate.ts";
+import { MasterKeyMismatchError } from "../chain/errors.ts";
 import { Chain } from "../chain/index.ts";
 import { publishedServiceUrl, withServedExplorers } from "../chain/explorer-links.ts";
 
@@ -45,10 +46,46 @@ export async function withCli<T>(
   }, opts);
 }
 
+/**
+ * A command's refusal: its message and exit code, said once the command has cleaned up (an
+ * exit from inside left the embedded PostgreSQL and local nodes running: an outside audit).
+ */
+export class CliExit extends Error {
+  constructor(message: string, readonly code = 2) {
+    super(message);
+    this.name = "CliExit";
+  }
+}
+
+/** How many `withDatabase` calls are running: `fail` inside one throws, to clean up first. */
+let inside = 0;
+
 /** Configuration and a migrated database, without starting any chain. */
 export async function withDatabase<T>(
   fn: (ctx: Omit<CliContext, "chain">) => Promise<T>,
   opts: { env?: Record<string, string> } = {},
+): Promise<T> {
+  inside++;
+  try {
+    return await withDatabaseInner(fn, opts);
+  } catch (e) {
+    if (e instanceof CliExit) {
+      console.error(e.message);
+      Deno.exit(e.code);
+    }
+    if (e instanceof MasterKeyMismatchError) {
+      console.error(e.message);
+      Deno.exit(78);
+    }
+    throw e;
+  } finally {
+    inside--;
+  }
+}
+
+async function withDatabaseInner<T>(
+  fn: (ctx: Omit<CliContext, "chain">) => Promise<T>,
+  opts: { env?: Record<string, string> },
 ): Promise<T> {
   let config: Config;
   try {
@@ -68,7 +105,7 @@ export async function withDatabase<T>(
   const databaseUrl = config.DATABASE_URL ?? embedded!.url;
   const sql = createSql(databaseUrl, { max: 4 });
   try {
-    await migrate(sql, { log });
+    await migrated(sql, log);
     return await fn({ config, databaseUrl, sql, log });
   } finally {
     // A timeout: postgres.js can wait forever on a connection once reserved and released
@@ -76,6 +113,29 @@ export async function withDatabase<T>(
     await sql.end({ timeout: 5 });
     await embedded?.stop();
   }
+}
+
+/**
+ * A new database is migrated (said on stderr); one an earlier release migrated is not: a
+ * command of a new release would otherwise upgrade a database the old release's processes still
+ * run on, which the upgrade steps say to do only with them stopped (`deno task migrate`).
+ */
+async function migrated(sql: Sql, log: Logger): Promise<void> {
+  const pending = await pendingMigrations(sql);
+  if (!pending.length) return;
+  const all = await readMigrations();
+  if (pending.length < all.length) {
+    throw new CliExit(
+      `The database is an earlier release's: ${pending.length} migration(s) of this one are ` +
+        `not applied (${pending.join(", ")}). Stop every process of the running release, run ` +
+        "`deno task migrate`, then this command again (README, Upgrading).",
+      1,
+    );
+  }
+  const r = await migrate(sql, { log });
+  console.error(
+    `A new database: applied its ${r.applied.length} migrations (now at ${r.current}).`,
+  );
 }
 
 /** `--name value` and `--name=value` flags plus positional arguments. */
@@ -94,7 +154,9 @@ export function parseArgs(args: string[]): { flags: Record<string, string>; posi
   return { flags, positional };
 }
 
-export function fail(message: string): never {
+/** Refuses the command: exit `code` (2, a usage error, by default) after its cleanup. */
+export function fail(message: string, code = 2): never {
+  if (inside > 0) throw new CliExit(message, code);
   console.error(message);
-  Deno.exit(2);
+  Deno.exit(code);
 }

@@ -29,6 +29,7 @@ for (const name of only) {
   if (!(name in ARTIFACTS)) fail(`--only: no contract named ${name}`);
 }
 
+const started = performance.now();
 await withCli(async ({ chain, sql, log, config }) => {
   // A bridge source chain starts on first use (and links to testnet when both have messengers).
   const rt = isSourceChain(network) ? await chain.ensure(network) : chain.runtime(network);
@@ -55,9 +56,14 @@ await withCli(async ({ chain, sql, log, config }) => {
     }
     throw e;
   });
+  // A local chain's contracts are deployed by the chain module's start, before the deploy
+  // above looks (an outside audit read "already deployed" after 12 were deployed by this run).
+  const atStart = (await chain.contractsRecordedWithin(rt.chainId, performance.now() - started))
+    .filter((n) => !(deployed as string[]).includes(n));
+  const all = [...atStart, ...deployed];
   console.log(
-    deployed.length
-      ? `Deployed on ${network}: ${deployed.join(", ")}`
+    all.length
+      ? `Deployed on ${network}: ${all.join(", ")}`
       : `Every contract is already deployed on ${network}.`,
   );
   // The settlers are set by this run too (its start makes this deployment's relayers settlers of
@@ -95,4 +101,7 @@ await withCli(async ({ chain, sql, log, config }) => {
   console.log(`${p}_REPUTATION_REGISTRY_ADDRESS=${rt.contracts.AgentReputationRegistry ?? ""}`);
   console.log(`${p}_AGENT_ACCOUNT_FACTORY_ADDRESS=${rt.contracts.AgentAccountFactory ?? ""}`);
   console.log(`${p}_JOB_ESCROW_ADDRESS=${rt.contracts.AgenticCommerce ?? ""}`);
+  if (rt.contracts.CheckoutBurner) {
+    console.log(`${p}_CHECKOUT_BURNER_ADDRESS=${rt.contracts.CheckoutBurner}`);
+  }
 }, { env: { CHAINS: isSourceChain(network) ? "testnet" : network } });

@@ -1,7 +1,7 @@
 /** `deno task migrate`: apply pending migrations to DATABASE_URL (or the embedded database). */
 import { type Config, ConfigError, loadServiceConfig } from "../config.ts";
 import { createLogger } from "../log.ts";
-import { createSql, ping } from "../db/client.ts";
+import { createSql, describeUrl, ping } from "../db/client.ts";
 import { waitForDatabase } from "../db/wait.ts";
 import { startEmbeddedPostgres } from "../db/embedded-loader.ts";
 import { migrate } from "../db/migrate.ts";
@@ -14,7 +14,18 @@ try {
   console.error(e.message);
   Deno.exit(78); // EX_CONFIG, like the service
 }
+if (Deno.args.some((a) => a === "--help" || a === "-h")) {
+  console.log(
+    "usage: deno task migrate\nApplies pending migrations to DATABASE_URL (or the embedded database).",
+  );
+  Deno.exit(0);
+}
+if (Deno.args.length) {
+  console.error(`Unknown argument ${Deno.args[0]}: deno task migrate takes none.`);
+  Deno.exit(2);
+}
 const log = createLogger({ level: config.LOG_LEVEL });
+let failed: unknown;
 const embedded = config.DATABASE_URL
   ? undefined
   : await startEmbeddedPostgres({ dataDir: config.DATA_DIR, log });
@@ -27,7 +38,16 @@ try {
       ? `Applied ${result.applied.length} migration(s); now at ${result.current}.`
       : `Up to date at ${result.current}.`,
   );
+} catch (e) {
+  failed = e;
 } finally {
   await sql.end({ timeout: 5 });
   await embedded?.stop();
+}
+if (failed !== undefined) {
+  // One line an operator can act on (a missing database, a refused password), not a stack.
+  const where = config.DATABASE_URL ? describeUrl(config.DATABASE_URL) : "the embedded database";
+  const why = failed instanceof Error ? failed.message.split("\n")[0] : String(failed);
+  console.error(`Migrations not applied to ${where}: ${why}`);
+  Deno.exit(1);
 }

@@ -159,6 +159,28 @@ Deno.test("faucet mints test USDC (never on a configured production chain); chai
     assert.match(status.out, /testnet \(chain 5042002\) remote/);
     assert.match(status.out, /TestUSDC 0x[0-9a-f]{40}/);
     assert.match(status.out, /transactions: confirmed \d+/);
+    // The RPC's credentials are not printed (an outside audit read a provider key in it).
+    assert.match(status.out, /testnet \(chain 5042002\) remote http:\/\/127\.0\.0\.1:\d+\n/);
+
+    // A database an earlier release migrated (its newest migration not applied here): an
+    // operator command of this release refuses, rather than upgrading it under the old
+    // release's running processes; nothing is migrated.
+    const [newest] = await svc.db.sql<{ version: number; name: string; checksum: string }[]>`
+      select version, name, checksum from schema_migrations order by version desc limit 1`;
+    await svc.db.sql`delete from schema_migrations where version = ${newest.version}`;
+    try {
+      const older = await run("chain-status.ts");
+      assert.equal(older.code, 1, older.out + older.err);
+      assert.match(older.err, /The database is an earlier release's: 1 migration\(s\) of this one/);
+      assert.match(older.err, /run `deno task migrate`/);
+      assert.equal(older.out, "");
+      const [still] = await svc.db.sql`
+        select count(*)::int as n from schema_migrations where version = ${newest.version}`;
+      assert.equal(still.n, 0);
+    } finally {
+      await svc.db.sql`insert into schema_migrations (version, name, checksum)
+        values (${newest.version}, ${newest.name}, ${newest.checksum})`;
+    }
   } finally {
     await svc.close();
   }

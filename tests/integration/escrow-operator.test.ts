@@ -106,6 +106,19 @@ Deno.test("escrow operator: operator key, resolve via API and CLI", async (t) =>
       operatorKey = lines[lines.length - 1];
       assert.match(operatorKey, /^svc_op_[0-9a-f]{48}$/);
       assert.match(out.stdout, /\(ops team\)/);
+      // --help says how, and issues nothing (it issued a key labelled "--help"); another flag
+      // is refused.
+      const keys = async () =>
+        (await svc.db.sql`select count(*)::int as n from operator_keys`)[0].n;
+      const before = await keys();
+      const help = await run("operator-key.ts", "--help");
+      assert.equal(help.code, 0, help.stderr);
+      assert.match(help.stdout, /^usage: deno task operator:key \[label\]/);
+      assert.doesNotMatch(help.stdout, /svc_op_/);
+      const flag = await run("operator-key.ts", "--label", "x");
+      assert.equal(flag.code, 2);
+      assert.match(flag.stderr, /Unknown option --label/);
+      assert.equal(await keys(), before);
     });
 
     await t.step("merchant keys are 403 on resolve; the operator key elsewhere too", async () => {

@@ -86,6 +86,22 @@ Deno.test("webhooks:replay sends undelivered deliveries again, by id or by time"
     }).output();
     assert.equal(bad.code, 2);
     assert.match(new TextDecoder().decode(bad.stderr), /usage: deno task webhooks:replay/);
+    // A delivery that is not there: the catalog's words, and exit 1 (it was 0, with the code).
+    const unknown = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-all", "src/cli/webhooks-replay.ts", "msg_doesnotexist"],
+      env,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(unknown.code, 1);
+    assert.match(
+      new TextDecoder().decode(unknown.stdout),
+      /^msg_doesnotexist → Webhook delivery not found\./m,
+    );
+    assert.match(
+      new TextDecoder().decode(unknown.stderr),
+      /1 of the deliveries asked for were not delivered/,
+    );
   } finally {
     await receiver.close();
     await svc.close();

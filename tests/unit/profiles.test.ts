@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parseChainConfig, profileForKey } from "../../src/chain/profiles.ts";
-import { explorerTxUrl } from "../../src/chain/profiles.ts";
+import { describeRpcUrl, explorerTxUrl } from "../../src/chain/profiles.ts";
 
 Deno.test("profiles: a key's prefix selects its chain", () => {
   assert.equal(profileForKey("svc_sec_test_abc"), "testnet");
@@ -155,4 +155,16 @@ Deno.test("profiles: a configured address with a wrong EIP-55 checksum is refuse
   assert.match(bad[0], /^TESTNET_IDENTITY_REGISTRY_ADDRESS: the mixed-case \(EIP-55\) checksum/);
   assert.ok(bad[0].includes(typo));
   assert.equal(b.profiles[0].contracts.AgentIdentityRegistry, undefined);
+});
+
+Deno.test("describeRpcUrl: no password, no path or query where a provider's key goes", () => {
+  const cases: [string, string][] = [
+    ["http://127.0.0.1:8545", "http://127.0.0.1:8545"],
+    ["http://u:RpcPw@127.0.0.1:9000", "http://u:***@127.0.0.1:9000"],
+    ["https://eth-sepolia.g.alchemy.com/v2/abcDEF123secret", "https://eth-sepolia.g.alchemy.com/…"],
+    ["https://rpc.example.com/?apikey=secret", "https://rpc.example.com/…"],
+    ["https://rpc.example.com/", "https://rpc.example.com"],
+    ["not a url", "(an RPC URL that does not parse)"],
+  ];
+  for (const [url, shown] of cases) assert.equal(describeRpcUrl(url), shown, url);
 });
