@@ -97,9 +97,15 @@ export function idempotent(
       );
     } catch (e) {
       if (claimed || !(e instanceof DomainError) || e.code !== "resource_busy") throw e;
-      // Another live request holds the key.
+      // Another live request holds the key: a retry replaying the stored answer, or the first
+      // request still at work.
       const prior = await repo.find(deps.sql, scope, keyHash);
       if (prior && !sameRequest(prior.requestHash, k)) throw mismatch();
+      // Finished: every identical retry gets the answer, however many arrive at once (they got
+      // 409 "still in progress" while another retry held the key to replay it: an audit).
+      if (prior && prior.status !== "in_progress" && prior.responseSealed) {
+        return await replayStored(deps, k, prior, c, onReplay);
+      }
       throw new ApiError(409, M.idempotencyInFlight, { hint: M.idempotencyInFlightHint });
     }
     if (replay instanceof Response) return replay;
@@ -175,14 +181,7 @@ async function runClaimed(
       c.set("idempotencyResumed", true);
       break;
     }
-    const body = await unseal(deps, k.scope, k.key, prior.responseSealed!, prior.responseIv!);
-    const status = prior.responseStatus!;
-    if (onReplay) await onReplay({ c, deps, status, body: JSON.parse(body) });
-    // Through `c`, so what the hook set (a cookie) goes with the stored answer.
-    return c.body(body, status as never, {
-      "content-type": "application/json; charset=UTF-8",
-      "idempotent-replayed": "true",
-    });
+    return await replayStored(deps, k, prior, c, onReplay);
   }
 
   try {
@@ -242,4 +241,22 @@ async function unseal(deps: Deps, scope: string, key: string, sealed: Uint8Array
     new Uint8Array(sealed),
   );
   return new TextDecoder().decode(plain);
+}
+
+/** A key's stored answer, as the first request got it (`Idempotent-Replayed: true`). */
+async function replayStored(
+  deps: Deps,
+  k: Keyed,
+  prior: NonNullable<Awaited<ReturnType<typeof repo.find>>>,
+  c: Context<AuthEnv>,
+  onReplay: ReplayHook | undefined,
+): Promise<Response> {
+  const body = await unseal(deps, k.scope, k.key, prior.responseSealed!, prior.responseIv!);
+  const status = prior.responseStatus!;
+  if (onReplay) await onReplay({ c, deps, status, body: JSON.parse(body) });
+  // Through `c`, so what the hook set (a cookie) goes with the stored answer.
+  return c.body(body, status as never, {
+    "content-type": "application/json; charset=UTF-8",
+    "idempotent-replayed": "true",
+  });
 }

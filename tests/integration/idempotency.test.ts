@@ -77,6 +77,19 @@ Deno.test("idempotency keys", async (t) => {
         !JSON.stringify(stored).includes("create-key-0001"),
         "the key itself is stored hashed",
       );
+      // Twenty identical retries at once of the finished key: every one is the stored answer
+      // (19 of them were 409 "still in progress" while one held the key to replay it).
+      const retries = await Promise.all(
+        Array.from(
+          { length: 20 },
+          () => call("POST", "/api/keys", { cookie: m.cookie, body, headers }),
+        ),
+      );
+      assert.deepEqual(retries.map((r) => r.status), Array(20).fill(201));
+      for (const r of retries) {
+        assert.equal(r.headers.get("idempotent-replayed"), "true");
+        assert.equal(r.text, first.text);
+      }
     });
 
     await t.step("the same key with a different body → 400", async () => {
