@@ -30,6 +30,7 @@ export const ERROR_CODES = [
   "wallet_not_found",
   "withdraw_external_wallet",
   "withdraw_insufficient_balance",
+  "withdraw_destination_contract",
   // Streams
   "stream_not_found",
   "stream_not_active",
@@ -85,6 +86,7 @@ export const ERROR_CODES = [
   "escrow_not_depositor",
   "escrow_not_beneficiary",
   "escrow_parties_invalid",
+  "escrow_beneficiary_contract",
   "escrow_expiry_invalid",
   "escrow_insufficient_balance",
   "escrow_wrong_state",

@@ -313,6 +313,16 @@ export class Chain {
     return address;
   }
 
+  /**
+   * Whether `address` is one of the contracts this service uses on the profile's chain (the USDC
+   * token, a vault, the router, …): USDC sent there as a payout is stranded, so it is no payee.
+   */
+  isServiceContract(profile: ProfileName, address: string): boolean {
+    const a = address.toLowerCase();
+    return Object.values(this.runtime(profile).contracts)
+      .some((c) => typeof c === "string" && c.toLowerCase() === a);
+  }
+
   explorerTxUrl(profile: ProfileName, hash: string): string {
     return explorerTxUrl(this.profileConfig(profile), hash);
   }

@@ -74,6 +74,7 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   sign_tx_reused: { status: 409, text: M.signTxReused },
   withdraw_external_wallet: { status: 400, text: M.withdrawExternal },
   withdraw_insufficient_balance: { status: 400, text: M.withdrawInsufficient },
+  withdraw_destination_contract: { status: 400, text: M.withdrawDestinationContract },
 
   key_not_found: { status: 404, text: M.keyNotFound },
   key_already_revoked: { status: 400, text: M.keyAlreadyRevoked },
@@ -111,6 +112,7 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   escrow_not_depositor: { status: 403, text: M.escrowNotDepositor },
   escrow_not_beneficiary: { status: 403, text: M.escrowNotBeneficiary },
   escrow_parties_invalid: { status: 400, text: M.escrowParties },
+  escrow_beneficiary_contract: { status: 400, text: M.escrowBeneficiaryContract },
   escrow_expiry_invalid: { status: 400, text: M.escrowExpiry },
   escrow_insufficient_balance: { status: 400, text: M.escrowInsufficient },
   // The text names the state and the action (MF.escrowWrongState): the spec's dispute text.

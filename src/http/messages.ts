@@ -115,6 +115,8 @@ export const M = {
     'amount is a decimal string greater than 0 with at most 6 decimal places, e.g. "25.50".',
   withdrawDestination:
     "destinationAddress must be a valid EVM address other than the zero address.",
+  withdrawDestinationContract:
+    "destinationAddress is one of this service's contracts (the USDC token or a vault): USDC sent there could not be taken out again. Send it to a wallet.",
   withdrawWalletId: "walletId must be the id of one of your wallets (GET /api/wallets).",
   withdrawExternal:
     "Withdrawals are for managed wallets only: your payout wallet is an external wallet you control, so move its funds with that wallet.",
@@ -145,6 +147,8 @@ export const M = {
   escrowNotDepositor: "Only the depositor can release this escrow.",
   escrowNotBeneficiary: "Only the beneficiary can confirm delivery.",
   escrowParties: "The beneficiary must differ from the depositor.",
+  escrowBeneficiaryContract:
+    "beneficiarySCA is one of this service's contracts (the USDC token or a vault): it could never be paid. Name the beneficiary's wallet.",
   escrowInsufficient: "Insufficient USDC balance in the depositor wallet for this escrow.",
   escrowWrongState: "Escrow is not in a state that allows this action.",
   escrowAlreadyConfirmed: "Delivery is already confirmed for this escrow.",

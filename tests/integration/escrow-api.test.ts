@@ -188,6 +188,14 @@ Deno.test("escrow API: transitions, refusals, events, races", async (t) => {
       });
       assert.equal(both.status, 400);
       assert.equal(both.json.error, M.escrowExpiry);
+      // The vault itself as beneficiary: 400 before anything is sent (was 502 InvalidParties()).
+      const vault = await post("/api/escrow/create", {
+        depositorWalletId: depositor.id,
+        beneficiarySCA: svc.deps.chain.runtime("production").contracts.EscrowVault,
+        amount: "1",
+        expiresInSeconds: 3600,
+      });
+      assert.deepEqual([vault.status, vault.json.error], [400, M.escrowBeneficiaryContract]);
       assert.equal(await txCount(), sent);
     });
 

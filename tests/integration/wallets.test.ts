@@ -159,6 +159,10 @@ Deno.test("merchant wallets and withdraw", async (t) => {
       console.log(`withdraw (wallet already has gas): ${ms.toFixed(0)} ms`);
     });
 
+    const vaultBefore = await svc.deps.chain.usdcBalance(
+      "production",
+      svc.deps.chain.runtime("production").contracts.EscrowVault!,
+    );
     await t.step("more than the balance → 400 with the balance", async () => {
       const r = await call("POST", "/api/merchant/withdraw", {
         cookie: a.cookie,
@@ -174,6 +178,26 @@ Deno.test("merchant wallets and withdraw", async (t) => {
       });
       assert.deepEqual([onTest.status, onTest.json.balance], [400, "0.000000"]);
     });
+
+    await t.step(
+      "to one of the service's contracts (token, vaults) → 400, nothing sent",
+      async () => {
+        const contracts = svc.deps.chain.runtime("production").contracts;
+        for (
+          const address of [contracts.TestUSDC!, contracts.EscrowVault!, contracts.StreamVault!]
+        ) {
+          const r = await call("POST", "/api/merchant/withdraw", {
+            cookie: a.cookie,
+            body: { amount: "0.5", destinationAddress: address },
+          });
+          assert.deepEqual([r.status, r.json.error], [400, M.withdrawDestinationContract], address);
+        }
+        assert.equal(
+          await svc.deps.chain.usdcBalance("production", contracts.EscrowVault!),
+          vaultBefore,
+        );
+      },
+    );
 
     await t.step("malformed input → 400 with the field's text", async () => {
       for (

@@ -57,6 +57,11 @@ async function checkParties(
     throw new DomainError("escrow_parties_invalid");
   }
   if (!deps.chain.has(profile)) throw new DomainError("chain_not_configured");
+  // The vault itself (which the contract refuses: that was a 502 `InvalidParties()` after the
+  // gas estimate), the token or another of our contracts: no party that could ever be paid.
+  if (deps.chain.isServiceContract(profile, input.beneficiarySCA)) {
+    throw new DomainError("escrow_beneficiary_contract");
+  }
   return { wallet, expiresAt: expiryOf(input, deps.clock.now()) };
 }
 

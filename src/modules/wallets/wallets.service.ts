@@ -177,6 +177,11 @@ export async function withdraw(
   const source = await withdrawSource(deps, m, input.walletId);
   if (!deps.chain.has(profile)) throw new DomainError("chain_not_configured");
   const to = lower(input.destinationAddress);
+  // The token or one of our vaults: nothing would ever take the USDC out again (an audit sent
+  // 0.5 USDC into the escrow vault, where no escrow accounts for it).
+  if (deps.chain.isServiceContract(profile, to)) {
+    throw new DomainError("withdraw_destination_contract");
+  }
   const family = `withdraw:${source.walletId}:`;
   const intentKey = requestKey === undefined
     ? `${family}${crypto.randomUUID()}`
