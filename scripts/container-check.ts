@@ -24,6 +24,7 @@ import {
   tail,
   until,
 } from "./container/docker.ts";
+import { PROFILE_DEFS } from "../src/chain/profiles.ts";
 import {
   checkMailOnce,
   devEnv,
@@ -320,12 +321,29 @@ async function productionStart(postgres: string): Promise<void> {
     Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, "0"))
       .join("");
   const password = hex();
+  // A database of its own: the deployment's holds wallets sealed with the development master key,
+  // which a start with another key refuses (as it must: none of them would open). The chains'
+  // USDC is named by address, as a production deployment names it (README, Going live).
+  const usdc = await must([
+    "docker",
+    "exec",
+    postgres,
+    "psql",
+    "-U",
+    "settlement",
+    "-d",
+    "settlement",
+    "-Atc",
+    "select chain_id || ' ' || address from chain_contracts where name = 'TestUSDC'",
+  ]);
+  const usdcOf = (chainId: number) =>
+    usdc.split("\n").map((l) => l.trim().split(" ")).find(([id]) => Number(id) === chainId)?.[1];
   await must(["docker", "exec", "-i", postgres, "psql", "-U", "settlement", "-d", "settlement"], {
-    stdin: `alter role settlement password '${password}';\n`,
+    stdin: `alter role settlement password '${password}';\ncreate database settlement_prod;\n`,
   });
   const vars: Record<string, string> = {
     APP_ENV: "production",
-    DATABASE_URL: `postgres://settlement:${password}@postgres:5432/settlement`,
+    DATABASE_URL: `postgres://settlement:${password}@postgres:5432/settlement_prod`,
     // Beside the whole suite, CI once saw the stand-in PostgreSQL in crash recovery for over two
     // minutes here: the role waits for it (what is checked is that it starts), up to five.
     DATABASE_STARTUP_WAIT_MS: "300000",
@@ -338,7 +356,12 @@ async function productionStart(postgres: string): Promise<void> {
     PRODUCTION_RPC_URL: "http://chain-production:8545",
     TESTNET_OPERATOR_KEY: `0x${hex()}`,
     PRODUCTION_OPERATOR_KEY: `0x${hex()}`,
+    TESTNET_USDC_ADDRESS: usdcOf(PROFILE_DEFS.testnet.chainId) ?? "",
+    PRODUCTION_USDC_ADDRESS: usdcOf(PROFILE_DEFS.production.chainId) ?? "",
   };
+  if (!vars.TESTNET_USDC_ADDRESS || !vars.PRODUCTION_USDC_ADDRESS) {
+    throw new Error(`the deployment recorded no USDC for both chains: ${usdc.trim()}`);
+  }
   const flags = Object.entries(vars).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
   await must([
     "docker",

@@ -37,6 +37,7 @@ export const ERROR_CODES = [
   "stream_already_completed",
   "stream_sender_not_controlled",
   "stream_receiver_not_controlled",
+  "stream_receiver_contract",
   "stream_not_receiver",
   "stream_caller_not_controlled",
   "stream_insufficient_balance",

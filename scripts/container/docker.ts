@@ -125,10 +125,14 @@ export async function published(id: string): Promise<{ host: string; port: numbe
   return { host: m[1], port: Number(m[2]) };
 }
 
-/** Two consecutive free loopback ports below the ephemeral range, for the two web replicas. */
+/**
+ * Two consecutive free loopback ports for the two web replicas: below the range the test suite
+ * draws its servers' ports from (20000–32000, tests/helpers/service.ts), which runs beside this
+ * check in CI, and below the kernel's ephemeral range.
+ */
 export function freePortPair(): number {
   for (let i = 0; i < 200; i++) {
-    const p = 20_000 + Math.floor(Math.random() * 12_000);
+    const p = 15_000 + Math.floor(Math.random() * 4_998);
     try {
       Deno.listen({ hostname: "127.0.0.1", port: p }).close();
       Deno.listen({ hostname: "127.0.0.1", port: p + 1 }).close();
@@ -137,7 +141,7 @@ export function freePortPair(): number {
       // taken: draw again
     }
   }
-  throw new Error("no two free consecutive ports between 20000 and 32000");
+  throw new Error("no two free consecutive ports between 15000 and 20000");
 }
 
 /** Polls `fn` until it returns a value other than undefined, or fails after `ms`. */

@@ -33,7 +33,7 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   login_throttled: {
     status: 429,
     text: M.rateLimited,
-    hint: "Too many failed logins for this email; try again after Retry-After seconds.",
+    hint: M.loginThrottledHint,
   },
 
   wallet_setup_failed: { status: 500, text: M.walletSetupFailed },
@@ -52,6 +52,7 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   stream_already_completed: { status: 400, text: M.streamCompleted },
   stream_sender_not_controlled: { status: 403, text: M.streamSenderNotControlled },
   stream_receiver_not_controlled: { status: 403, text: M.streamReceiverNotControlled },
+  stream_receiver_contract: { status: 400, text: M.streamReceiverContract },
   stream_not_receiver: { status: 403, text: M.streamNotReceiver },
   stream_caller_not_controlled: { status: 403, text: M.streamCallerNotControlled },
   stream_insufficient_balance: { status: 400, text: M.streamInsufficientBalance },

@@ -66,6 +66,7 @@ export const M = {
   keyWarning: "Save this API key now. It is shown only once and cannot be recovered.",
   loginFields: "email and password are required.",
   badLogin: "Invalid email or password.",
+  loginThrottledHint: "Too many failed logins for this email; try again after Retry-After seconds.",
   unverifiedLogin: "Please verify your email before logging in.",
   loggedOut: "Logged out.",
 
@@ -93,6 +94,8 @@ export const M = {
   streamDeposit:
     "totalDeposited must be a positive decimal USDC amount with at most 6 decimal places.",
   streamReceiverZero: "receiverSCA must be a 0x address other than the zero address.",
+  streamReceiverContract:
+    "receiverSCA is one of this service's contracts (the USDC token or a vault): it could never withdraw the stream. Name the receiver's wallet.",
   streamSameParties: "senderSCA and receiverSCA must be different wallets.",
   streamTooShort:
     "totalDeposited must be at least ratePerSecond: a stream lasts at least one second.",

@@ -152,6 +152,11 @@ Deno.test("streams: creates from one wallet take turns on its balance", async (t
           // 3 USDC at 5 per second would end in the block that starts it.
           [() => create(sender, "3", { rate: "5" }), M.streamTooShort],
           [() => create(sender, "4.999999", { rate: "5" }), M.streamTooShort],
+          // The stream vault itself as receiver: nothing could ever withdraw what accrues.
+          [
+            () => create(sender, "1", { receiver: chain.runtime(P).contracts.StreamVault! }),
+            M.streamReceiverContract,
+          ],
         ] as const;
         for (const [send, text] of refused) {
           const r = await send();

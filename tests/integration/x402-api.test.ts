@@ -28,6 +28,7 @@ import { callUpstream } from "../../src/modules/x402/x402.upstream.ts";
 import { batchingSettler } from "../../src/modules/x402/x402.settler.ts";
 import { decodeGatewayProof } from "../../src/modules/x402/x402.rules.ts";
 import { createListingBody } from "../../src/modules/x402/x402.schemas.ts";
+import { x402Profile } from "../../src/modules/x402/x402.context.ts";
 import { GatewayVault } from "../../src/chain/contracts/artifacts/index.ts";
 
 const USDC = 1_000_000n;
@@ -789,6 +790,15 @@ Deno.test("x402 API: listings, pay, refusals, races, verify, balances", async (t
       });
       assert.equal(otherChain.status, 400);
       assert.equal(otherChain.json.error, M.x402DestinationChain);
+      // Into the gateway vault itself: stranded there; refused before anything is signed.
+      const intoVault = await post("/api/x402/seller/balance/withdraw", {
+        amount: "0.01",
+        destinationAddress: svc.deps.chain.runtime(x402Profile(svc.deps)).contracts.GatewayVault,
+      });
+      assert.deepEqual([intoVault.status, intoVault.json.error], [
+        400,
+        M.withdrawDestinationContract,
+      ]);
       assert.equal(await txCount(), sent);
 
       const dest = privateKeyToAccount(generatePrivateKey()).address;

@@ -81,6 +81,10 @@ export async function createStream(
 ) {
   const wallet = await controlledWallet(deps, merchant.id, { address: input.senderSCA });
   if (!wallet) throw new DomainError("stream_sender_not_controlled");
+  // The token, the stream vault or another of our contracts could never withdraw what accrues.
+  if (deps.chain.has(profile) && deps.chain.isServiceContract(profile, input.receiverSCA)) {
+    throw new DomainError("stream_receiver_contract");
+  }
   let reference = newReference(deps.clock.now());
   // Per environment, as every create's key: a test key's request does not hold the key for the
   // live one (it answered 400 "already used with a different request" to an identical request).

@@ -270,6 +270,10 @@ export async function withdraw(
     // The bridge fee must leave something to mint: refused before anything is withdrawn.
     await bridge.quoteOutbound(deps, { amount: input.amount, toChain: route.chain });
   }
+  // Not into the token or one of our vaults on the chain it arrives on (stranded there).
+  if (deps.chain.isServiceContract(route.kind === "bridge" ? route.chain : profile, recipient)) {
+    throw new DomainError("withdraw_destination_contract");
+  }
   const intentKey = requestIntent("x402-withdraw", m.managedWalletId, requestKey, [
     m.id,
     input.amount,

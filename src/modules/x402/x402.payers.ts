@@ -160,6 +160,10 @@ export async function withdrawPayer(
   const profile = x402Profile(deps);
   const payer = await resolvePayer(deps, m, input);
   const recipient = lower(input.destinationAddress ?? payer.address);
+  // Not into the token or one of our vaults (the gateway vault included): stranded there.
+  if (deps.chain.isServiceContract(profile, recipient)) {
+    throw new DomainError("withdraw_destination_contract");
+  }
   const sender = payer.kind === "wallet" ? payer.walletId : payer.agent.ownerWalletId;
   const intentKey = requestIntent("x402-payer-withdraw", sender, requestKey, [
     m.id,
