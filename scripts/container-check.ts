@@ -19,6 +19,7 @@ import {
   inspect,
   log,
   must,
+  psqlQuery,
   published,
   run,
   tail,
@@ -324,18 +325,12 @@ async function productionStart(postgres: string): Promise<void> {
   // A database of its own: the deployment's holds wallets sealed with the development master key,
   // which a start with another key refuses (as it must: none of them would open). The chains'
   // USDC is named by address, as a production deployment names it (README, Going live).
-  const usdc = await must([
-    "docker",
-    "exec",
-    postgres,
-    "psql",
-    "-U",
-    "settlement",
-    "-d",
-    "settlement",
-    "-Atc",
-    "select chain_id || ' ' || address from chain_contracts where name = 'TestUSDC'",
-  ]);
+  const usdc = await must(
+    psqlQuery(
+      postgres,
+      "select chain_id || ' ' || address from chain_contracts where name = 'TestUSDC'",
+    ),
+  );
   const usdcOf = (chainId: number) =>
     usdc.split("\n").map((l) => l.trim().split(" ")).find(([id]) => Number(id) === chainId)?.[1];
   await must(["docker", "exec", "-i", postgres, "psql", "-U", "settlement", "-d", "settlement"], {

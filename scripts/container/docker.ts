@@ -73,6 +73,22 @@ export async function must(cmd: string[], opts: Parameters<typeof run>[1] = {}):
   return r.out;
 }
 
+/** The command line that runs one query with psql in the deployment's postgres container. */
+export function psqlQuery(postgres: string, query: string): string[] {
+  return [
+    "docker",
+    "exec",
+    postgres,
+    "psql",
+    "-U",
+    "settlement",
+    "-d",
+    "settlement",
+    "-Atc",
+    query,
+  ];
+}
+
 export function tail(text: string, lines: number): string {
   return text.trimEnd().split("\n").slice(-lines).join("\n");
 }

@@ -4,7 +4,7 @@
  * SMTP), make a payment link on one web replica and find it on the other, and queue mail while
  * the worker is killed, then see each sent exactly once when it is back.
  */
-import { inspect, log, must, run, until } from "./docker.ts";
+import { inspect, log, must, psqlQuery, run, until } from "./docker.ts";
 
 export interface Http {
   base: string;
@@ -115,18 +115,13 @@ let mailboxError = "";
  * PostgreSQL refuses connections (crash recovery beside the suite), so that `until` asks again.
  */
 async function mailbox(postgres: string): Promise<Map<string, number> | undefined> {
-  const r = await run([
-    "docker",
-    "exec",
-    postgres,
-    "psql",
-    "-U",
-    "settlement",
-    "-d",
-    "settlement",
-    "-Atc",
-    "select to_address || ' ' || count(*) from dev_mailbox group by to_address",
-  ], { timeoutMs: 30_000 });
+  const r = await run(
+    psqlQuery(
+      postgres,
+      "select to_address || ' ' || count(*) from dev_mailbox group by to_address",
+    ),
+    { timeoutMs: 30_000 },
+  );
   if (r.code !== 0) {
     mailboxError = `psql exited ${r.code}${r.timedOut ? " (timed out)" : ""}: ${
       (r.err || r.out).trim().slice(0, 300)

@@ -7,7 +7,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Db } from "../db/client.ts";
 import { KeystoreError, openPrivateKey, sealPrivateKey } from "./keystore.ts";
 import * as repo from "./wallets.repo.ts";
-import type { ManagedWallet, WalletPurpose } from "./wallets.repo.ts";
+import type { ManagedWallet, SealedWalletRow, WalletPurpose } from "./wallets.repo.ts";
 
 export type { ManagedWallet, WalletPurpose } from "./wallets.repo.ts";
 
@@ -41,14 +41,7 @@ export async function walletAccount(
 ): Promise<LocalAccount> {
   const row = isUuid(id) ? await repo.findSealed(sql, id) : null;
   if (!row) throw new Error(`unknown managed wallet ${id}`);
-  const key = await openPrivateKey(masterKey, {
-    version: 1,
-    keyCiphertext: row.keyCiphertext,
-    keyIv: row.keyIv,
-    dekCiphertext: row.dekCiphertext,
-    dekIv: row.dekIv,
-  }, row.address);
-  return privateKeyToAccount(key);
+  return privateKeyToAccount(await openRow(masterKey, row));
 }
 
 /**
@@ -59,18 +52,23 @@ export async function masterKeyOpens(sql: Db, masterKey: string): Promise<boolea
   const row = await repo.anySealed(sql);
   if (!row) return null;
   try {
-    await openPrivateKey(masterKey, {
-      version: 1,
-      keyCiphertext: row.keyCiphertext,
-      keyIv: row.keyIv,
-      dekCiphertext: row.dekCiphertext,
-      dekIv: row.dekIv,
-    }, row.address);
+    await openRow(masterKey, row);
     return true;
   } catch (e) {
     if (e instanceof KeystoreError) return false;
     throw e;
   }
+}
+
+/** A wallet row's private key, opened with the master key (keystore.ts; aad: its address). */
+async function openRow(masterKey: string, row: SealedWalletRow): Promise<`0x${string}`> {
+  return await openPrivateKey(masterKey, {
+    version: 1,
+    keyCiphertext: row.keyCiphertext,
+    keyIv: row.keyIv,
+    dekCiphertext: row.dekCiphertext,
+    dekIv: row.dekIv,
+  }, row.address);
 }
 
 function isUuid(s: string): boolean {

@@ -45,6 +45,18 @@ Deno.test(
         amount: 500_000_000n,
       });
       browser = await launchBrowser();
+      /** A new link opened in a tab whose wallet (on the payment's chain) holds `privateKey`. */
+      const openWithWallet = async (amount: string, privateKey: `0x${string}`) => {
+        const url = await newLink(svc, m, amount);
+        const page = await browser!.newPage();
+        await installWallet(page, {
+          privateKey,
+          chains: { "0x13b2": production.rpcUrl },
+          initialChainId: "0x13b2",
+        });
+        await page.goto(url);
+        return { url, page };
+      };
 
       await t.step(
         "pays gasless: adds the chain, switches, signs once, sends nothing, turns to Paid",
@@ -163,14 +175,7 @@ Deno.test(
       });
 
       await t.step("insufficient balance", async () => {
-        const url = await newLink(svc, m, "1000000");
-        const page = await browser!.newPage();
-        await installWallet(page, {
-          privateKey: ANVIL_KEYS[3],
-          chains: { "0x13b2": production.rpcUrl },
-          initialChainId: "0x13b2",
-        });
-        await page.goto(url);
+        const { page } = await openWithWallet("1000000", ANVIL_KEYS[3]);
         await page.getByRole("button", { name: "Pay with wallet" }).click();
         assert.match(
           await progressText(page, /Insufficient balance/) ?? "",
@@ -223,32 +228,37 @@ Deno.test(
       await t.step(
         "another wallet pays first: this tab is told so, not shown Paid as its own",
         async () => {
-          const url = await newLink(svc, m, "5");
-          const ref = url.split("/checkout/")[1];
           const first = payer(svc, generatePrivateKey());
           await first.fund(10_000_000n);
-          const page = await browser!.newPage();
-          await installWallet(page, {
-            privateKey: ANVIL_KEYS[2],
-            chains: { "0x13b2": production.rpcUrl },
-            initialChainId: "0x13b2",
-          });
-          await page.goto(url);
+          const { url, page } = await openWithWallet("5", ANVIL_KEYS[2]);
+          const ref = url.split("/checkout/")[1];
           // The other wallet's relay is broadcast but held unmined, so this tab can still try.
           const rpc = production.client as unknown as {
             request(a: { method: string; params?: unknown[] }): Promise<unknown>;
           };
+          // Every relayer holds gas already: a top-up it would wait for could not be mined.
+          for (const r of production.relayers) {
+            await rpc.request({
+              method: "anvil_setBalance",
+              params: [r.address, "0x56bc75e2d63100000"], // 100 ETH
+            });
+          }
           await rpc.request({ method: "evm_setAutomine", params: [false] });
           let relayed: Promise<{ status: number; json: Record<string, string> }> | undefined;
           try {
             // Answered once mined: started, then waited for as broadcast.
+            let early: { status: number; json: unknown } | undefined;
             relayed = first.relay(ref, await first.authorize(ref));
+            relayed.then((r) => early = r, () => {});
+            // Recorded (signed, then broadcast): from then on the payment is that wallet's.
             await waitFor(
-              async () =>
-                (await svc.db.sql`select 1 from chain_transactions
-                  where intent_key = ${`checkout-relay:${ref}`} and status = 'broadcast'`)
-                  .length === 1,
-              { what: "the other wallet's relay broadcast" },
+              async () => {
+                if (early) throw new Error(`the relay answered early: ${JSON.stringify(early)}`);
+                return (await svc.db.sql`select 1 from chain_transactions
+                  where intent_key = ${`checkout-relay:${ref}`}
+                    and status in ('signed', 'broadcast')`).length === 1;
+              },
+              { what: "the other wallet's relay recorded" },
             );
             await page.getByRole("button", { name: "Pay with wallet" }).click();
             await progressText(page, /already being paid from another wallet\. Nothing was taken/);
@@ -270,14 +280,7 @@ Deno.test(
       );
 
       await t.step("the service unreachable: temporary, nothing paid", async () => {
-        const url = await newLink(svc, m, "6");
-        const page = await browser!.newPage();
-        await installWallet(page, {
-          privateKey: ANVIL_KEYS[2],
-          chains: { "0x13b2": production.rpcUrl },
-          initialChainId: "0x13b2",
-        });
-        await page.goto(url);
+        const { page } = await openWithWallet("6", ANVIL_KEYS[2]);
         // A proxy's 502 page where the service's answer should be.
         await page.route(
           "**/pay-data*",
