@@ -309,6 +309,23 @@ Deno.test("dashboard pages over HTTP", async (t) => {
       assert.match(part.text, /<a href="\/dashboard\/wallets"[^>]*aria-current="page"/);
       assert.doesNotMatch(part.text, /<a href="\/dashboard\/wallet"/, "one nav entry");
       assert.match(part.text, /<h2 id="wallet-title">Payout wallet<\/h2>/);
+      // The page carries its mode; a request from a tab left in the other mode (the session
+      // switched in another tab) reloads that tab instead of swapping in this mode's data.
+      assert.match(full.text, /hx-headers="[^"]*X-Dashboard-Mode&quot;:&quot;live/);
+      const current = await d.get(signedIn, "/dashboard/wallets", {
+        "hx-request": "true",
+        "x-dashboard-mode": "live",
+      });
+      assert.equal(current.status, 200);
+      const stale = await d.get(signedIn, "/dashboard/wallets", {
+        "hx-request": "true",
+        "x-dashboard-mode": "test",
+      });
+      assert.deepEqual([stale.status, stale.headers.get("hx-refresh"), stale.text], [
+        204,
+        "true",
+        "",
+      ]);
 
       // A history restore and a boosted request want the whole page.
       const extras: Record<string, string>[] = [

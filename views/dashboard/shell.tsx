@@ -79,7 +79,11 @@ export function DashboardPage(props: ShellProps) {
     <Layout title={props.title} head={<Head csrf={props.csrf} assets={props.assets} />}>
       <div
         class="app"
-        hx-headers={JSON.stringify({ "X-CSRF-Token": props.csrf })}
+        hx-headers={JSON.stringify({
+          "X-CSRF-Token": props.csrf,
+          // The mode this page shows: a request from a tab left in the other mode reloads it.
+          ...(props.mode ? { "X-Dashboard-Mode": props.mode } : {}),
+        })}
         {...dataTexts(props.texts)}
       >
         <a class="skip-link" href="#main">Skip to content</a>

@@ -94,7 +94,7 @@ export function isPartial(c: Context): boolean {
     c.req.header("hx-boosted") !== "true";
 }
 
-function isHtmx(c: Context): boolean {
+export function isHtmx(c: Context): boolean {
   return c.req.header("hx-request") === "true";
 }
 

@@ -27,6 +27,7 @@ import {
   type DashContext,
   type DashEnv,
   fragment,
+  isHtmx,
   isPartial,
   page,
   toLogin,
@@ -84,6 +85,20 @@ export function dashboardPages(deps: Deps, sections: DashboardSection[]): Hono {
 
   app.use("*", async (c, next) => {
     if (!PUBLIC_PATHS.has(c.req.path) && !c.get("auth")?.merchant) return toLogin(c);
+    await next();
+  });
+
+  // A tab showing one mode while its session switched in another tab: htmx requests carry the
+  // mode the page was rendered in (X-Dashboard-Mode); a stale tab is reloaded into the session's
+  // mode, so its banner, switch and data agree again. Before, it swapped the other mode's
+  // balances in under its banner, and its forms and switch were refused with nothing shown.
+  app.use("*", async (c, next) => {
+    const shown = c.req.header("x-dashboard-mode");
+    const mode = c.get("auth")?.environment;
+    if (isHtmx(c) && shown && mode && shown !== mode) {
+      c.header("HX-Refresh", "true");
+      return c.body(null, 204);
+    }
     await next();
   });
 
