@@ -170,6 +170,12 @@ Deno.test(browserTest("dashboard payments in Chromium: link, pay, settle live", 
       });
     });
 
+    // A second tab of the merchant on the links list, open while the link is paid.
+    const linksTab = await context.newPage();
+    await linksTab.goto(`${base}/dashboard/links`);
+    await linksTab.locator(`#links-table tr[data-reference="${reference}"][data-status="PENDING"]`)
+      .waitFor();
+
     let paidAt = 0;
     await t.step("pay the link on the checkout page from a test wallet", async () => {
       const payerPage = await context.newPage();
@@ -219,6 +225,11 @@ Deno.test(browserTest("dashboard payments in Chromium: link, pay, settle live", 
       });
       const seenAfter = Date.now() - paidAt;
       console.log(`overview showed SUCCESS ${seenAfter} ms after the checkout page did`);
+      // The links list turned too, without a reload (it showed Pending until one: an audit).
+      await linksTab.locator(
+        `#links-table tr[data-reference="${reference}"][data-status="SUCCESS"]`,
+      ).waitFor({ timeout: 15_000 });
+      await linksTab.close();
       assert.equal(
         await page.locator("[data-stat=totalVolume]").getAttribute("data-value"),
         "42.5",

@@ -97,9 +97,10 @@ Deno.test("dashboard: Wallets section", async (t) => {
       });
       assert.equal(live.status, 400, "test mode does not act on the production chain");
       assert.ok(live.text.includes(M.chainNotConfigured));
+      // Spaces around what was typed or pasted are not part of it (the link form trims too).
       const review = await d.post(b, `/dashboard/wallets/${payoutId}/withdraw/review`, {
-        amount: "30",
-        destinationAddress: DEST,
+        amount: " 30 ",
+        destinationAddress: ` ${DEST} `,
         chain: "testnet",
       });
       assert.equal(review.status, 200, review.text);

@@ -3,6 +3,7 @@
  * fields, the link just made with a copy button and its QR code, and the 100 newest links with
  * their status, a copy button and a QR code each.
  */
+import { liveAttrs } from "./live.ts";
 import {
   CopyField,
   CsrfInput,
@@ -96,6 +97,27 @@ export function LinksView(props: LinksViewProps) {
       </div>
 
       <h2 id="links-list-title">Your links</h2>
+      <LinksList links={props.links} limit={props.limit} />
+    </section>
+  );
+}
+
+/** Seconds between refreshes of the list when the event stream is unavailable. */
+export const LINKS_POLL_SECONDS = 10;
+
+/**
+ * The list, which updates itself: refreshed when a payment of this merchant changes (a link paid
+ * or expired shows so without a reload, as on the overview).
+ */
+export function LinksList(props: { links: PaymentItem[]; limit: number }) {
+  return (
+    <div
+      id="links-live"
+      hx-get={LINKS_LIST_PATH}
+      {...liveAttrs({ events: "payment", pollSeconds: LINKS_POLL_SECONDS })}
+      hx-swap="outerHTML"
+      hx-disinherit="*"
+    >
       {props.links.length === 0
         ? (
           <EmptyState title="No payment links yet.">
@@ -103,9 +125,11 @@ export function LinksView(props: LinksViewProps) {
           </EmptyState>
         )
         : <LinksTable links={props.links} limit={props.limit} />}
-    </section>
+    </div>
   );
 }
+
+export const LINKS_LIST_PATH = "/dashboard/links/list";
 
 function CreatedLink(props: { p: PaymentItem }) {
   const p = props.p;

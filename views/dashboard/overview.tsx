@@ -13,7 +13,7 @@ export interface OverviewStats {
   totalPayments: number;
   successfulPayments: number;
   successRate: number;
-  /** Display volume, rounded like the profile's `totalVolume`, e.g. "1,234.50". */
+  /** Display volume, exact, e.g. "1,234.50" or "1.234567". */
   volume: string;
   /** The same as a plain decimal string, e.g. "1234.5". */
   volumeValue: string;

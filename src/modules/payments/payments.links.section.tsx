@@ -13,13 +13,19 @@ import { M } from "../../http/messages.ts";
 import { enforce } from "../../http/rate-limit.ts";
 import * as payments from "./payments.service.ts";
 import { createPaymentBody } from "./payments.schemas.ts";
-import { type LinkForm, LinksView, type LinksViewProps } from "../../../views/dashboard/links.tsx";
+import {
+  type LinkForm,
+  LinksList,
+  LinksView,
+  type LinksViewProps,
+} from "../../../views/dashboard/links.tsx";
 import type { PaymentItem } from "../../../views/dashboard/payment-parts.tsx";
 import {
   attempt,
   type DashContext,
   dashProfileOf,
   formBody,
+  fragment,
   type Merchant,
   merchantOf,
   page,
@@ -74,6 +80,15 @@ export const linksSection: DashboardSection = {
         created: paymentItem(deps, r.value),
         notice: { kind: "ok", text: M.dashLinkCreated },
       });
+    });
+
+    // The list alone, for its live refresh.
+    app.get("/links/list", async (c) => {
+      const m = merchantOf(c);
+      return fragment(
+        c,
+        <LinksList links={await links(deps, m, dashProfileOf(c))} limit={LIST_LIMIT} />,
+      );
     });
 
     app.get("/links/:reference/qr.svg", async (c) => {

@@ -5,7 +5,7 @@
  */
 import type { Deps } from "../../deps.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
-import { displayUsdc, formatUsdc, roundUsdcTo } from "../../money.ts";
+import { displayUsdc, formatUsdc } from "../../money.ts";
 import * as payments from "./payments.service.ts";
 import { computeStats } from "../merchants/merchants.stats.ts";
 import type { PaymentRow } from "./payments.rules.ts";
@@ -85,8 +85,10 @@ function stats(rows: PaymentRow[]) {
     totalPayments: s.totalPayments,
     successfulPayments: s.successfulPayments,
     successRate: s.successRate,
-    volume: displayUsdc(volume, { places: 4 }),
-    volumeValue: roundUsdcTo(volume, 4),
+    // Exact, as the chart and the lists show it (the API's `totalVolume` rounds to 4 places:
+    // the headline read 1.2346 beside the chart's 1.234567 for one payment).
+    volume: displayUsdc(volume),
+    volumeValue: formatUsdc(volume),
   };
 }
 

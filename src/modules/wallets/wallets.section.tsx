@@ -147,9 +147,10 @@ async function check(
     const notice = { kind: "error" as const, text: owned.error.message };
     return { ok: false, response: render(c, deps, { notice }, owned.error.status) };
   }
+  // Trimmed, as the payment link form trims: " 5 " typed or pasted is 5.
   const parsed = parseFields(withdrawBody, {
-    amount: values.amount,
-    destinationAddress: values.destinationAddress,
+    amount: (values.amount ?? "").trim(),
+    destinationAddress: (values.destinationAddress ?? "").trim(),
   });
   // The session's mode's chain only: the other environment's chain is not offered nor accepted.
   const profile = deps.chain.profiles().find((p) => p === values.chain && p === dashProfileOf(c));
