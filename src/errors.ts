@@ -45,6 +45,7 @@ export const ERROR_CODES = [
   "stream_nothing_to_withdraw",
   // Payroll
   "payroll_not_found",
+  "payroll_recipient_contract",
   "payroll_request_key_reused",
   "sign_request_not_found",
   "sign_request_not_pending",

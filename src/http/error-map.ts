@@ -63,6 +63,7 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   },
   stream_nothing_to_withdraw: { status: 400, text: M.streamNothingToWithdraw },
   payroll_not_found: { status: 404, text: M.payrollNotFound },
+  payroll_recipient_contract: { status: 400, text: M.payrollRecipientContract },
   payroll_request_key_reused: {
     status: 400,
     text: M.idempotencyMismatch,

@@ -378,6 +378,8 @@ export const M = {
   // Payroll
   payrollRecipientsRequired: "A non-empty recipients array is required.",
   payrollTooMany: "A payroll batch takes at most 5,000 recipients.",
+  payrollRecipientContract:
+    "A recipient is one of this service's contracts (the USDC token or a vault): USDC paid there could not be taken out again.",
   payrollTotalTooLarge:
     "The recipients' amounts add up to more than 8589934591.999999 USDC, the most one payroll batch can pay.",
   payrollDescription: "description must be a string of at most 500 characters.",

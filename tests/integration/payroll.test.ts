@@ -116,6 +116,14 @@ Deno.test("payroll API", async (t) => {
       });
       assert.equal(huge.status, 400, huge.text);
       assert.equal(huge.json.error, M.payrollTotalTooLarge);
+      // A recipient that is our escrow vault: paid there, the USDC would be stranded.
+      const vault = chain.runtime(P).contracts.EscrowVault!;
+      const stranded = await run({
+        recipients: [good, { recipientSCA: vault, amount: "1" }],
+      });
+      assert.equal(stranded.status, 400, stranded.text);
+      assert.equal(stranded.json.error, M.payrollRecipientContract);
+      assert.match(stranded.json.hint as string, /^recipients\[1\]\.recipientSCA is 0x/);
       const hook = await run({ recipients: [good], webhookUrl: "ftp://x" });
       assert.equal(hook.status, 400);
       assert.equal(hook.json.error, M.webhookUrlInvalid);

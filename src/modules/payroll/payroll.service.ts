@@ -75,6 +75,15 @@ export async function runBatch(
   waitMs = deps.config.PAYROLL_WAIT_MS,
 ): Promise<{ batch: BatchRow; recipients: RecipientRow[] }> {
   if (!deps.chain.has(profile)) throw new DomainError("chain_not_configured");
+  // A recipient that is the token or one of our vaults: paid there, the USDC is stranded.
+  const stranded = input.recipients.findIndex((r) =>
+    deps.chain.isServiceContract(profile, r.recipientSCA)
+  );
+  if (stranded >= 0) {
+    throw new DomainError("payroll_recipient_contract", {
+      hint: `recipients[${stranded}].recipientSCA is ${input.recipients[stranded].recipientSCA}`,
+    });
+  }
   const payer = payerOf(merchant);
   const chainId = deps.chain.chainId(profile);
   const keyHash = requestKey === undefined ? null : sha256(requestKey);
