@@ -100,6 +100,7 @@ export const ERROR_CODES = [
   "bridge_source_unsupported",
   "bridge_destination_unsupported",
   "bridge_external_wallet",
+  "bridge_recipient_contract",
   "bridge_insufficient_balance",
   "bridge_not_found",
   "bridge_payment_not_bridgeable",

@@ -127,6 +127,7 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   bridge_source_unsupported: { status: 400, text: M.bridgeSourceUnsupported },
   bridge_destination_unsupported: { status: 400, text: M.bridgeDestination },
   bridge_external_wallet: { status: 400, text: M.bridgeExternalWallet },
+  bridge_recipient_contract: { status: 400, text: M.bridgeRecipientContract },
   bridge_insufficient_balance: { status: 400, text: M.bridgeBalance },
   bridge_not_found: { status: 404, text: M.bridgeNotFound },
   bridge_payment_not_bridgeable: { status: 400, text: M.bridgePayment },

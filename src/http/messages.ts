@@ -307,6 +307,8 @@ export const M = {
   bridgeAmount:
     "amount must be a decimal USDC amount greater than 0 with at most 6 decimal places.",
   bridgeRecipient: "recipient must be a 0x address on the destination chain.",
+  bridgeRecipientContract:
+    "recipient is one of this service's contracts on Settle_Testnet (the USDC token or a vault): USDC minted there could not be taken out again. Name a wallet.",
   bridgeBalance: "Your wallet's USDC balance on the source chain does not cover this amount.",
   bridgeNotFound: "Bridge transfer not found.",
   bridgeReference: "reference is required: the bridge reference from POST /api/cctp/transfer.",

@@ -15,6 +15,7 @@ import { waitFor } from "../helpers/poll.ts";
 import { rpc } from "../helpers/chain.ts";
 import { MessageTransmitterV2, TestUSDC } from "../../src/chain/contracts/artifacts/index.ts";
 import { ANVIL_KEYS } from "../helpers/anvil.ts";
+import { M } from "../../src/http/messages.ts";
 import { parsePrometheus, sample } from "../helpers/prometheus.ts";
 import { createTestDatabase } from "../helpers/db.ts";
 import { mintStep } from "../../src/modules/bridge/bridge.steps.ts";
@@ -128,6 +129,18 @@ Deno.test("bridge: burn on a source chain, attest, mint on Settle_Testnet", asyn
         cookie,
       });
       assert.equal(badRecipient.status, 400);
+      // Minted to our own escrow vault or the token, the USDC would be stranded there.
+      for (const name of ["EscrowVault", "TestUSDC"] as const) {
+        const contract = chain.runtime("testnet").contracts[name]!;
+        const stranded = await call("POST", "/api/cctp/transfer", {
+          body: { ...body, recipient: contract },
+          cookie,
+        });
+        assert.deepEqual([stranded.status, stranded.json.error], [
+          400,
+          M.bridgeRecipientContract,
+        ], name);
+      }
       const unknownRef = await call("GET", "/api/cctp/transfer/status?reference=bridge_nope");
       assert.deepEqual([unknownRef.status, unknownRef.json.error], [
         404,

@@ -121,6 +121,10 @@ export async function startTransfer(
   const first = await earlier(deps, account, opts.reference);
   if (first) return first;
   if (!deps.chain.has(DESTINATION_PROFILE)) throw new DomainError("chain_not_configured");
+  // Minted to the token or one of our vaults, the USDC would be stranded there.
+  if (deps.chain.isServiceContract(DESTINATION_PROFILE, input.recipient)) {
+    throw new DomainError("bridge_recipient_contract");
+  }
   await deps.chain.ensure(input.fromChain);
   const speed = input.transferSpeed ?? "standard";
   const q = await quote(deps, {
