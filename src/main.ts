@@ -1,7 +1,7 @@
 /** Entry point: `deno task start`. */
 import { type Config, ConfigError, loadServiceConfig, resolveSecrets } from "./config.ts";
 import { createLogger } from "./log.ts";
-import { type Role, ROLES, type ServiceOptions, startService } from "./service.ts";
+import { PortInUseError, type Role, ROLES, type ServiceOptions, startService } from "./service.ts";
 import { FORCE_GRACE_MS } from "./shutdown.ts";
 import { ChainResetRefusedError } from "./chain/reset.ts";
 import { MasterKeyMismatchError } from "./chain/errors.ts";
@@ -90,7 +90,9 @@ if (import.meta.main) {
     Deno.exit(await main());
   } catch (e) {
     // A refusal the operator must act on is said in plain words too, not only in the JSON log.
-    if (e instanceof ChainResetRefusedError) console.error(e.message);
+    if (e instanceof ChainResetRefusedError || e instanceof PortInUseError) {
+      console.error(e.message);
+    }
     if (e instanceof MasterKeyMismatchError) {
       console.error(e.message);
       Deno.exit(78); // EX_CONFIG: a value the operator must correct

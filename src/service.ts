@@ -72,6 +72,9 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   const runCleanups = () => cleanups.run(config.SHUTDOWN_TIMEOUT_MS, log);
 
   try {
+    // A port already taken is said before the database, the chains and the jobs are started for
+    // nothing (the listener below binds it for real; a port taken in between is said there too).
+    if ((opts.serve ?? true) && config.PORT !== 0) portFree(config);
     let databaseUrl = config.DATABASE_URL;
     let embedded: EmbeddedDatabase | undefined;
     if (!databaseUrl) {
@@ -270,6 +273,26 @@ interface Listening {
   abandon(): void;
 }
 
+/** The configured port is taken: said in plain words, naming it (main.ts prints it as is). */
+export class PortInUseError extends Error {
+  constructor(host: string, port: number) {
+    super(
+      `Port ${port} on ${host} is already in use (Address already in use): another process is ` +
+        `listening there, perhaps a service started before. Stop it, or set PORT to a free port.`,
+    );
+    this.name = "PortInUseError";
+  }
+}
+
+function portFree(config: Config): void {
+  try {
+    Deno.listen({ port: config.PORT, hostname: config.HOST }).close();
+  } catch (e) {
+    if (e instanceof Deno.errors.AddrInUse) throw new PortInUseError(config.HOST, config.PORT);
+    throw e;
+  }
+}
+
 function listen(handler: Deno.ServeHandler, config: Config): Promise<Listening> {
   return new Promise((resolve, reject) => {
     try {
@@ -285,7 +308,7 @@ function listen(handler: Deno.ServeHandler, config: Config): Promise<Listening> 
         },
       }, handler);
     } catch (e) {
-      reject(e);
+      reject(e instanceof Deno.errors.AddrInUse ? new PortInUseError(config.HOST, config.PORT) : e);
     }
   });
 }

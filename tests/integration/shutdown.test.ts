@@ -255,3 +255,23 @@ Deno.test("shutdown: SIGTERM ends a wedged process within SHUTDOWN_TIMEOUT_MS, n
     await db.drop();
   }
 });
+
+Deno.test("start: a port already taken is named, before anything is started", async () => {
+  const db = await createTestDatabase({ migrate: false });
+  const holder = Deno.listen({ port: 0, hostname: "127.0.0.1" });
+  const port = (holder.addr as Deno.NetAddr).port;
+  try {
+    const out = await spawnService(db.url, port, Deno.makeTempDirSync()).output();
+    const stderr = new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 1, stderr);
+    assert.match(stderr, new RegExp(`^Port ${port} on 127\\.0\\.0\\.1 is already in use`, "m"));
+    assert.match(stderr, /set PORT to a free port/);
+    // Refused before the database was touched: nothing migrated.
+    const [{ n }] = await db.sql`
+      select count(*)::int as n from information_schema.tables where table_schema = 'public'`;
+    assert.equal(n, 0, new TextDecoder().decode(out.stdout));
+  } finally {
+    holder.close();
+    await db.drop();
+  }
+});
