@@ -7,10 +7,10 @@
 import { fail, parseArgs, withDatabase } from "./context.ts";
 import { acceptReset, countOrphans } from "../chain/reset.ts";
 
-const { flags, positional } = parseArgs(Deno.args);
-const name = positional[0] ?? flags.network;
 const usage = "usage: deno task chain:accept-reset <profile>   (e.g. production or testnet)";
-if (!name) fail(usage);
+const { flags, positional } = parseArgs(Deno.args, { usage, flags: ["network"] });
+const name = positional[0] ?? flags.network;
+if (!name || positional.length + (flags.network ? 1 : 0) > 1) fail(usage);
 
 await withDatabase(async ({ config, sql }) => {
   const profile = config.chain.profiles.find((p) => p.name === name);

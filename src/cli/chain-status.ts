@@ -1,7 +1,11 @@
 /** `deno task chain:status`: heads, cursors, contracts and transactions in flight per chain. */
-import { withCli } from "./context.ts";
+import { fail, parseArgs, withCli } from "./context.ts";
 import { transactionStatus } from "../chain/status.ts";
 import { describeRpcUrl } from "../chain/profiles.ts";
+
+const usage = "usage: deno task chain:status\n" +
+  "Prints each chain's head, log cursor, operator, contracts and transactions in flight.";
+if (parseArgs(Deno.args, { usage }).positional.length) fail(usage);
 
 await withCli(async ({ chain, sql }) => {
   for (const profile of chain.profiles()) {

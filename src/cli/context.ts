@@ -138,17 +138,42 @@ async function migrated(sql: Sql, log: Logger): Promise<void> {
   );
 }
 
-/** `--name value` and `--name=value` flags plus positional arguments. */
-export function parseArgs(args: string[]): { flags: Record<string, string>; positional: string[] } {
+/** What a command takes: its usage line, its flags with a value, its flags without one. */
+export interface CommandArgs {
+  usage: string;
+  flags?: readonly string[];
+  switches?: readonly string[];
+}
+
+/**
+ * `--name value` and `--name=value` flags (`switches` take no value) plus positional arguments.
+ * `--help` / `-h` prints the usage and exits 0 before anything is done; a flag the command does
+ * not take is refused with its usage (exit 2), rather than ignored: a mistyped `--netwrok` would
+ * otherwise run the command on the default chain.
+ */
+export function parseArgs(
+  args: string[],
+  spec: CommandArgs,
+): { flags: Record<string, string>; positional: string[] } {
+  if (args.some((a) => a === "--help" || a === "-h")) {
+    console.log(spec.usage);
+    Deno.exit(0);
+  }
+  const known = new Set([...spec.flags ?? [], ...spec.switches ?? []]);
+  const switches = new Set(spec.switches ?? []);
   const flags: Record<string, string> = {};
   const positional: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (a.startsWith("--")) {
       const [k, v] = a.slice(2).split("=", 2);
-      if (v !== undefined) flags[k] = v;
+      if (!known.has(k)) fail(`Unknown option --${k}.\n${spec.usage}`);
+      if (switches.has(k)) {
+        if (v !== undefined) fail(`--${k} takes no value.\n${spec.usage}`);
+        flags[k] = "true";
+      } else if (v !== undefined) flags[k] = v;
       else if (args[i + 1] !== undefined && !args[i + 1].startsWith("--")) flags[k] = args[++i];
-      else flags[k] = "true";
+      else fail(`--${k} needs a value.\n${spec.usage}`);
     } else positional.push(a);
   }
   return { flags, positional };

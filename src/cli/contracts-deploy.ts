@@ -13,14 +13,16 @@ import {
   type ProfileName,
 } from "../chain/profiles.ts";
 
-const { flags } = parseArgs(Deno.args);
+const usage =
+  "usage: deno task contracts:deploy --network testnet|production|<bridge source chain> " +
+  "[--force [--only <Contract,…>]]";
+const { flags, positional } = parseArgs(Deno.args, {
+  usage,
+  flags: ["network", "only"],
+  switches: ["force"],
+});
 const network = flags.network as ProfileName | undefined;
-if (!network || !PROFILE_DEFS[network]) {
-  fail(
-    "usage: deno task contracts:deploy --network testnet|production|<bridge source chain> " +
-      "[--force [--only <Contract,…>]]",
-  );
-}
+if (!network || !PROFILE_DEFS[network] || positional.length) fail(usage);
 
 // `--force --only GatewayVault,…`: replace only those (a fund-holding contract strands what the
 // old one holds: replace only what must change).

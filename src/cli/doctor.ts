@@ -21,6 +21,7 @@ import { smtpProblem } from "../modules/mail/mail.service.ts";
 export type { DoctorCheck };
 
 import { masterKeyOpens } from "../chain/wallets.ts";
+import { fail, parseArgs } from "./context.ts";
 
 const DB_TIMEOUT_S = 5;
 
@@ -193,6 +194,9 @@ export function formatCheck(c: DoctorCheck): string {
 }
 
 if (import.meta.main) {
+  const usage = "usage: deno task doctor\n" +
+    "Checks the configuration in the environment (or .env) before it goes live; changes nothing.";
+  if (parseArgs(Deno.args, { usage }).positional.length) fail(usage);
   const checks = await runDoctor(Deno.env.toObject());
   for (const c of checks) console.log(formatCheck(c));
   console.log(`\n${summary(checks)}`);

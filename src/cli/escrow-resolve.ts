@@ -8,11 +8,10 @@ import { resolve } from "../modules/escrow/escrow.service.ts";
 import { DomainError } from "../errors.ts";
 import { answerFor } from "../http/error-map.ts";
 
-const { positional } = parseArgs(Deno.args);
+const usage = "usage: deno task escrow:resolve <reference> released|refunded";
+const { positional } = parseArgs(Deno.args, { usage });
 const [reference, outcome] = positional;
-if (positional.length !== 2 || (outcome !== "released" && outcome !== "refunded")) {
-  fail("usage: deno task escrow:resolve <reference> released|refunded");
-}
+if (positional.length !== 2 || (outcome !== "released" && outcome !== "refunded")) fail(usage);
 
 let failed = false;
 await withCli(async (ctx) => {

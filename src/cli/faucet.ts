@@ -15,11 +15,11 @@ function formatEther(wei: bigint): string {
 import { isSourceChain, type ProfileName } from "../chain/profiles.ts";
 import { isAddress } from "../chain/address.ts";
 
-const { flags, positional } = parseArgs(Deno.args);
-const [address, amountText] = positional;
 const usage = "usage: deno task faucet <address> <amount> " +
   "[--network testnet|production|Arbitrum_Sepolia|Base_Sepolia|Optimism_Sepolia|Ethereum_Sepolia|Polygon_Amoy_Testnet]";
-if (!address || !amountText) fail(usage);
+const { flags, positional } = parseArgs(Deno.args, { usage, flags: ["network"] });
+const [address, amountText] = positional;
+if (!address || !amountText || positional.length > 2) fail(usage);
 if (!isAddress(address)) {
   fail(
     `Not a valid wallet address: ${address} (40 hex characters; mixed case must be a valid checksum)`,

@@ -10,11 +10,18 @@ import { replay, undeliveredSince } from "../modules/webhooks/webhooks.service.t
 import { DomainError } from "../errors.ts";
 import { ERROR_MAP } from "../http/error-map.ts";
 
-const { flags, positional } = parseArgs(Deno.args);
 const usage = "usage: deno task webhooks:replay <deliveryId> | --undelivered --since <ISO time>";
+const { flags, positional } = parseArgs(Deno.args, {
+  usage,
+  flags: ["since"],
+  switches: ["undelivered"],
+});
 const since = flags.since ? new Date(flags.since) : undefined;
 if (flags.undelivered !== "true" && positional.length !== 1) fail(usage);
-if (flags.undelivered === "true" && (!since || isNaN(since.getTime()))) fail(usage);
+if (flags.undelivered === "true" && (!since || isNaN(since.getTime()) || positional.length)) {
+  fail(usage);
+}
+if (flags.since && flags.undelivered !== "true") fail(usage);
 
 let notDelivered = 0;
 await withCli(async (ctx) => {

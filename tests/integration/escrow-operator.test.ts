@@ -121,6 +121,40 @@ Deno.test("escrow operator: operator key, resolve via API and CLI", async (t) =>
       assert.equal(await keys(), before);
     });
 
+    await t.step("every command refuses a flag it does not take, and --help says how", async () => {
+      // A mistyped flag was ignored: `faucet … --netwrok testnet` paid on the default chain.
+      const refused: [string, string[], RegExp][] = [
+        [
+          "faucet.ts",
+          ["0x000000000000000000000000000000000000dEaD", "1", "--netwrok", "testnet"],
+          /^Unknown option --netwrok\./,
+        ],
+        ["contracts-deploy.ts", ["--network", "testnet", "--forse"], /^Unknown option --forse\./],
+        ["escrow-resolve.ts", ["x", "released", "--now"], /^Unknown option --now\./],
+        ["webhooks-replay.ts", ["--undelivered", "--sinse", "2026-01-01"], /--sinse/],
+        ["chain-accept-reset.ts", ["testnet", "--yes"], /^Unknown option --yes\./],
+        ["chain-status.ts", ["--json"], /^Unknown option --json\./],
+        ["doctor.ts", ["--verbose"], /^Unknown option --verbose\./],
+        [
+          "faucet.ts",
+          ["0x000000000000000000000000000000000000dEaD", "1", "2"],
+          /^usage: deno task faucet/,
+        ],
+        ["chain-status.ts", ["testnet"], /^usage: deno task chain:status/],
+      ];
+      for (const [script, args, text] of refused) {
+        const out = await run(script, ...args);
+        assert.equal(out.code, 2, `${script} ${args.join(" ")}: ${out.stderr}`);
+        assert.match(out.stderr, text, script);
+        assert.match(out.stderr, /usage: deno task /, script);
+      }
+      for (const script of ["faucet.ts", "contracts-deploy.ts", "doctor.ts", "chain-status.ts"]) {
+        const help = await run(script, "--help");
+        assert.equal(help.code, 0, help.stderr);
+        assert.match(help.stdout, /^usage: deno task /, script);
+      }
+    });
+
     await t.step("merchant keys are 403 on resolve; the operator key elsewhere too", async () => {
       const reference = await disputed();
       const merchant = await post(
