@@ -155,6 +155,27 @@ Deno.test("agents API: deploy, status (public and bearer), reputation", async (t
           headers: bearer("svc_live_" + "0".repeat(48)),
         });
         assert.equal(badKey.status, 401, badKey.text);
+        // A publishable key (a browser's) makes the public lookup: the basic record, even of its
+        // own merchant's agent; anything else is a secret key's read (403).
+        const pk = await call("POST", "/api/keys", {
+          cookie: a.cookie,
+          body: { type: "publishable", environment: "live" },
+        });
+        assert.equal(pk.status, 201, pk.text);
+        const pub = bearer((pk.json.key as { key: string }).key);
+        const viaPub = await call("GET", `/api/agent/status?scaAddress=${scout.scaAddress}`, {
+          headers: pub,
+        });
+        assert.equal(viaPub.status, 200, viaPub.text);
+        assert.deepEqual(viaPub.json.agent, r.json.agent);
+        for (const q of [`?name=scout`, `?scaAddress=${scout.scaAddress}&name=x`, ""]) {
+          const refused = await call("GET", `/api/agent/status${q}`, { headers: pub });
+          assert.deepEqual(
+            [refused.status, refused.json.error],
+            [403, M.insufficientPermissions],
+            q,
+          );
+        }
         const lower = await call(
           "GET",
           `/api/agent/status?scaAddress=${scout.scaAddress.toLowerCase()}`,

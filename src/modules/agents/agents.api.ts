@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { presentQuery } from "../../http/body.ts";
 import { errorBody, errors } from "../../http/contract.ts";
+import { forbidden } from "../../http/errors.ts";
 import { defineRoute, type RouteAuth } from "../../http/route.ts";
 import { M } from "../../http/messages.ts";
 import * as service from "./agents.service.ts";
@@ -29,6 +30,12 @@ const merchantKey = (write: boolean, missing?: string): RouteAuth => ({
 });
 const ok = z.literal(true);
 const tag = "Agents";
+
+/** A query of `scaAddress` alone: the public lookup. */
+const bareLookup = (c: Parameters<typeof presentQuery>[0]) => {
+  const keys = Object.keys(presentQuery(c));
+  return keys.length === 1 && keys[0] === "scaAddress";
+};
 
 export const agentsRoutes = [
   defineRoute({
@@ -65,12 +72,14 @@ export const agentsRoutes = [
     tag,
     auth: {
       ...merchantKey(false, M.agentSearchAuth),
+      // A publishable key (a browser's) may make the public lookup; the handler refuses it
+      // anything else, as every route refuses it a secret key's reads.
+      keyKinds: ["merchant", "secret", "publishable"],
       // A bare `scaAddress` lookup without a credential is public.
       openWhen: (c) => {
-        const keys = Object.keys(presentQuery(c));
         const credential = c.req.header("authorization") !== undefined ||
           c.req.header("x-api-key") !== undefined;
-        return keys.length === 1 && keys[0] === "scaAddress" && !credential;
+        return bareLookup(c) && !credential;
       },
     },
     query: statusQuery,
@@ -95,7 +104,11 @@ export const agentsRoutes = [
     },
     queryErrors: {},
     handler: async (x) => {
-      const merchant = x.c.get("auth").merchant ?? null;
+      const auth = x.c.get("auth");
+      const publishable = auth.key?.kind === "publishable";
+      if (publishable && !bareLookup(x.c)) throw forbidden(M.insufficientPermissions);
+      // A publishable key sees what anyone sees: the basic record.
+      const merchant = publishable ? null : auth.merchant ?? null;
       const agents = await service.findAgents(x.deps, merchant, x.query);
       return { agent: agents[0], agents, count: agents.length };
     },
