@@ -198,6 +198,52 @@ Deno.test("job fund: killed before broadcast, after it, after the receipt → FU
       });
     }
 
+    await t.step(
+      "complete killed once broadcast (mined, not recorded): its hash is read with its status",
+      async () => {
+        // Before: the job read COMPLETED with completeTx null until chain recovery's sweep (a
+        // minute on) recorded the receipt, and the pending action waited for it too.
+        const jobId = await create();
+        const post = (path: string, body: unknown) => call("POST", path, { headers: key, body });
+        const funded = await post("/api/jobs/fund", { jobId, clientWalletId: client.id });
+        assert.equal(funded.status, 200, funded.text);
+        const submitted = await post("/api/jobs/submit", {
+          jobId,
+          providerWalletId: provider.id,
+          deliverableData: "ipfs://crash",
+        });
+        assert.equal(submitted.status, 200, submitted.text);
+        await throughDyingWorker(svc, {
+          intent: `^job:\\d+:0x[0-9a-f]+:${jobId}:complete:`,
+          // Broadcast to a node that mines at once: mined, its receipt not recorded.
+          at: "broadcast",
+          path: "/api/jobs/complete",
+          headers: key,
+        }, { jobId, evaluatorWalletId: evaluator.id });
+        const [sent] = await svc.db.sql<{ intentKey: string; status: string }[]>`
+        select intent_key, status from chain_transactions
+        where intent_key like ${`%:${jobId}:complete:%`}`;
+        assert.ok(
+          ["signed", "broadcast"].includes(sent.status),
+          `the dead process never recorded its receipt: ${sent.status}`,
+        );
+        // No recovery run: the read itself records the receipt the node has.
+        const read = await call("GET", `/api/jobs/${jobId}`, { headers: key });
+        assert.equal(read.status, 200, read.text);
+        const mined = (await chain.intent(profile, sent.intentKey))!;
+        assert.equal(mined.status, "confirmed");
+        const job = read.json.job as { status: string; completeTx: string | null };
+        assert.equal(job.status, "COMPLETED");
+        assert.equal(job.completeTx, mined.txHash);
+        await lapseClaims(svc);
+        assert.equal(await catchUpPending(svc.deps), 1, "settled at once, not after recovery");
+        const row = await getJob(svc.deps, profile, jobId);
+        assert.equal(row.pendingAction, null);
+        assert.equal(row.completeTxHash, mined.txHash);
+        assert.equal(row.reason, "deliverable-approved");
+      },
+    );
+
     await t.step("killed before the approval is broadcast: nothing locked", async () => {
       const jobId = await create();
       const clientBefore = await chain.usdcBalance(profile, client.address);

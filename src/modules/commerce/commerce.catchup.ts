@@ -5,12 +5,14 @@
  *   hashes the contract holds and those of our own confirmed intents; a row never moves back.
  * - `settlePending` (under the job's claim): an action recorded on the row before its first
  *   transaction (`pending_*`, migration 0021) whose process died is followed to its end: its
- *   transactions still in flight → wait (the chain's recovery finishes them); all settled → the
- *   row takes the chain's status with the action's hashes and text, and the record is cleared.
+ *   transactions mined are recorded from their receipts first; any still in flight → wait (the
+ *   chain's recovery finishes them); all settled → the row takes the chain's status with the
+ *   action's hashes and text, and the record is cleared.
  * - `catchUpPending` runs that at a worker's start and every minute for every pending record; a
  *   live owner holds the job's claim, so only a dead owner's record is taken.
  */
 import type { Deps } from "../../deps.ts";
+import type { ProfileName } from "../../chain/profiles.ts";
 import { DomainError } from "../../errors.ts";
 import { withClaim } from "../../db/claims.ts";
 import * as repo from "./commerce.repo.ts";
@@ -44,6 +46,7 @@ export async function reconcile(deps: Deps, row: JobRow): Promise<JobRow> {
   }
   if (chain.reason !== ZERO && row.reasonHash === null) change.reasonHash = chain.reason;
   const family = `${jobClaim(row)}:`;
+  await recordMined(deps, profile, family);
   for (const step of actionsBetween(row.status, chain.status)) {
     if (row[step.column] !== null) continue;
     const tx = await deps.chain.confirmedIntent(profile, `${family}${step.action}:`, step.suffix);
@@ -59,6 +62,16 @@ export async function reconcile(deps: Deps, row: JobRow): Promise<JobRow> {
 }
 
 /**
+ * Our transactions of the job still recorded in flight whose receipts the node has: recorded now
+ * (a process killed after its action was mined left them so until chain recovery's sweep, a
+ * minute on), so the job's hashes are read with its status, not a minute after it.
+ */
+async function recordMined(deps: Deps, profile: ProfileName, family: string): Promise<void> {
+  const open = await deps.chain.openIntents(profile, family);
+  if (open.length) await deps.chain.recordMinedIntents(profile, open.map((t) => t.intentKey));
+}
+
+/**
  * A pending action's end, under the job's claim. `inFlight` when one of its transactions is
  * still signed or broadcast (not decided yet); otherwise the row as the chain left it, with the
  * action's hashes (and its text, when its transaction was mined) and no pending record.
@@ -70,6 +83,7 @@ export async function settlePending(
   if (!row.pendingAction || !row.pendingIntent) return { row, inFlight: false };
   const profile = deps.chain.profileOf(row.chainId);
   const keys = actionIntents(row.pendingAction, row.pendingIntent);
+  await deps.chain.recordMinedIntents(profile, keys);
   const txs = await Promise.all(keys.map((k) => deps.chain.intent(profile, k)));
   if (txs.some((t) => t && (t.status === "signed" || t.status === "broadcast"))) {
     return { row, inFlight: true };
