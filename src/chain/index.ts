@@ -578,9 +578,14 @@ export class Chain {
   /**
    * The transactions of an intent family (`prefix`…) still in flight (signed or broadcast): what
    * a dead process left on its way to the chain (a withdrawal not yet mined counts against the
-   * balance it will spend).
+   * balance it will spend). Those the node has a receipt for are recorded first and left out: a
+   * process killed after its withdrawal was mined left it recorded in flight until chain
+   * recovery's sweep (a minute on), and the balance it had already taken was counted twice.
    */
   async openIntents(profile: ProfileName, prefix: string): Promise<TxRow[]> {
+    const open = await txRepo.findOpenLike(this.opts.sql, this.chainId(profile), prefix);
+    if (!open.length) return open;
+    if (!await this.recordMinedIntents(profile, open.map((t) => t.intentKey))) return open;
     return await txRepo.findOpenLike(this.opts.sql, this.chainId(profile), prefix);
   }
 

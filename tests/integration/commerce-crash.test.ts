@@ -471,6 +471,34 @@ Deno.test("an outside payer's signed withdrawal: killed before broadcast, after 
         },
       );
     }
+    await t.step(
+      "killed once mined: the withdrawal is not counted twice before recovery",
+      async () => {
+        // The payer has 2 left. A withdrawal of 1 mined by a process killed before it recorded the
+        // receipt was counted as still in flight against a balance it had already taken: the
+        // payer's maxAmount read 0 (and a withdrawal of the last 1 was refused) for a minute.
+        const to = privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as `0x${string}`;
+        const body = await signedWithdrawal(svc, payer, { to, value: USDC });
+        await throughDyingWorker(svc, {
+          intent: `^x402-payer-relay-withdraw:${address}:${body.authorization.nonce}:`,
+          at: "broadcast",
+          path: "/api/x402/payer/withdraw",
+          headers: {},
+        }, body);
+        assert.equal(await chain.usdcBalance(profile, to), USDC, "mined");
+        const onChain = await chain.gateway.balance(profile, address);
+        assert.equal(onChain.withdrawable, USDC);
+        // No recovery run.
+        const view = await call("GET", `/api/x402/payer/balance?address=${address}`);
+        assert.equal(view.status, 200, view.text);
+        assert.equal((view.json.withdrawal as { maxAmount: string }).maxAmount, "1.000000");
+        await lapseClaims(svc);
+        const last = await signedWithdrawal(svc, payer, { to, value: USDC });
+        const paid = await call("POST", "/api/x402/payer/withdraw", { body: last });
+        assert.equal(paid.status, 200, paid.text);
+        assert.equal(await chain.usdcBalance(profile, to), 2n * USDC);
+      },
+    );
     assert.equal(await chain.runtime(profile).client.getBalance({ address }), 0n, "never any gas");
   } finally {
     await svc.close();

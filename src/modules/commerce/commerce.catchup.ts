@@ -67,8 +67,7 @@ export async function reconcile(deps: Deps, row: JobRow): Promise<JobRow> {
  * minute on), so the job's hashes are read with its status, not a minute after it.
  */
 async function recordMined(deps: Deps, profile: ProfileName, family: string): Promise<void> {
-  const open = await deps.chain.openIntents(profile, family);
-  if (open.length) await deps.chain.recordMinedIntents(profile, open.map((t) => t.intentKey));
+  await deps.chain.openIntents(profile, family); // records the mined ones
 }
 
 /**
