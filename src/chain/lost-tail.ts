@@ -45,7 +45,13 @@ export async function replayLostTail(
     head,
     transactions: lost.length,
   });
-  for (const tx of lost) {
+  // The transactions still recorded in flight go too: one the dead process had sent (and the
+  // node had mined in the lost blocks) without recording its receipt holds a nonce below the
+  // replayed ones, which would otherwise wait in the pool for it until chain recovery's sweep
+  // sent it a minute on (an audit's resumed payroll stalled so). Their receipts stay the
+  // recovery's (and their waiters') to record.
+  const open = await txRepo.listOpen(sql, chainId, 0);
+  for (const tx of [...lost, ...open]) {
     try {
       await client.request({ method: "eth_sendRawTransaction", params: [tx.rawTx as Hex] });
     } catch (e) {

@@ -61,6 +61,16 @@ export async function recoverTransactions(
         }),
       );
       if (mined > row.nonce) {
+        // Mined just now, between the two reads (it waited in the pool for a nonce before it),
+        // is this very transaction: its receipt, not a failure (a payroll chunk marked failed so
+        // was sent again, and reported unpaid though this one had paid it).
+        const late = await rt.client.getTransactionReceipt({ hash: row.txHash as Hex })
+          .catch(() => null);
+        if (late) {
+          await sender.settle(row, late);
+          report.confirmed++;
+          continue;
+        }
         await repo.markFailed(sql, row.id, `nonce ${row.nonce} was used by another transaction`);
         report.failed++;
         continue;

@@ -67,3 +67,38 @@ Deno.test("chain: a local node's lost last blocks are replayed from their signed
     await svc.close();
   }
 });
+
+Deno.test("chain: a lost tail with a transaction recorded in flight below it is replayed whole", async () => {
+  // The process was killed after the node mined its transaction and before it recorded the
+  // receipt: that transaction is recorded in flight, not in a block, and the replayed ones after
+  // it (higher nonces of the same sender) waited in the pool for it until recovery's sweep.
+  const svc = await startTestService({ env: { RATE_LIMITS: "off" }, workers: false });
+  const chain = svc.deps.chain;
+  const sql = svc.db.sql;
+  const rt = chain.runtime("testnet");
+  const to = `0x${"cd".repeat(20)}` as `0x${string}`;
+  try {
+    const snapshot = await rpc(rt.rpcUrl, "evm_snapshot");
+    const mints = [];
+    for (let i = 0; i < 3; i++) {
+      mints.push(await chain.mintUsdc({ profile: "testnet", to, amount: USDC }));
+    }
+    assert.ok(mints[0].nonce < mints[1].nonce && mints[1].nonce < mints[2].nonce, "one sender");
+    await sql`
+      update chain_transactions set status = 'broadcast', block_number = null, gas_used = null,
+        confirmed_at = null
+      where id = ${mints[1].id}`;
+    await rpc(rt.rpcUrl, "evm_revert", [snapshot]);
+    assert.equal(await chain.usdcBalance("testnet", to), 0n);
+
+    const report = await replayLostTail(sql, rt.client, rt.chainId, silentLogger);
+    assert.deepEqual([report.replayed, report.differing], [2, []]);
+    assert.equal(await chain.usdcBalance("testnet", to), 3n * USDC, "all three mined again");
+    const middle = await rt.client.getTransactionReceipt({
+      hash: mints[1].txHash as `0x${string}`,
+    });
+    assert.equal(middle.status, "success");
+  } finally {
+    await svc.close();
+  }
+});

@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { createPublicClient, decodeFunctionData, erc20Abi, http } from "viem";
+import {
+  createPublicClient,
+  decodeFunctionData,
+  erc20Abi,
+  type Hex,
+  http,
+  TransactionReceiptNotFoundError,
+} from "viem";
 import { createTestDatabase } from "../helpers/db.ts";
 import { rpc, startTestChain } from "../helpers/chain.ts";
 import { ChainRevertError, ChainTimeoutError } from "../../src/chain/errors.ts";
@@ -7,6 +14,7 @@ import { answerFor } from "../../src/http/error-map.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { forwardRpc } from "../helpers/anvil.ts";
 import { createLogger } from "../../src/log.ts";
+import { recoverTransactions } from "../../src/chain/recovery.ts";
 
 const USDC = 1_000_000n;
 
@@ -403,6 +411,64 @@ Deno.test("sender: a transaction anvil's pool stranded behind a mined nonce is s
     const [{ n }] = await db.sql`
       select count(*)::int as n from chain_transactions where intent_key like 'strand:%'`;
     assert.equal(n, 2, "no second transaction was signed");
+  } finally {
+    await chain.stop();
+    await db.drop();
+  }
+});
+
+Deno.test("recovery: a transaction mined between its receipt read and its nonce read is confirmed, not failed", async () => {
+  // A transaction waiting in the pool behind a missing nonce is mined the moment that nonce
+  // arrives: recovery read no receipt, then found the account's nonce past it, and marked it
+  // failed though it was the one mined (an audit's payroll chunk was then sent again and
+  // reported unpaid). The interleaving is made on purpose: the first receipt read answers "not
+  // yet" for a transaction the node has already mined.
+  const db = await createTestDatabase();
+  const chain = await startTestChain(db.sql);
+  try {
+    const payer = await chain.createWallet("test");
+    const payee = await chain.createWallet("test");
+    await chain.mintUsdc({ profile: "testnet", to: payer.address, amount: 10n * USDC });
+    const tx = await chain.transferUsdc({
+      profile: "testnet",
+      from: { walletId: payer.id },
+      to: payee.address,
+      amount: USDC,
+      intentKey: "race:1",
+    });
+    assert.equal(tx.status, "confirmed");
+    // As a process killed before it recorded the receipt left it.
+    await db.sql`
+      update chain_transactions set status = 'broadcast', block_number = null, gas_used = null,
+        confirmed_at = null
+      where id = ${tx.id}`;
+    const rt = chain.runtime("testnet");
+    let first = true;
+    const client = new Proxy(rt.client, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (prop !== "getTransactionReceipt" || typeof value !== "function") return value;
+        return (args: unknown) => {
+          if (first) {
+            first = false;
+            return Promise.reject(new TransactionReceiptNotFoundError({ hash: tx.txHash as Hex }));
+          }
+          return value.call(target, args);
+        };
+      },
+    });
+    const report = await recoverTransactions(
+      { ...rt, client } as typeof rt,
+      chain.sender,
+      db.sql,
+      createLogger({ level: "error" }),
+      { minAgeMs: 0 },
+    );
+    assert.equal(first, false, "the interleaving was made");
+    assert.deepEqual([report.confirmed, report.failed], [1, 0]);
+    const row = await chain.intent("testnet", "race:1");
+    assert.equal(row?.status, "confirmed");
+    assert.equal(row?.txHash, tx.txHash);
   } finally {
     await chain.stop();
     await db.drop();
