@@ -145,9 +145,10 @@ async function spawnNode(opts: LocalNodeOptions): Promise<LocalNode> {
   ];
   if (opts.blockTime) args.push("--block-time", String(opts.blockTime));
   if (opts.stateDir) {
+    await soundState(opts.stateDir, log);
     args.push(
       "--state",
-      join(opts.stateDir, "state.json"),
+      join(opts.stateDir, STATE_FILE),
       "--state-interval",
       String(opts.stateIntervalSeconds ?? 1),
       "--timestamp",
@@ -230,6 +231,53 @@ async function spawnNode(opts: LocalNodeOptions): Promise<LocalNode> {
 
 const NODE_FILE = "node.json";
 const GENESIS_FILE = "genesis.json";
+const STATE_FILE = "state.json";
+/** The last state file a start found whole. */
+const GOOD_STATE_FILE = "state.good.json";
+
+/**
+ * anvil rewrites `state.json` in place every `--state-interval`: a node killed mid-write (kill
+ * -9, a power cut) leaves it cut short, and every later start failed ("failed to parse json
+ * file … EOF") until the operator deleted it and accepted a reset, losing the chain. Before a
+ * node loads it, the file is read: whole, it is kept as `state.good.json` (written beside, then
+ * renamed); cut short, it is set aside as `state.corrupt-<time>.json` and the copy the last start
+ * kept takes its place. The blocks mined since that start are then a lost tail, which the start
+ * replays from the transactions the database recorded (lost-tail.ts). With no copy (the very
+ * first start's file), the chain starts empty and the start's reset check decides.
+ */
+export async function soundState(stateDir: string, log: Logger): Promise<void> {
+  const path = join(stateDir, STATE_FILE);
+  const good = join(stateDir, GOOD_STATE_FILE);
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return;
+    throw e;
+  }
+  try {
+    JSON.parse(text);
+  } catch (error) {
+    const aside = join(
+      stateDir,
+      `state.corrupt-${new Date().toISOString().replace(/:/g, "-")}.json`,
+    );
+    await Deno.rename(path, aside);
+    const kept = await Deno.stat(good).then(() => true, () => false);
+    if (kept) await Deno.copyFile(good, path);
+    log.error(
+      "the local chain's state file was cut short (its node was killed while writing it): " +
+        (kept
+          ? "starting from the copy the last start kept; what was mined since is replayed"
+          : "no earlier copy; the chain starts empty"),
+      { setAside: aside, bytes: text.length, error: String(error) },
+    );
+    return;
+  }
+  const tmp = `${good}.tmp`;
+  await Deno.writeTextFile(tmp, text);
+  await Deno.rename(tmp, good);
+}
 
 /**
  * The genesis timestamp of the chain kept in `stateDir`: chosen once, when the directory has no
