@@ -7,6 +7,7 @@ import { z } from "zod";
 import { join, resolve } from "node:path";
 import { type ChainConfig, parseChainConfig } from "./chain/profiles.ts";
 import { developmentSecretProblems } from "./dev-secrets.ts";
+import { registerSecret, registerUrlSecrets } from "./log.ts";
 
 export const APP_ENVS = ["development", "test", "production"] as const;
 export type AppEnv = typeof APP_ENVS[number];
@@ -139,6 +140,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const baseUrl = (raw.BASE_URL ?? `http://localhost:${raw.PORT}`).replace(/\/+$/, "");
   const chain = parseChainConfig(env, { baseUrl, isProduction }, problems);
   if (problems.length) throw new ConfigError(problems);
+  // Values no log line or printed error may carry (src/log.ts `scrub`).
+  for (const p of [...chain.profiles, ...chain.sources]) {
+    registerUrlSecrets(p.rpcUrl);
+    registerSecret(p.operatorKey);
+  }
+  for (const k of chain.cctp.attesterKeys) registerSecret(k);
+  registerUrlSecrets(raw.DATABASE_URL, { path: false });
+  registerUrlSecrets(raw.SMTP_URL, { path: false });
+  for (const s of [raw.JWT_SECRET, raw.WALLET_MASTER_KEY, raw.METRICS_TOKEN]) registerSecret(s);
   return {
     ...raw,
     BASE_URL: baseUrl,

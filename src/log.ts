@@ -32,6 +32,48 @@ export function redact(value: unknown, depth = 0): unknown {
   return out;
 }
 
+/**
+ * Secrets a value in a message can carry, as opposed to a field's name: the key a provider puts
+ * in an RPC URL's path or query (`…/v2/<key>`), a URL's password. An error's message names its
+ * URL whole (viem's "HTTP request failed. URL: …"), so every line is scrubbed of them.
+ */
+const SECRETS = new Set<string>();
+
+/** A value never to be logged or printed (registered when configuration names it). */
+export function registerSecret(value: string | undefined | null): void {
+  if (value && value.length >= 6) SECRETS.add(value);
+}
+
+/**
+ * The secrets a URL carries: its password, and (an RPC URL's: `path`) its path's and query's long
+ * parts. A database's URL names the database in its path, no secret.
+ */
+export function registerUrlSecrets(url: string | undefined, opts: { path?: boolean } = {}): void {
+  if (!url) return;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return;
+  }
+  if (u.password) {
+    registerSecret(u.password);
+    registerSecret(decodeURIComponent(u.password));
+  }
+  if (opts.path === false) return;
+  // Keys are long: a short segment (`/rpc`, `/v2`) is an ordinary word of other lines.
+  for (const part of [...u.pathname.split("/"), ...u.searchParams.values()]) {
+    if (part.length >= 12) registerSecret(part);
+  }
+}
+
+/** `text` with every registered secret replaced by `***`. */
+export function scrub(text: string): string {
+  if (!SECRETS.size) return text;
+  for (const s of SECRETS) if (text.includes(s)) text = text.replaceAll(s, "***");
+  return text;
+}
+
 export type LogSink = (line: string, level: LogLevel) => void;
 
 const defaultSink: LogSink = (line, level) => {
@@ -48,7 +90,7 @@ export function createLogger(
   const write = (level: LogLevel, msg: string, fields?: LogFields) => {
     if (ORDER[level] < min) return;
     const entry = redact({ ...base, ...fields }) as LogFields;
-    sink(JSON.stringify({ ts: new Date().toISOString(), level, msg, ...entry }), level);
+    sink(scrub(JSON.stringify({ ts: new Date().toISOString(), level, msg, ...entry })), level);
   };
   return {
     debug: (m, f) => write("debug", m, f),

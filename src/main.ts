@@ -1,6 +1,6 @@
 /** Entry point: `deno task start`. */
 import { type Config, ConfigError, loadServiceConfig, resolveSecrets } from "./config.ts";
-import { createLogger } from "./log.ts";
+import { createLogger, scrub } from "./log.ts";
 import { PortInUseError, type Role, ROLES, type ServiceOptions, startService } from "./service.ts";
 import { FORCE_GRACE_MS } from "./shutdown.ts";
 import { ChainResetRefusedError } from "./chain/reset.ts";
@@ -91,22 +91,19 @@ if (import.meta.main) {
   } catch (e) {
     // A refusal the operator must act on is said in plain words too, not only in the JSON log.
     if (e instanceof ChainResetRefusedError || e instanceof PortInUseError) {
-      console.error(e.message);
+      console.error(scrub(e.message));
     }
     if (e instanceof MasterKeyMismatchError) {
       console.error(e.message);
       Deno.exit(78); // EX_CONFIG: a value the operator must correct
     }
-    console.error(
-      JSON.stringify({
-        ts: new Date().toISOString(),
-        level: "error",
-        msg: "startup failed",
-        error: e instanceof Error
-          ? { message: e.message, cause: String(e.cause ?? "") }
-          : String(e),
-      }),
-    );
+    // Scrubbed: an error's message can name a configured URL whole, with its key.
+    console.error(scrub(JSON.stringify({
+      ts: new Date().toISOString(),
+      level: "error",
+      msg: "startup failed",
+      error: e instanceof Error ? { message: e.message, cause: String(e.cause ?? "") } : String(e),
+    })));
     Deno.exit(1);
   }
 }

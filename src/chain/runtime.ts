@@ -89,7 +89,15 @@ export async function startRuntime(
       pollingInterval: 250,
       transport: http(rpcUrl, { retryCount: 1, timeout: 15_000 }),
     }) as PublicClient;
-    const actual = await client.getChainId();
+    const actual = await client.getChainId().catch((e) => {
+      // Said with the variable to fix and without the URL's key (viem's message names the URL).
+      if (node) throw e;
+      const reason = (e as { shortMessage?: string }).shortMessage ?? String(e).split("\n")[0];
+      throw new Error(
+        `${profile.name}: the RPC at ${describeRpcUrl(rpcUrl)} (${profile.envPrefix}_RPC_URL) ` +
+          `did not answer: ${reason}`,
+      );
+    });
     if (actual !== profile.chainId) {
       throw new Error(
         `${profile.name}: the RPC at ${

@@ -4,7 +4,7 @@
  * service's local nodes are shared, never restarted).
  */
 import { type Config, ConfigError, loadServiceConfig, resolveSecrets } from "../config.ts";
-import { createLogger, type Logger } from "../log.ts";
+import { createLogger, type Logger, scrub } from "../log.ts";
 import { createSql, type Sql } from "../db/client.ts";
 import { startEmbeddedPostgres } from "../db/embedded-loader.ts";
 import { migrate, pendingMigrations, readMigrations } from "../db/migrate.ts";
@@ -77,7 +77,13 @@ export async function withDatabase<T>(
       console.error(e.message);
       Deno.exit(78);
     }
-    throw e;
+    // Anything else: said once, without a configured URL's key (an error's message can name the
+    // URL whole), and exit 1, rather than an uncaught error's dump (LOG_LEVEL=debug: its stack).
+    const debug = Deno.env.get("LOG_LEVEL") === "debug";
+    console.error(
+      scrub(e instanceof Error ? (debug && e.stack) || `error: ${e.message}` : String(e)),
+    );
+    Deno.exit(1);
   } finally {
     inside--;
   }
