@@ -69,6 +69,10 @@ export const M = {
   loginThrottledHint: "Too many failed logins for this email; try again after Retry-After seconds.",
   unverifiedLogin: "Please verify your email before logging in.",
   loggedOut: "Logged out.",
+  dashDraftRestored:
+    "What you typed before your session ended is back in the form: check it and send it again.",
+  sessionEnded:
+    "Your session ended (you logged out in another tab, or it expired), so that form was not sent. Log in to go back to it.",
 
   // Payout wallet
   walletPatchExternal:

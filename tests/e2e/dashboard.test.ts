@@ -368,6 +368,44 @@ Deno.test(browserTest("merchant dashboard in Chromium", async (t) => {
       await page.setViewportSize({ width: 1280, height: 900 });
     });
 
+    await t.step(
+      "a form sent after logging out in another tab: said, and what was typed kept",
+      async () => {
+        await page.goto(`${base}/dashboard/keys`);
+        await page.getByText("Create a key").click(); // its panel is closed once keys exist
+        await page.getByLabel("Label (optional)").fill("typed before the logout");
+        await page.getByLabel("Environment").selectOption("test");
+        const other = await context.newPage();
+        await other.goto(`${base}/dashboard`);
+        await other.getByRole("button", { name: "Log out" }).click();
+        await other.waitForURL(`${base}/dashboard/login?loggedOut=1`);
+        await other.close();
+        await page.getByRole("button", { name: "Create key" }).click();
+        await page.waitForURL(`${base}/dashboard/login?next=%2Fdashboard%2Fkeys&ended=1`);
+        assert.ok((await page.locator("main").innerText()).includes(M.sessionEnded));
+        await page.getByLabel("Email", { exact: true }).fill(email);
+        await page.getByLabel("Password", { exact: true }).fill(password);
+        await page.getByRole("button", { name: "Log in" }).click();
+        await page.waitForURL(`${base}/dashboard/keys`);
+        await page.locator("#flash").getByText(M.dashDraftRestored).waitFor();
+        assert.equal(
+          await page.getByLabel("Label (optional)").inputValue(),
+          "typed before the logout",
+        );
+        assert.equal(await page.getByLabel("Environment").inputValue(), "test");
+        const [{ n }] = await svc.db.sql`
+        select count(*)::int as n from api_keys where label = 'typed before the logout'`;
+        assert.equal(n, 0, "nothing was created without a session");
+        // Sent now, the draft is gone: the page shown again later starts empty.
+        await page.getByRole("button", { name: "Create key" }).click();
+        await page.getByText("typed before the logout").first().waitFor();
+        await page.goto(`${base}/dashboard/keys`);
+        await page.getByText("Create a key").click();
+        assert.equal(await page.getByLabel("Label (optional)").inputValue(), "");
+        await screenshot(page, "20b-session-ended-restored");
+      },
+    );
+
     await t.step("log out", async () => {
       await page.getByRole("button", { name: "Log out" }).click();
       await page.waitForURL(`${base}/dashboard/login?loggedOut=1`);

@@ -63,11 +63,22 @@ Deno.test("dashboard pages over HTTP", async (t) => {
       });
       assert.equal(hx.status, 401);
       assert.equal(hx.headers.get("hx-redirect"), "/dashboard/login?next=%2Fdashboard%2Fwallet");
-      // A POST without a session goes to the login page, with no `next`.
+      // A form sent without a session (signed out in another tab, expired) goes to the login
+      // page saying so, back to the page it was sent from when that is known.
       const b = await d.open();
       const p = await d.post(b, "/dashboard/keys", { type: "secret", environment: "test" });
       assert.equal(p.status, 302);
-      assert.equal(p.headers.get("location"), "/dashboard/login");
+      assert.equal(p.headers.get("location"), "/dashboard/login?ended=1");
+      const sent = await d.post(b, "/dashboard/keys", { type: "secret", environment: "test" }, {
+        headers: { "hx-request": "true", "hx-current-url": `${svc.baseUrl}/dashboard/keys` },
+      });
+      assert.equal(sent.status, 401);
+      assert.equal(
+        sent.headers.get("hx-redirect"),
+        "/dashboard/login?next=%2Fdashboard%2Fkeys&ended=1",
+      );
+      const login = await d.get(null, "/dashboard/login?next=%2Fdashboard%2Fkeys&ended=1");
+      assert.ok(login.text.includes(M.sessionEnded));
     });
 
     await t.step(

@@ -108,6 +108,89 @@
     if (flash) flash.hidden = true;
   });
 
+  // ---- what was typed, kept when the session ended -----------------------------------------
+  // A form sent after the session ended (logged out in another tab, or expired) is answered by
+  // the login page. What was typed goes into this tab's sessionStorage as the form is sent, and
+  // is put back in the same form when its page is shown again (after the login); a form the
+  // server answered drops it. Never a password or a hidden field (a form token, a request key).
+  // Drafts by page and form, so another form sent meanwhile (the login's) keeps this one's.
+  const DRAFTS = "dashboard-drafts";
+  const keepable = (el) =>
+    el.name && !el.disabled &&
+    !["password", "hidden", "file", "submit", "button", "reset"].includes(el.type);
+  const formPath = (form) =>
+    form.getAttribute("hx-post") || form.querySelector("[hx-post]")?.getAttribute("hx-post") ||
+    form.getAttribute("action") || "";
+  const draftKey = (form) => `${location.pathname} ${formPath(form)}`;
+  const drafts = {
+    read() {
+      try {
+        return JSON.parse(globalThis.sessionStorage?.getItem(DRAFTS) ?? "{}") ?? {};
+      } catch {
+        return {};
+      }
+    },
+    write(all) {
+      try {
+        if (Object.keys(all).length) sessionStorage.setItem(DRAFTS, JSON.stringify(all));
+        else sessionStorage.removeItem(DRAFTS);
+      } catch { /* no storage: nothing kept */ }
+    },
+  };
+  document.addEventListener("htmx:beforeRequest", (event) => {
+    const form = event.detail.elt?.closest?.("form");
+    if (!form || event.detail.requestConfig?.verb === "get") return;
+    const values = {};
+    for (const el of form.elements) {
+      if (!keepable(el)) continue;
+      if (el.type === "checkbox") {
+        values[el.name] = [...(values[el.name] ?? []), ...(el.checked ? [el.value] : [])];
+      } else if (el.type === "radio") {
+        if (el.checked) values[el.name] = el.value;
+      } else values[el.name] = el.value;
+    }
+    if (!Object.keys(values).length) return;
+    drafts.write({ ...drafts.read(), [draftKey(form)]: values });
+  });
+  document.addEventListener("htmx:afterRequest", (event) => {
+    const form = event.detail.elt?.closest?.("form");
+    if (!form || event.detail.xhr?.status === 401) return;
+    const all = drafts.read();
+    if (!(draftKey(form) in all)) return;
+    delete all[draftKey(form)];
+    drafts.write(all);
+  });
+  const restoreDraft = () => {
+    const all = drafts.read();
+    if (!Object.keys(all).length || !app()) return;
+    let restored = false;
+    for (const form of document.querySelectorAll("form")) {
+      const values = all[draftKey(form)];
+      if (!values) continue;
+      for (const el of form.elements) {
+        if (!keepable(el) || !(el.name in values)) continue;
+        const kept = values[el.name];
+        if (el.type === "checkbox") el.checked = [].concat(kept).includes(el.value);
+        else if (el.type === "radio") el.checked = el.value === kept;
+        else el.value = kept;
+      }
+      delete all[draftKey(form)];
+      form.closest("details")?.setAttribute("open", "");
+      restored = true;
+    }
+    if (!restored) return;
+    drafts.write(all);
+    const flash = document.getElementById("flash");
+    if (flash && text("DraftRestored")) {
+      flash.textContent = text("DraftRestored");
+      flash.hidden = false;
+    }
+  };
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", restoreDraft);
+  } else restoreDraft();
+  document.addEventListener("htmx:load", restoreDraft);
+
   // ---- linking an external wallet ----------------------------------------------------------
 
   document.addEventListener("click", (event) => {

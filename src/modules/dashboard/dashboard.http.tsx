@@ -85,6 +85,7 @@ const SCRIPT_TEXTS = {
   "request-failed": M.dashRequestFailed,
   "wallet-not-payout": M.dashWalletNotPayout,
   "amount-invalid": M.dashSignedAmount,
+  "draft-restored": M.dashDraftRestored,
 };
 
 /** An htmx request that wants a fragment (not a history restore or a boosted navigation). */
@@ -164,15 +165,38 @@ export function redirect(c: Context, to: string): Response {
   return c.redirect(to, 303);
 }
 
-/** No valid session: to the login page, remembering a GET's dashboard path in `?next=`. */
+/**
+ * No valid session: to the login page, remembering in `?next=` the dashboard page the person was
+ * on (a GET's own path; for a form sent, the page it was sent from: htmx's current URL, or a
+ * plain form's Referer). A form sent without a session also says the session ended
+ * (`?ended=1`): signed out in another tab, or expired, while the form was open. What was typed
+ * is kept by the page's script (views/assets/dashboard.js) and put back after the login.
+ */
 export function toLogin(c: Context): Response {
-  const next = c.req.method === "GET" ? safeNext(wantedPath(c)) : undefined;
-  const to = next ? `/dashboard/login?next=${encodeURIComponent(next)}` : "/dashboard/login";
+  const sent = c.req.method !== "GET" && c.req.method !== "HEAD";
+  const next = safeNext(sent ? sentFrom(c) : wantedPath(c));
+  const query = new URLSearchParams();
+  if (next) query.set("next", next);
+  if (sent) query.set("ended", "1");
+  const to = `/dashboard/login${query.size ? `?${query}` : ""}`;
   if (isHtmx(c)) {
     c.header("HX-Redirect", to);
     return c.body(null, 401);
   }
   return c.redirect(to, 302);
+}
+
+/** The page a form was sent from: htmx's current URL, else a same-origin Referer. */
+function sentFrom(c: Context): string | undefined {
+  const from = c.req.header("hx-current-url") ?? c.req.header("referer");
+  if (!from) return undefined;
+  try {
+    const url = new URL(from);
+    if (url.origin !== new URL(c.req.url).origin) return undefined;
+    return url.pathname + url.search;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The page the person was on: for htmx the browser's URL, not the fragment's. */

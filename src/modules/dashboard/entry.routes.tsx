@@ -79,6 +79,8 @@ export function entryRoutes(app: DashboardApp, deps: Deps, limited: MiddlewareHa
     if (sessionOf(c)?.merchant) return c.redirect(landing(c), 302);
     const notice = c.req.query("loggedOut") === "1"
       ? { kind: "ok" as const, text: M.loggedOut }
+      : c.req.query("ended") === "1"
+      ? { kind: "error" as const, text: M.sessionEnded }
       : undefined;
     return page(c, {
       title: "Log in",
