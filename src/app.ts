@@ -13,7 +13,7 @@ import { errorPageHtml } from "../views/errors/page.tsx";
 import { accessLog } from "./http/logger.ts";
 import { requestLimits } from "./http/limits.ts";
 import { healthRoutes } from "./http/health.ts";
-import { createMetrics } from "./http/metrics.ts";
+import { authorized as metricsAuthorized, createMetrics } from "./http/metrics.ts";
 import type { ReadinessCheck } from "./readiness.ts";
 import type { AppModule } from "./modules/index.ts";
 import { mountRoutes } from "./http/route.ts";
@@ -139,7 +139,10 @@ export function createApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     return c.html(errorPageHtml("Not found", M.notFound, assetUrl("dashboard.css")), 404);
   });
 
-  app.route("/", healthRoutes(opts.readinessChecks));
+  app.route(
+    "/",
+    healthRoutes(opts.readinessChecks, { detailed: (c) => metricsAuthorized(c, deps.config) }),
+  );
   app.route("/", metrics.routes);
   if (opts.healthOnly) return app;
   for (const mod of opts.modules) {

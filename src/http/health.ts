@@ -2,7 +2,7 @@
  * `/healthz` answers while the process is alive; `/readyz` only when the database answers, every
  * migration on disk is applied, and every other registered check (chains, ...) passes.
  */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { Sql } from "../db/client.ts";
 import { appliedVersions } from "../db/migrate.ts";
 import type { CheckResult, ReadinessCheck } from "../readiness.ts";
@@ -20,7 +20,17 @@ export function databaseCheck(sql: Sql, expectedVersions: number[]): ReadinessCh
   };
 }
 
-export function healthRoutes(checks: ReadinessCheck[], timeoutMs = 3000): Hono {
+/**
+ * `/readyz` answers its status to anyone (a probe needs only that); each check's detail (the
+ * operator's address and balance, contract addresses, pending migrations) only to `detailed`
+ * requests: in production, those with the metrics token, as `/metrics` (an outside audit found
+ * a production deployment's operator balance and contracts readable by anyone).
+ */
+export function healthRoutes(
+  checks: ReadinessCheck[],
+  opts: { timeoutMs?: number; detailed?: (c: Context) => boolean } = {},
+): Hono {
+  const timeoutMs = opts.timeoutMs ?? 3000;
   const app = new Hono();
   app.get("/healthz", (c) => c.json({ success: true, status: "ok" }));
   app.get("/readyz", async (c) => {
@@ -32,8 +42,11 @@ export function healthRoutes(checks: ReadinessCheck[], timeoutMs = 3000): Hono {
       }));
     }));
     const ok = Object.values(results).every((r) => r.ok);
+    const shown = opts.detailed === undefined || opts.detailed(c)
+      ? results
+      : Object.fromEntries(Object.entries(results).map(([k, r]) => [k, { ok: r.ok }]));
     return c.json(
-      { success: ok, status: ok ? "ready" : "not ready", checks: results },
+      { success: ok, status: ok ? "ready" : "not ready", checks: shown },
       ok ? 200 : 503,
     );
   });

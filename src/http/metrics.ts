@@ -194,7 +194,11 @@ function routeOf(c: Context): string {
   return last?.path ?? "unmatched";
 }
 
-function authorized(c: Context, config: Deps["config"]): boolean {
+/**
+ * Whether the request may read the deployment's internals (`/metrics`, `/readyz`'s details): in
+ * production only with `Authorization: Bearer $METRICS_TOKEN`; elsewhere without a token set.
+ */
+export function authorized(c: Context, config: Deps["config"]): boolean {
   const token = config.METRICS_TOKEN;
   if (!token) return !config.isProduction;
   const given = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "")?.[1] ?? "";

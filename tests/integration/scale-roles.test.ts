@@ -182,6 +182,18 @@ Deno.test("two webs and two workers over one database: one settlement, one webho
     });
     assert.equal(ok.status, 200);
     assert.ok(parsePrometheus(await ok.text()).length > 0);
+    // /readyz: its status to anyone (a probe), the checks' details (operator, balances,
+    // contracts) only with the same bearer.
+    const probe = await fetch(`${webB.baseUrl}/readyz`);
+    assert.equal(probe.status, 200);
+    const bare = await probe.json();
+    assert.equal(bare.status, "ready");
+    assert.deepEqual(bare.checks.chains, { ok: true });
+    assert.doesNotMatch(JSON.stringify(bare), /0x[0-9a-fA-F]{40}|balance/i);
+    const full = await (await fetch(`${webB.baseUrl}/readyz`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    })).json();
+    assert.match(JSON.stringify(full.checks.chains.detail), /0x[0-9a-f]{40}/);
   } catch (e) {
     for (const p of procs) console.error(`--- ${p.role} ${p.baseUrl} ---\n${p.output()}`);
     throw e;
