@@ -137,6 +137,9 @@ async function inspectProfile(
       ? `set ${p}_${CONTRACT_ENV[name]} to Circle's ${
         name === "TestUSDC" ? "USDC" : name
       } on chain ${profile.chainId} (Circle's list of CCTP v2 contracts and USDC addresses)`
+      // In production `deploy` never deploys a test token: the chain's USDC is named.
+      : name === "TestUSDC" && opts.production && profile.rpcUrl
+      ? `set ${p}_USDC_ADDRESS to the chain's USDC (in production no test token is deployed)`
       : `run \`deno task contracts:deploy --network ${profile.name}\` (or set ${p}_${
         CONTRACT_ENV[name]
       })`;

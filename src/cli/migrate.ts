@@ -1,5 +1,6 @@
 /** `deno task migrate`: apply pending migrations to DATABASE_URL (or the embedded database). */
-import { type Config, ConfigError, loadServiceConfig } from "../config.ts";
+import { type Config, ConfigError, loadConfig } from "../config.ts";
+import { developmentSecretProblems } from "../dev-secrets.ts";
 import { createLogger } from "../log.ts";
 import { createSql, describeUrl, ping } from "../db/client.ts";
 import { waitForDatabase } from "../db/wait.ts";
@@ -8,7 +9,23 @@ import { migrate } from "../db/migrate.ts";
 
 let config: Config;
 try {
-  config = loadServiceConfig(Deno.env.toObject());
+  // Migrating needs the database only: a production image run with just DATABASE_URL (README)
+  // was refused for the secrets the service needs (JWT_SECRET, …). In production the database
+  // must be named (never an embedded one in a container); the other values are read as
+  // development values would be, and not used.
+  const env = Deno.env.toObject();
+  if (env.APP_ENV === "production") {
+    // A development secret given is still refused, as by the service (one given by mistake).
+    const problems = [
+      ...(env.DATABASE_URL ? [] : ["DATABASE_URL: required when APP_ENV=production"]),
+      ...developmentSecretProblems(env),
+    ];
+    if (problems.length) throw new ConfigError(problems);
+  }
+  config = loadConfig({
+    ...env,
+    APP_ENV: env.APP_ENV === "production" ? "development" : env.APP_ENV,
+  });
 } catch (e) {
   if (!(e instanceof ConfigError)) throw e;
   console.error(e.message);

@@ -69,6 +69,9 @@ Deno.test("doctor: a broken production configuration fails with one line and a f
     assert.match(failed(r.text, "secret METRICS_TOKEN").fix, /METRICS_TOKEN/);
     assert.match(failed(r.text, "database reachable").fix, /DATABASE_URL/);
     assert.match(failed(r.text, "testnet: contract TestUSDC").line, /no address/);
+    // In production `deploy` deploys no test token: the fix is the chain's USDC by address.
+    assert.match(failed(r.text, "testnet: contract TestUSDC").fix, /set TESTNET_USDC_ADDRESS/);
+    assert.doesNotMatch(failed(r.text, "testnet: contract TestUSDC").fix, /contracts:deploy/);
     assert.match(failed(r.text, "testnet: contract PaymentRouter").fix, /contracts:deploy/);
     assert.match(failed(r.text, "testnet: operator funded").line, /holds 0 /);
     assert.match(

@@ -87,6 +87,24 @@ Deno.test("production secrets: the migrate command refuses them too", async () =
   assert.match(r.text, /^ {2}- WALLET_MASTER_KEY: a known development value \(one byte repeated/m);
 });
 
+Deno.test("production: the migrate command needs only DATABASE_URL (README's docker run)", async () => {
+  const { PATH, HOME, DATABASE_URL } = production();
+  const r = await run("src/cli/migrate.ts", [], {
+    PATH,
+    HOME,
+    APP_ENV: "production",
+    DATABASE_URL,
+    DATABASE_STARTUP_WAIT_MS: "500",
+  });
+  // Nobody listens there: it got as far as the database, past the configuration.
+  assert.equal(r.code, 1, r.text);
+  assert.match(r.text, /^Migrations not applied to postgres:\/\/settlement:\*\*\*@/m);
+  assert.doesNotMatch(r.text, /Invalid configuration/);
+  const none = await run("src/cli/migrate.ts", [], { PATH, HOME, APP_ENV: "production" });
+  assert.equal(none.code, 78, none.text);
+  assert.match(none.text, /DATABASE_URL: required when APP_ENV=production/);
+});
+
 Deno.test("production secrets: values of one's own pass the refusal (and meet the database)", async () => {
   // Nobody listens there: the role's wait for its database (60 s by default) is cut to a
   // second, which is all this needs to show that it got as far as the database.
