@@ -426,6 +426,12 @@ export type MessageKey = keyof typeof M;
 
 /** Catalog texts that name a field, a parameter or a limit. */
 export const MF = {
+  /** The dashboard's agent funding, more than the wallet holds. */
+  dashAgentFundShort: (held: string, amount: string) =>
+    `The wallet holds ${held} USDC: not enough to fund the agent with ${amount} USDC.`,
+  /** The dashboard's agent deposit, more than its smart account holds. */
+  dashAgentDepositShort: (held: string, amount: string) =>
+    `The agent's smart account holds ${held} USDC: not enough to deposit ${amount} USDC. Fund the agent first.`,
   /** `field` is a body field path (`metadata.note`), a path or query parameter, or a phrase. */
   textNotAllowed: (field: string) => `${field} contains characters that are not allowed.`,
   jsonTooDeep: (field: string) => `${field} is nested too deeply.`,

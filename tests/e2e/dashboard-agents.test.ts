@@ -16,7 +16,7 @@ import { waitFor } from "../helpers/poll.ts";
 import { rpc } from "../helpers/chain.ts";
 import { agentProof, X402_PROFILE } from "../helpers/x402.ts";
 import { browserTest, launchBrowser, screenshot, watchPage } from "../helpers/browser.ts";
-import { M } from "../../src/http/messages.ts";
+import { M, MF } from "../../src/http/messages.ts";
 import { getJob, onChain } from "../../src/modules/commerce/commerce.service.ts";
 import type { ProfileName } from "../../src/chain/profiles.ts";
 
@@ -228,7 +228,11 @@ Deno.test(browserTest("dashboard agents and jobs in Chromium, live and test mode
       await refusal(M.agentMetadataUri);
       await page.getByLabel("Registration file (ipfs:// or https://)").fill("ipfs://bafyscout");
       await page.getByRole("button", { name: "Deploy agent" }).click();
-      await page.getByText(/Agent deployed: 8004:\d+:\d+\./).waitFor();
+      // Reviewed first, as the other forms (it deployed at once).
+      await confirm(
+        /An ERC-8004 identity named Scout will be registered on testnet/,
+        /Agent deployed: 8004:\d+:\d+\./,
+      );
       await settled(page);
       agent = page.locator("[data-agent]");
       assert.equal(await agent.count(), 1);
@@ -245,6 +249,11 @@ Deno.test(browserTest("dashboard agents and jobs in Chromium, live and test mode
     await t.step("test: fund the agent from a wallet, reviewed, refusals first", async () => {
       const fund = agent.locator('[data-form="fund"]');
       await fund.getByLabel("From wallet").selectOption(client.id);
+      // Each choice names the wallet and its balance (bare addresses before), as Escrow's.
+      assert.match(
+        await fund.locator(`option[value="${client.id}"]`).innerText(),
+        /^\S.* · 0x[0-9a-fA-F]{6}… · \d+\.\d{6} USDC$/,
+      );
       await fund.getByLabel("Amount to send (USDC)").fill("0");
       await fund.getByRole("button", { name: "Review funding" }).click();
       await refusal(M.withdrawAmount);
@@ -253,13 +262,15 @@ Deno.test(browserTest("dashboard agents and jobs in Chromium, live and test mode
       await agent.locator('[data-form="fund"]').getByLabel("Amount to send (USDC)").fill("100");
       await agent.locator('[data-form="fund"]').getByRole("button", { name: "Review funding" })
         .click();
-      await page.locator("[data-review]").waitFor();
-      await page.locator("[data-review] button[type=submit]").click();
-      await page.locator(".notice.error").waitFor();
-      assert.equal(
+      // More than the wallet holds: refused at the review, as funding (it passed the review and
+      // failed at Confirm with the withdrawal's text).
+      await page.locator(".notice.error").filter({ hasText: "not enough to fund the agent" })
+        .waitFor();
+      assert.match(
         (await page.locator(".notice.error").innerText()).trim(),
-        M.withdrawInsufficient,
+        /^The wallet holds \d+\.\d{6} USDC: not enough to fund the agent with 100\.000000 USDC\.$/,
       );
+      assert.equal(await page.locator("[data-review]").count(), 0);
       assert.equal(await balance("testnet", sca), scaBefore);
       await settled(page);
       // The refused confirm kept the form's values.
@@ -284,6 +295,10 @@ Deno.test(browserTest("dashboard agents and jobs in Chromium, live and test mode
       await deposit().getByLabel("Amount to deposit (USDC)").fill("abc");
       await deposit().getByRole("button", { name: "Review deposit" }).click();
       await refusal(M.x402WithdrawAmount);
+      // More than the agent's account holds (5): refused at the review.
+      await deposit().getByLabel("Amount to deposit (USDC)").fill("50");
+      await deposit().getByRole("button", { name: "Review deposit" }).click();
+      await refusal(MF.dashAgentDepositShort("5.000000", "50.000000"));
       const before = await svc.deps.chain.gateway.balance("testnet", sca as `0x${string}`);
       await deposit().getByLabel("Amount to deposit (USDC)").fill("2");
       await deposit().getByRole("button", { name: "Review deposit" }).click();

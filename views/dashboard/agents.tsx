@@ -62,7 +62,7 @@ export interface AgentsViewProps {
   /** The session's chain (its mode): where jobs are created and listed. */
   chain: string;
   /** The merchant's wallets (a job's client, an agent's funding source). */
-  wallets: { id: string; address: string }[];
+  wallets: { id: string; address: string; label?: string }[];
   /** Null in live mode: agents run on the test network only. */
   agents: AgentItem[] | null;
   jobs: JobItem[];
@@ -186,8 +186,8 @@ export function ReviewView(props: { csrf: string; review: ReviewData }) {
   );
 }
 
-function walletOptions(wallets: { id: string; address: string }[]) {
-  return wallets.map((w) => ({ value: w.id, label: w.address }));
+function walletOptions(wallets: { id: string; address: string; label?: string }[]) {
+  return wallets.map((w) => ({ value: w.id, label: w.label ?? w.address }));
 }
 
 function CreateJobForm(props: AgentsViewProps) {

@@ -9,7 +9,7 @@
  */
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Deps } from "../../deps.ts";
-import { M } from "../../http/messages.ts";
+import { M, MF } from "../../http/messages.ts";
 import { DomainError } from "../../errors.ts";
 import { parseFields } from "../../http/contract.ts";
 import type { ProfileName } from "../../chain/profiles.ts";
@@ -27,7 +27,12 @@ import {
   refundBody,
   submitBody,
 } from "../commerce/commerce.schemas.ts";
-import { controlledWallet, walletAddresses, withdraw } from "../wallets/wallets.service.ts";
+import {
+  controlledWallet,
+  listWallets,
+  walletAddresses,
+  withdraw,
+} from "../wallets/wallets.service.ts";
 import { withdrawBody } from "../wallets/wallets.schemas.ts";
 import { deposit, gatewayView } from "../x402/x402.gateway.ts";
 import { depositBody } from "../x402/x402.schemas.ts";
@@ -49,6 +54,7 @@ import {
   modeOf,
   page,
   single,
+  walletChoiceLabel,
 } from "../dashboard/dashboard.http.tsx";
 import type { DashboardSection } from "../dashboard/section.ts";
 
@@ -86,7 +92,26 @@ export const agentsSection: DashboardSection = {
           400,
         );
       }
-      const r = await attempt(() => agents.deployAgent(deps, merchantOf(c), parsed.data));
+      // Reviewed first, as every other form here: a deploy registers an identity on chain.
+      if (!isConfirm(values)) {
+        const profile = agents.agentProfile(deps);
+        return review(c, {
+          heading: `Deploy agent ${parsed.data.name}`,
+          effect:
+            `An ERC-8004 identity named ${parsed.data.name} will be registered on ${profile}: a new managed wallet owns its identity token and its smart account. The service's operator pays the gas; no USDC moves.`,
+          facts: [
+            ["Name", parsed.data.name],
+            ["Registration file", parsed.data.metadataURI ?? ""],
+            ["Chain", profile],
+          ],
+          action: "/dashboard/agents/deploy",
+          fields: { name: values.name ?? "", metadataURI: values.metadataURI ?? "" },
+          confirm: "Confirm and deploy",
+        });
+      }
+      const r = await attempt(() =>
+        agents.deployAgent(deps, merchantOf(c), parsed.data, requestKeyOf(values))
+      );
       return r.ok
         ? render(c, deps, {
           notice: { kind: "ok", text: `Agent deployed: ${r.value.agentId}.` },
@@ -129,6 +154,16 @@ export const agentsSection: DashboardSection = {
         });
         if (!from.ok) return refused(c, deps, from.error);
         const amount = formatUsdc(parsed.data.amount, { decimals: "fixed" });
+        // Checked here, as the escrow and stream forms do, not first at Confirm (where the
+        // withdrawal's own text spoke of a withdrawal).
+        const held = await deps.chain.usdcBalance(profile, from.value.address as `0x${string}`);
+        if (held < parsed.data.amount) {
+          const text = MF.dashAgentFundShort(formatUsdc(held, { decimals: "fixed" }), amount);
+          return render(c, deps, {
+            agentForm: { agentId, kind: "fund", values: v, errors: { amount: text } },
+            notice: { kind: "error", text },
+          }, 400);
+        }
         return review(c, {
           heading: `Fund agent ${agent.name}`,
           effect:
@@ -146,7 +181,19 @@ export const agentsSection: DashboardSection = {
         });
       }
       const r = await attempt(() => withdraw(deps, m, profile, parsed.data, requestKeyOf(v)));
-      if (!r.ok) return refused(c, deps, r.error, { agentId, kind: "fund", values: v, errors: {} });
+      if (!r.ok) {
+        // Spent meanwhile: said as funding, not as a withdrawal.
+        const error = r.error.code === "withdraw_insufficient_balance"
+          ? {
+            ...r.error,
+            message: MF.dashAgentFundShort(
+              String(r.error.body.balance ?? "0.000000"),
+              formatUsdc(parsed.data.amount, { decimals: "fixed" }),
+            ),
+          }
+          : r.error;
+        return refused(c, deps, error, { agentId, kind: "fund", values: v, errors: {} });
+      }
       return render(c, deps, {
         notice: { kind: "ok", text: `Agent funded: ${r.value.amount} USDC sent to its account.` },
         result: { txHash: r.value.txHash, explorerUrl: r.value.explorerUrl },
@@ -178,6 +225,14 @@ export const agentsSection: DashboardSection = {
         if (!found.ok) return refused(c, deps, found.error);
         const amount = formatUsdc(parsed.data.amount, { decimals: "fixed" });
         const profile = agents.agentProfile(deps);
+        const held = await deps.chain.usdcBalance(profile, found.value.account as `0x${string}`);
+        if (held < parsed.data.amount) {
+          const text = MF.dashAgentDepositShort(formatUsdc(held, { decimals: "fixed" }), amount);
+          return render(c, deps, {
+            agentForm: { agentId, kind: "deposit", values: v, errors: { amount: text } },
+            notice: { kind: "error", text },
+          }, 400);
+        }
         return review(c, {
           heading: `Deposit to the gateway for agent ${found.value.agentId}`,
           effect:
@@ -510,7 +565,7 @@ async function render(
   const mode = modeOf(c);
   const profile = dashProfileOf(c);
   const wallets = await walletAddresses(deps, m.id);
-  const [agentList, jobList] = await Promise.all([
+  const [agentList, jobList, choices] = await Promise.all([
     // Agents live on the test network: none in live mode, none where it is not configured.
     mode !== "test"
       ? Promise.resolve(null)
@@ -520,7 +575,10 @@ async function render(
         Promise.all(list.map((a) => agentItem(deps, m, a)))
       ),
     dashboardJobs(deps, m, profile, wallets),
+    // The pickers name each wallet and its balance, as Escrow's and Streams' do.
+    listWallets(deps, m, [profile]),
   ]);
+  const labels = new Map(choices.map((w) => [w.id, walletChoiceLabel(w, profile)]));
   const now = deps.clock.now().getTime();
   const items: JobItem[] = jobList.map(({ view, walletOf }) => ({
     ...view,
@@ -539,7 +597,7 @@ async function render(
       <AgentsView
         csrf={c.get("csrfToken")}
         chain={profile}
-        wallets={wallets}
+        wallets={wallets.map((w) => ({ ...w, label: labels.get(w.id) }))}
         agents={agentList}
         jobs={items}
         {...extra}
