@@ -18,6 +18,7 @@ import { M } from "../../src/http/messages.ts";
 import type { ProfileName } from "../../src/chain/index.ts";
 import { getEscrow, onChain, resolve } from "../../src/modules/escrow/escrow.service.ts";
 import { TEXT } from "../../src/modules/streams/streams.section.tsx";
+import { TEXT as ESCROW_TEXT } from "../../src/modules/escrow/escrow.section.tsx";
 import { modules } from "../../src/modules/index.ts";
 
 const USDC = 1_000_000n;
@@ -158,6 +159,11 @@ async function streamRefusals(ctx: Ctx) {
   await form.getByLabel("Duration", { exact: true }).fill("200");
   await form.getByRole("button", { name: "Review stream" }).click();
   await page.getByRole("alert").getByText(TEXT.rateOrDuration).waitFor();
+  // Neither: the form's words, which name both ways (it named only ratePerSecond).
+  await form.getByLabel("Rate (USDC per second)").fill("");
+  await form.getByLabel("Duration", { exact: true }).fill("");
+  await form.getByRole("button", { name: "Review stream" }).click();
+  await page.getByRole("alert").getByText(TEXT.rateOrDurationMissing).waitFor();
 
   assert.equal(await count(ctx, "stream_creates"), 0);
   assert.equal(await count(ctx, "streams"), 0);
@@ -169,6 +175,19 @@ async function streamFlow(ctx: Ctx, mode: string) {
   const chain = svc.deps.chain;
   await page.goto(`${svc.baseUrl}/dashboard/streams`);
   const form = page.locator("[data-stream-create]");
+  // A duration the total does not divide: the rate is rounded down to whole base units, so the
+  // review says how long it really streams (it said 3 s for what lasts 4 s).
+  await form.getByLabel("Sender wallet").selectOption(ctx.payout);
+  await form.getByLabel("Receiver address").fill(ctx.receiver.address);
+  await form.getByLabel("Total (USDC)").fill("1");
+  await form.getByLabel("Duration", { exact: true }).fill("3");
+  await form.getByLabel("Duration unit").selectOption("seconds");
+  await form.getByRole("button", { name: "Review stream" }).click();
+  const rounded = page.locator("[data-review='stream-create']");
+  await rounded.waitFor();
+  assert.match(await rounded.innerText(), /0\.333333 USDC per second/);
+  assert.match(await rounded.innerText(), /\(4 s\)/);
+  await page.goto(`${svc.baseUrl}/dashboard/streams`);
   await form.getByLabel("Sender wallet").selectOption(ctx.payout);
   await form.getByLabel("Receiver address").fill(ctx.receiver.address);
   await form.getByLabel("Total (USDC)").fill("2");
@@ -295,7 +314,8 @@ async function escrowRefusals(ctx: Ctx) {
     expiresIn: "2",
     unit: "days",
   });
-  await page.getByRole("alert").getByText(M.escrowBeneficiary).waitFor();
+  // In the form's words (the API's named beneficiarySCA and expiresInSeconds).
+  await page.getByRole("alert").getByText(ESCROW_TEXT.beneficiary).waitFor();
   await escrowForm(ctx, {
     beneficiary: ctx.receiver.address,
     amount: "3.1234567",
@@ -309,7 +329,7 @@ async function escrowRefusals(ctx: Ctx) {
     expiresIn: "0",
     unit: "minutes",
   });
-  await page.getByRole("alert").getByText(M.escrowExpiry).waitFor();
+  await page.getByRole("alert").getByText(ESCROW_TEXT.expiresIn).waitFor();
   await escrowForm(ctx, {
     beneficiary: ctx.receiver.address,
     amount: "300",

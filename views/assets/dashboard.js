@@ -455,6 +455,8 @@
       if (bar) {
         bar.value = pct;
         bar.setAttribute("aria-label", `${pct}% streamed`);
+        // Its text too (read where the bar is not drawn), so no two figures of a card disagree.
+        bar.textContent = `${pct}%`;
       }
     }
   }, 1000);

@@ -311,7 +311,18 @@ function createFields(v: Record<string, string>): Record<string, unknown> {
   return body;
 }
 
-/** The schema's field names as the form's. */
+/**
+ * The form's words for the API's texts that name the API's fields (`expiresInSeconds`,
+ * `beneficiarySCA`), which the form does not have.
+ */
+export const TEXT = {
+  expiresIn:
+    "Expires in must be a whole number of minutes, hours or days, from 1 minute to 365 days.",
+  beneficiary:
+    "Beneficiary address must be a 0x address (40 hex characters) other than the zero address.",
+};
+
+/** The schema's field names as the form's, and their texts in the form's words. */
 function formErrors(errors: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(errors)) {
@@ -320,7 +331,12 @@ function formErrors(errors: Record<string, string>): Record<string, string> {
       : k === "expiresInSeconds" || k === "expiresAt"
       ? "expiresIn"
       : k;
-    out[field] ??= v;
+    const text = v === M.escrowExpiry
+      ? TEXT.expiresIn
+      : v === M.escrowBeneficiary
+      ? TEXT.beneficiary
+      : v;
+    out[field] ??= text;
   }
   return out;
 }

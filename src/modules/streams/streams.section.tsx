@@ -49,6 +49,7 @@ const UNIT_SECONDS: Record<string, bigint> = {
 
 export const TEXT = {
   rateOrDuration: "Give a rate per second or a duration, not both.",
+  rateOrDurationMissing: "Give a rate per second, or a duration (the rate is worked out from it).",
   duration: "Duration must be a whole number above 0.",
 };
 
@@ -73,6 +74,13 @@ export const streamsSection: DashboardSection = {
       const checked = await checkCreate(c, deps, schema, values);
       if (!checked.ok) return checked.response;
       const { input, preview } = checked;
+      // How long it really streams: the rate is whole base units per second, so a duration's
+      // rate is rounded down and the last part streams in one more second (1 USDC over 3 s: a
+      // rate of 0.333333 lasts 4 s). The API's estimate is the spec's floor.
+      const lasts = Number((input.totalDeposited + input.ratePerSecond - 1n) / input.ratePerSecond);
+      const endsAt = new Date(
+        preview.estimatedEndTime.getTime() + (lasts - preview.estimatedDurationSeconds) * 1000,
+      );
       const hidden = {
         senderSCA: checksum(input.senderSCA),
         receiverSCA: checksum(input.receiverSCA),
@@ -95,17 +103,12 @@ export const streamsSection: DashboardSection = {
             { label: "Receiver", value: <code>{hidden.receiverSCA}</code> },
             { label: "Total", value: `${hidden.totalDeposited} USDC` },
             { label: "Rate", value: `${hidden.ratePerSecond} USDC per second` },
-            {
-              label: "Duration",
-              value: `${
-                humanSeconds(preview.estimatedDurationSeconds)
-              } (${preview.estimatedDurationSeconds} s)`,
-            },
+            { label: "Duration", value: `${humanSeconds(lasts)} (${lasts} s)` },
             {
               label: "Ends about",
               value: (
-                <time datetime={preview.estimatedEndTime.toISOString()} data-testid="stream-end">
-                  {utcMinute(preview.estimatedEndTime)}
+                <time datetime={endsAt.toISOString()} data-testid="stream-end">
+                  {utcMinute(endsAt)}
                 </time>
               ),
             },
@@ -315,6 +318,7 @@ async function checkCreate(
   const duration = (values.duration ?? "").trim();
   const extra: Record<string, string> = {};
   if (rate !== "" && duration !== "") extra.duration = TEXT.rateOrDuration;
+  else if (rate === "" && duration === "") extra.ratePerSecond = TEXT.rateOrDurationMissing;
   else if (rate === "" && duration !== "") {
     const seconds = /^[0-9]{1,9}$/.test(duration)
       ? BigInt(duration) * (UNIT_SECONDS[values.durationUnit] ?? 0n)
