@@ -68,6 +68,7 @@ export const ERROR_CODES = [
   "payment_not_found",
   "payment_not_payable",
   "payment_paid_by_other",
+  "payment_bridge_under_way",
   "payment_cursor_invalid",
   "payer_address_invalid",
   "permit_signature_invalid",

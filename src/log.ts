@@ -58,7 +58,9 @@ export function registerUrlSecrets(url: string | undefined, opts: { path?: boole
   }
   if (u.password) {
     registerSecret(u.password);
-    registerSecret(decodeURIComponent(u.password));
+    try {
+      registerSecret(decodeURIComponent(u.password));
+    } catch { /* not percent-encoded validly: registered as given */ }
   }
   if (opts.path === false) return;
   // Keys are long: a short segment (`/rpc`, `/v2`) is an ordinary word of other lines.

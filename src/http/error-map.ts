@@ -93,6 +93,7 @@ export const ERROR_MAP: Readonly<Record<ErrorCode, ErrorEntry>> = {
   payment_not_found: { status: 404, text: M.paymentNotFound },
   payment_not_payable: { status: 409, text: M.paymentNotPayable },
   payment_paid_by_other: { status: 409, text: M.paymentPaidByOther },
+  payment_bridge_under_way: { status: 409, text: M.paymentBridgeUnderWay },
   payment_cursor_invalid: { status: 400, text: M.paymentCursor },
   payer_address_invalid: { status: 400, text: M.payerAddress },
   permit_signature_invalid: { status: 400, text: M.permitSignature },

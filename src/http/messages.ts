@@ -284,6 +284,8 @@ export const M = {
   paymentNotPayable: "This payment can no longer be paid.",
   paymentPaidByOther:
     "This payment is already being paid from another wallet. Nothing was taken from yours.",
+  paymentBridgeUnderWay:
+    "This payment is already being paid from another chain: it is settled when that transfer arrives. Nothing was taken from your wallet.",
   paymentCursor: "cursor is not valid; use the nextCursor of a previous page.",
   paymentHistoryQuery: "status must be PENDING, SUCCESS, FAILED or EXPIRED; limit 1 to 100.",
   payerAddress: "payer must be a valid wallet address.",

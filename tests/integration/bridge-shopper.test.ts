@@ -29,6 +29,7 @@ import {
 } from "../../src/chain/contracts/artifacts/index.ts";
 import { ANVIL_KEYS } from "../helpers/anvil.ts";
 import { M } from "../../src/http/messages.ts";
+import * as bridgeRepo from "../../src/modules/bridge/bridge.repo.ts";
 import { highS } from "../helpers/signatures.ts";
 
 const SOURCE = "Base_Sepolia";
@@ -430,6 +431,98 @@ Deno.test("checkout from the shopper's own wallet on another chain", async (t) =
       assert.equal(await usdc(carol.address), 0n);
       const [paid] = await svc.db.sql`select status from payments where reference = ${c.reference}`;
       assert.equal(paid.status, "SUCCESS");
+    });
+  } finally {
+    await svc.close();
+  }
+});
+
+Deno.test("checkout: a payment being paid from one chain is not paid on the other too", async (t) => {
+  // An outside audit paid one checkout twice: a cross-chain transfer under way, and the page's
+  // same-chain "Pay with wallet" (or a second tab) paid it again; the merchant got both.
+  const svc = await startTestService({ env: { RATE_LIMITS: "off" } });
+  const chain = svc.deps.chain;
+  try {
+    const base = await chain.ensure(SOURCE);
+    const at = { baseUrl: svc.baseUrl, sourceChain: SOURCE, rpcUrl: base.rpcUrl, chainId: 84532 };
+    const alice = shopper(at, generatePrivateKey());
+    await chain.mintUsdc({ profile: SOURCE, to: alice.address, amount: 20_000_000n });
+    const payer = privateKeyToAccount(generatePrivateKey()).address;
+
+    await t.step("a transfer under way: the same-chain payment is refused", async () => {
+      const p = await testnetPayment(svc, "2");
+      // Held at `burned` (its attestation not asked yet), as on a real network for minutes.
+      await bridgeRepo.insert(svc.db.sql, {
+        reference: `bridge_${crypto.randomUUID().replaceAll("-", "")}`,
+        direction: "inbound",
+        consumerId: null,
+        walletId: null,
+        fromChain: SOURCE,
+        toChain: "Settle_Testnet",
+        sourceDomain: 6,
+        destinationDomain: 26,
+        amount: 2_000_000n,
+        sender: alice.address.toLowerCase(),
+        recipient: p.payTo.toLowerCase(),
+        paymentReference: p.reference,
+        transferSpeed: "standard",
+        burnAmount: 2_000_000n,
+        maxFee: 0n,
+        now: new Date(),
+        burnMode: "payer_wallet",
+      });
+      const data = await api(svc)("GET", `/checkout/${p.reference}/pay-data?payer=${payer}`);
+      assert.deepEqual([data.status, data.json.error], [409, M.paymentBridgeUnderWay]);
+      const call = await api(svc)("POST", `/checkout/${p.reference}/calldata`, {
+        body: { payer, signature: `0x${"1".repeat(130)}`, deadline: "9999999999" },
+      });
+      assert.deepEqual([call.status, call.json.error], [409, M.paymentBridgeUnderWay]);
+    });
+
+    await t.step("relayed on its own chain: no transfer is started for it", async () => {
+      const p = await testnetPayment(svc, "3");
+      const buyer = privateKeyToAccount(generatePrivateKey());
+      await chain.mintUsdc({ profile: "testnet", to: buyer.address, amount: 3_000_000n });
+      const pd = await api(svc)("GET", `/checkout/${p.reference}/pay-data?payer=${buyer.address}`);
+      assert.equal(pd.status, 200, pd.text);
+      const typed = pd.json.authorization as {
+        domain: Record<string, unknown>;
+        types: Record<string, unknown>;
+        primaryType: string;
+        message: Record<string, string>;
+      };
+      const signature = await buyer.signTypedData(
+        {
+          domain: { ...typed.domain, chainId: Number(typed.domain.chainId) },
+          types: typed.types,
+          primaryType: typed.primaryType,
+          message: {
+            ...typed.message,
+            value: BigInt(typed.message.value),
+            validAfter: BigInt(typed.message.validAfter),
+            validBefore: BigInt(typed.message.validBefore),
+          },
+        } as Parameters<typeof buyer.signTypedData>[0],
+      );
+      const relayed = await api(svc)("POST", `/checkout/${p.reference}/relay`, {
+        body: { authorization: typed.message, signature },
+      });
+      assert.ok([200, 408].includes(relayed.status), relayed.text);
+      // As on a real network before its confirmations: sent, the payment not settled yet.
+      await waitFor(async () => {
+        const [row] = await svc.db
+          .sql`select status from payments where reference = ${p.reference}`;
+        return row.status === "SUCCESS";
+      }, { what: "the relay settled" });
+      await svc.db.sql`
+        update payments set status = 'PENDING', chain_tx_hash = null where reference = ${p.reference}`;
+      const before = await chain.usdcBalance(SOURCE, alice.address);
+      const quote = await alice.quote(p.reference);
+      assert.deepEqual([quote.status, quote.json.error], [409, M.paymentPaidByOther]);
+      assert.equal(await chain.usdcBalance(SOURCE, alice.address), before, "nothing burned");
+      const [{ n }] = await svc.db.sql`
+        select count(*)::int as n from bridge_transfers where payment_reference = ${p.reference}`;
+      assert.equal(n, 0);
     });
   } finally {
     await svc.close();

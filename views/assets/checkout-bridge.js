@@ -27,6 +27,8 @@
   let quote = null;
   let busy = false;
   let following = false;
+  // A burn sent from this page (its USDC gone from the source chain): never offered again.
+  let burnSent = false;
 
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -239,10 +241,12 @@
       }
       say(two ? "Confirm the burn in your wallet (2 of 2)…" : "Confirm the burn in your wallet…");
       const hash = await send(quote.wallet.burn);
+      burnSent = true;
       localStorage.setItem(pendingKey, JSON.stringify({ sourceChain: quote.sourceChain.id, hash }));
       say("Burn sent. Waiting for it to be mined…");
       const b = await mined(hash);
       if (b.status !== "0x1") {
+        burnSent = false;
         localStorage.removeItem(pendingKey);
         return say("The burn transaction reverted: nothing was burned.", "error");
       }
@@ -253,11 +257,20 @@
     }
   }
 
-  // Tells the service about the burn; its node may see it a moment after the wallet's did.
+  // Tells the service about the burn; its node may see it a moment after the wallet's did. A
+  // request that does not get through is tried again like a 5xx; until the report is taken, the
+  // burn stays noted in this browser and nothing offers to pay again (a second burn paid twice).
   async function report(sourceChain, txHash) {
+    burnSent = true;
     say("Reporting the burn…");
     for (let i = 0; i < 10; i++) {
-      const r = await post(`${base}/bridge-burn`, { sourceChain, txHash });
+      let r;
+      try {
+        r = await post(`${base}/bridge-burn`, { sourceChain, txHash });
+      } catch {
+        await sleep(2000);
+        continue;
+      }
       if (r.status === 200 || r.status === 202) {
         localStorage.removeItem(pendingKey);
         return await follow(r.body.reference);
@@ -268,8 +281,12 @@
       }
       await sleep(2000);
     }
+    for (const el of [reviewButton, payButton, fallbackButton, faucetButton?.parentElement]) {
+      if (el) el.hidden = true;
+    }
     say(
-      "The burn is not visible to the service yet. Reload this page to report it again.",
+      `Your burn (${txHash.slice(0, 10)}…) was sent, but the service has not taken it yet. ` +
+        "Do not pay again: reload this page to report it again.",
       "error",
     );
   }
@@ -331,6 +348,9 @@
       if (el) el.hidden = true;
     }
     for (const el of document.querySelectorAll("#cross-chain h3.alt, #bridge")) el.hidden = true;
+    // Nor the same-chain payment above: both would go through, paying twice.
+    const samePanel = document.getElementById("pay-panel");
+    if (samePanel) samePanel.hidden = true;
     from.disabled = fast.disabled = true;
     say(`Transfer ${reference} started.`);
     state.dataset.status = "pending";
@@ -373,8 +393,9 @@
         say(`Something went wrong: ${(e && e.message) || e}`, "error");
       } finally {
         busy = false;
+        // A burn sent and not reported: nothing is offered again (reload reports it).
         for (const b of [reviewButton, payButton, fallbackButton, faucetButton]) {
-          if (b) b.disabled = false;
+          if (b) b.disabled = burnSent;
         }
       }
     };

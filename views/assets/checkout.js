@@ -156,6 +156,9 @@
     sayWithLink("Payment submitted. Waiting for confirmation…", href, "View transaction");
     button.hidden = true;
     fallbackButton.hidden = true;
+    // Being paid here: paying from another chain as well would pay twice.
+    const crossChain = document.getElementById("cross-chain");
+    if (crossChain) crossChain.hidden = true;
   }
 
   // The default: one signature, no transaction from the payer; the service relays it.

@@ -10,7 +10,7 @@ import { DomainError } from "../../errors.ts";
 import type { CheckoutBurn, SourceChainName } from "../../chain/index.ts";
 import { checksum, isAddress, lower } from "../../chain/address.ts";
 import { formatUsdc } from "../../money.ts";
-import { loadPayment } from "../payments/payments.checkout.ts";
+import { loadPayment, paidOnChainUnderWay } from "../payments/payments.checkout.ts";
 import type { PaymentRow } from "../payments/payments.rules.ts";
 import { quote } from "./bridge.attestation.ts";
 import {
@@ -54,10 +54,16 @@ export async function target(deps: Deps, reference: string, sourceChain: string)
   return { p, source: sourceChain as SourceChainName };
 }
 
-export function payable(deps: Deps, p: PaymentRow) {
+/**
+ * Before anything is burned for a payment: it is still payable, and not being paid on its own
+ * chain already (its relay sent, or a wallet's transaction reported): a burn now would pay the
+ * merchant twice (an outside audit: both went through).
+ */
+export async function payable(deps: Deps, p: PaymentRow) {
   if (p.status !== "PENDING" || p.expiresAt <= deps.clock.now()) {
     throw new DomainError("payment_not_payable", { paymentStatus: p.status });
   }
+  if (await paidOnChainUnderWay(deps, p)) throw new DomainError("payment_paid_by_other");
 }
 
 /** The burn a payment needs: its amount plus the quoted fee, minted to its payee. */
@@ -89,7 +95,7 @@ export async function shopperQuote(
   input: { sourceChain: string; payer?: string; transferSpeed?: TransferSpeed },
 ) {
   const { p, source } = await target(deps, reference, input.sourceChain);
-  payable(deps, p);
+  await payable(deps, p);
   const speed = input.transferSpeed ?? "standard";
   const q = await quote(deps, {
     from: source,

@@ -11,7 +11,7 @@ import { PROFILE_DEFS, SOURCE_CHAINS, type SourceChainName } from "../../chain/p
 import { checksum, lower } from "../../chain/address.ts";
 import { formatUsdc } from "../../money.ts";
 import { sessionAccount } from "../consumers/consumers.service.ts";
-import { loadPayment } from "../payments/payments.checkout.ts";
+import { loadPayment, paidOnChainUnderWay } from "../payments/payments.checkout.ts";
 import * as repo from "./bridge.repo.ts";
 import { burnQueue } from "./bridge.queues.ts";
 import {
@@ -263,6 +263,8 @@ export async function payFromChain(
       }: the payment's amount and payee.`,
     });
   }
+  // Being paid on its own chain already: a burn now would pay the merchant twice.
+  if (await paidOnChainUnderWay(deps, p)) throw new DomainError("payment_paid_by_other");
   // A burn the shopper's own wallet made may be under way (not covered by the unique index).
   if ((await repo.openForPayment(deps.sql, p.reference)).length) {
     throw new DomainError("bridge_payment_not_bridgeable", {

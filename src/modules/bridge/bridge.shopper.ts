@@ -108,7 +108,7 @@ async function relayable(
   { source, input }: { source: SourceChainName; input: ShopperRelayInput },
 ) {
   const a = input.authorization;
-  payable(deps, p);
+  await payable(deps, p);
   const now = unixSeconds(deps.clock.now());
   if (a.validBefore <= now) throw new DomainError("authorization_expired");
   if (a.validBefore > unixSeconds(p.expiresAt) || a.validAfter > now) {

@@ -96,7 +96,31 @@ async function payable(deps: Deps, reference: string): Promise<PaymentRow> {
       paymentStatus: effectiveStatus(p, deps.clock.now()),
     });
   }
+  // Paid from another chain already (its transfer settles it when minted): a same-chain payment
+  // now would pay the merchant twice (an outside audit: both went through).
+  if (await repo.bridgeUnderWay(deps.sql, p.reference)) {
+    throw new DomainError("payment_bridge_under_way");
+  }
   return p;
+}
+
+/**
+ * Whether this payment is being paid on its own chain already (its gasless relay sent, or a
+ * wallet's router transaction reported): the bridge then starts no transfer for it.
+ */
+export async function paidOnChainUnderWay(deps: Deps, p: PaymentRow): Promise<boolean> {
+  if (p.submittedTxHash) {
+    const seen = await deps.chain.checkout.inspect(
+      deps.chain.profileOf(p.chainId),
+      p.submittedTxHash as `0x${string}`,
+    ).catch(() => ({ status: null }));
+    if (seen.status !== "reverted") return true;
+  }
+  const relayed = await deps.chain.transaction(
+    deps.chain.profileOf(p.chainId),
+    relayIntent(p.reference),
+  );
+  return relayed !== null && relayed.status !== "reverted";
 }
 
 function payerAddress(raw: unknown): `0x${string}` {

@@ -192,3 +192,17 @@ function statusFilter(sql: Db, status: PaymentStatus | undefined, now: Date) {
   }
   return sql`and p.status = ${status}`;
 }
+
+/**
+ * Whether a cross-chain transfer for this payment is under way (bridge_transfers, the bridge
+ * module's table, read here by key only: the one question checkout asks of it before it offers a
+ * same-chain payment, so the two ways to pay never both go through).
+ */
+export async function bridgeUnderWay(sql: Db, reference: string): Promise<boolean> {
+  const [row] = await sql<{ under: boolean }[]>`
+    select exists(
+      select 1 from bridge_transfers
+      where payment_reference = ${reference} and status in ('pending', 'burned', 'attested')
+    ) as under`;
+  return row.under;
+}
