@@ -30,6 +30,7 @@ import {
 import { ANVIL_KEYS } from "../helpers/anvil.ts";
 import { M } from "../../src/http/messages.ts";
 import * as bridgeRepo from "../../src/modules/bridge/bridge.repo.ts";
+import { payer as sameChainPayer } from "../helpers/payer.ts";
 import { highS } from "../helpers/signatures.ts";
 
 const SOURCE = "Base_Sepolia";
@@ -481,33 +482,10 @@ Deno.test("checkout: a payment being paid from one chain is not paid on the othe
 
     await t.step("relayed on its own chain: no transfer is started for it", async () => {
       const p = await testnetPayment(svc, "3");
-      const buyer = privateKeyToAccount(generatePrivateKey());
-      await chain.mintUsdc({ profile: "testnet", to: buyer.address, amount: 3_000_000n });
-      const pd = await api(svc)("GET", `/checkout/${p.reference}/pay-data?payer=${buyer.address}`);
-      assert.equal(pd.status, 200, pd.text);
-      const typed = pd.json.authorization as {
-        domain: Record<string, unknown>;
-        types: Record<string, unknown>;
-        primaryType: string;
-        message: Record<string, string>;
-      };
-      const signature = await buyer.signTypedData(
-        {
-          domain: { ...typed.domain, chainId: Number(typed.domain.chainId) },
-          types: typed.types,
-          primaryType: typed.primaryType,
-          message: {
-            ...typed.message,
-            value: BigInt(typed.message.value),
-            validAfter: BigInt(typed.message.validAfter),
-            validBefore: BigInt(typed.message.validBefore),
-          },
-        } as Parameters<typeof buyer.signTypedData>[0],
-      );
-      const relayed = await api(svc)("POST", `/checkout/${p.reference}/relay`, {
-        body: { authorization: typed.message, signature },
-      });
-      assert.ok([200, 408].includes(relayed.status), relayed.text);
+      const buyer = sameChainPayer(svc, generatePrivateKey(), "testnet");
+      await buyer.fund(3_000_000n);
+      const relayed = await buyer.relay(p.reference, await buyer.authorize(p.reference));
+      assert.ok([200, 408].includes(relayed.status), JSON.stringify(relayed.json));
       // As on a real network before its confirmations: sent, the payment not settled yet.
       await waitFor(async () => {
         const [row] = await svc.db
