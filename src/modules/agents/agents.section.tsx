@@ -158,11 +158,15 @@ export const agentsSection: DashboardSection = {
         // withdrawal's own text spoke of a withdrawal).
         const held = await deps.chain.usdcBalance(profile, from.value.address as `0x${string}`);
         if (held < parsed.data.amount) {
-          const text = MF.dashAgentFundShort(formatUsdc(held, { decimals: "fixed" }), amount);
-          return render(c, deps, {
-            agentForm: { agentId, kind: "fund", values: v, errors: { amount: text } },
-            notice: { kind: "error", text },
-          }, 400);
+          return amountShort(
+            c,
+            deps,
+            { agentId, kind: "fund", values: v },
+            MF.dashAgentFundShort(
+              formatUsdc(held, { decimals: "fixed" }),
+              amount,
+            ),
+          );
         }
         return review(c, {
           heading: `Fund agent ${agent.name}`,
@@ -227,11 +231,12 @@ export const agentsSection: DashboardSection = {
         const profile = agents.agentProfile(deps);
         const held = await deps.chain.usdcBalance(profile, found.value.account as `0x${string}`);
         if (held < parsed.data.amount) {
-          const text = MF.dashAgentDepositShort(formatUsdc(held, { decimals: "fixed" }), amount);
-          return render(c, deps, {
-            agentForm: { agentId, kind: "deposit", values: v, errors: { amount: text } },
-            notice: { kind: "error", text },
-          }, 400);
+          return amountShort(
+            c,
+            deps,
+            { agentId, kind: "deposit", values: v },
+            MF.dashAgentDepositShort(formatUsdc(held, { decimals: "fixed" }), amount),
+          );
         }
         return review(c, {
           heading: `Deposit to the gateway for agent ${found.value.agentId}`,
@@ -527,6 +532,19 @@ function refused(
     { notice: { kind: "error", text: error.message }, hint: error.hint, agentForm },
     error.status,
   );
+}
+
+/** A form's amount more than its source holds: refused at its review, with the form kept. */
+function amountShort(
+  c: DashContext,
+  deps: Deps,
+  form: { agentId: string; kind: "fund" | "deposit"; values: Record<string, string> },
+  text: string,
+) {
+  return render(c, deps, {
+    agentForm: { ...form, errors: { amount: text } },
+    notice: { kind: "error", text },
+  }, 400);
 }
 
 function testOnly(c: DashContext, deps: Deps) {

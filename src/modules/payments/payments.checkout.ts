@@ -106,15 +106,17 @@ async function payable(deps: Deps, reference: string): Promise<PaymentRow> {
 
 /**
  * Whether this payment is being paid on its own chain already (its gasless relay sent, or a
- * wallet's router transaction reported): the bridge then starts no transfer for it.
+ * wallet's router transaction reported and seen: a router call for this very reference, in the
+ * pool or mined, not reverted; a hash anyone reported that is not one holds nothing back): the
+ * bridge then starts no transfer for it.
  */
 export async function paidOnChainUnderWay(deps: Deps, p: PaymentRow): Promise<boolean> {
   if (p.submittedTxHash) {
     const seen = await deps.chain.checkout.inspect(
       deps.chain.profileOf(p.chainId),
       p.submittedTxHash as `0x${string}`,
-    ).catch(() => ({ status: null }));
-    if (seen.status !== "reverted") return true;
+    ).catch(() => null);
+    if (seen?.reference === p.reference && seen.status !== "reverted") return true;
   }
   const relayed = await deps.chain.transaction(
     deps.chain.profileOf(p.chainId),
